@@ -1,0 +1,46 @@
+# hudi-cdc developer targets. `make help` lists them.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+JARS_DIR := .jars/hudi
+INSTALLED := $(VENV)/.installed
+JARS := $(JARS_DIR)/.fetched
+PYTEST_ARGS ?=
+
+.DEFAULT_GOAL := help
+.PHONY: help install jars demo test test-fast lint clean
+
+help: ## List the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
+
+$(INSTALLED): setup.cfg pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[test,dev]'
+	touch $@
+
+$(JARS): jars/hudi/pom.xml
+	@command -v java >/dev/null || { echo "java (17) is required"; exit 1; }
+	@command -v mvn >/dev/null || { echo "maven is required: apt-get install -y maven"; exit 1; }
+	mvn -q -B -f jars/hudi/pom.xml dependency:copy-dependencies -DoutputDirectory=$(abspath $(JARS_DIR))
+	touch $@
+
+install: $(INSTALLED) $(JARS) ## Create .venv with hudi-cdc (editable) and fetch the Spark-side jars
+
+jars: $(JARS) ## Fetch the Hudi bundle and spark-avro jars into .jars/ (Maven Central)
+
+demo: install ## Write sample Debezium Avro files and replicate them into COW and MOR Hudi tables
+	$(PY) examples/demo.py
+
+test: install ## Run the whole test suite (real Spark, real Hudi)
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+test-fast: install ## Only the tests that need no Spark
+	$(PY) -m pytest -m "not spark" $(PYTEST_ARGS)
+
+lint: install ## ruff and mypy
+	$(VENV)/bin/ruff check hudi_cdc payloads tests examples
+	$(VENV)/bin/mypy hudi_cdc payloads
+
+clean: ## Remove the venv, fetched jars and demo output
+	rm -rf $(VENV) .jars demo-output .pytest_cache .hypothesis

@@ -1,0 +1,72 @@
+"""hudi-cdc: keep Apache Hudi tables in step with relational tables from Debezium change events.
+
+Everything named in ``__all__`` is the public API; the rest may change.
+Importing this package starts nothing: no Spark session, no logging handlers.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from hudi_cdc.config import Flavor, IngestConfig, TableType, load_config
+from hudi_cdc.errors import (
+    CheckpointError,
+    ConfigError,
+    DecodeError,
+    HudiCdcError,
+    MergeError,
+    SinkError,
+    SourceError,
+    TerminalError,
+    TransientError,
+)
+from hudi_cdc.pipeline import IngestResult, run
+from hudi_cdc.spark import spark_session
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "CheckpointError",
+    "ConfigError",
+    "DecodeError",
+    "Flavor",
+    "HudiCdcError",
+    "IngestConfig",
+    "IngestResult",
+    "MergeError",
+    "SinkError",
+    "SourceError",
+    "TableType",
+    "TerminalError",
+    "TransientError",
+    "__version__",
+    "ingest",
+    "load_config",
+    "run",
+    "spark_session",
+]
+
+
+def ingest(
+    config: IngestConfig | None = None,
+    *,
+    spark: "SparkSession | None" = None,
+    **options: Any,
+) -> IngestResult:
+    """Run one ingest round and return what it did.
+
+    Pass an :class:`IngestConfig`, or the same options as the CLI as keywords
+    (``source_path=..., target_base_path=..., target_table=...,
+    record_key_fields="id", table_type="mor", hoodie_conf={...}``), which are
+    merged over ``HUDI_CDC__*`` environment variables like the CLI does.
+    """
+    from hudi_cdc.pipeline import ingest_once
+
+    if config is None:
+        config = load_config(**options)
+    elif options:
+        raise TypeError("pass either an IngestConfig or keyword options, not both")
+    return ingest_once(config, spark=spark)

@@ -1,0 +1,95 @@
+"""``hudi-cdc`` command line. Flag names follow HoodieStreamer's where one exists."""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from typing import Any
+
+import click
+
+from hudi_cdc.config import load_config
+from hudi_cdc.errors import ConfigError, HudiCdcError
+
+
+def _hoodie_conf(values: tuple[str, ...]) -> dict[str, str]:
+    conf = {}
+    for item in values:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"--hoodie-conf expects key=value, got {item!r}")
+        conf[key.strip()] = value.strip()
+    return conf
+
+
+@click.group()
+@click.option("-v", "--verbose", count=True, help="More log output (-v info, -vv debug).")
+def main(verbose: int) -> None:
+    """Replicate relational tables into Apache Hudi from Debezium change events."""
+    level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+
+
+@main.command()
+@click.option("--source", type=click.Choice(["files"]), default=None, help="Where change events come from.")
+@click.option("--source-path", help="Files source: folder (local or Hadoop URI) of Debezium Avro files.")
+@click.option("--flavor", type=click.Choice(["postgres", "mysql"], case_sensitive=False), help="Source database.")
+@click.option("--target-base-path", help="Base path of the Hudi table.")
+@click.option("--target-table", help="Name of the Hudi table.")
+@click.option(
+    "--table-type",
+    type=click.Choice(["COPY_ON_WRITE", "MERGE_ON_READ", "cow", "mor"], case_sensitive=False),
+    help="Hudi table type (cow/mor accepted).",
+)
+@click.option("--record-key-field", help="Record key column(s), comma separated.")
+@click.option("--partition-path-field", help="Partition column, if the table is partitioned.")
+@click.option("--source-limit", type=int, help="Most bytes of new files per round.")
+@click.option("--checkpoint", help="Start from this checkpoint ('earliest' or a stored JSON checkpoint).")
+@click.option("--continuous", is_flag=True, default=None, help="Keep ingesting in rounds.")
+@click.option("--min-sync-interval-seconds", type=float, help="Continuous mode: least seconds between rounds.")
+@click.option("--max-rounds", type=int, help="Continuous mode: stop after this many rounds.")
+@click.option("--toast-placeholder", help="Debezium's unavailable.value.placeholder.")
+@click.option("--tombstone-retention-hours", type=float, help="How long delete tombstones are kept.")
+@click.option("--hoodie-conf", multiple=True, help="A Hudi setting k=v; repeatable.")
+@click.option("--props", "props_file", type=click.Path(dir_okay=False), help="Java properties file of Hudi settings.")
+@click.option("--config", "config_file", type=click.Path(dir_okay=False), help="TOML file of hudi-cdc settings.")
+@click.option("--json", "as_json", is_flag=True, help="Print each round's result as one JSON line.")
+def ingest(props_file: str | None, config_file: str | None, hoodie_conf: tuple[str, ...], as_json: bool, **kw: Any) -> None:
+    """Ingest new change events into a Hudi table (one round, or --continuous)."""
+    from hudi_cdc.pipeline import run
+
+    kw["record_key_fields"] = kw.pop("record_key_field")
+    try:
+        config = load_config(
+            config_file=config_file,
+            props_file=props_file,
+            hoodie_conf=_hoodie_conf(hoodie_conf),
+            **kw,
+        )
+        for result in run(config):
+            if as_json:
+                click.echo(json.dumps(result.to_dict(), sort_keys=True, default=str))
+            elif result.committed:
+                click.echo(
+                    f"{result.table}: commit {result.commit_time}: {result.events} events -> "
+                    f"{result.upserts} upserts, {result.deletes} deletes, {result.stale} stale, "
+                    f"{result.superseded} superseded; {result.tombstones_held} tombstones held "
+                    f"({result.duration_s:.1f}s)"
+                )
+            else:
+                click.echo(f"{result.table}: nothing new")
+    except HudiCdcError as exc:
+        kind = "transient" if exc.transient else "error"
+        click.echo(f"hudi-cdc: {kind}: {exc}", err=True)
+        sys.exit(75 if exc.transient else 1)  # 75 = EX_TEMPFAIL: schedulers may retry
+    except Exception as exc:  # one line for the shell; the traceback with -v
+        from hudi_cdc._jvm import java_message
+
+        logging.getLogger("hudi_cdc").info("unexpected failure", exc_info=True)
+        click.echo(f"hudi-cdc: unexpected error: {java_message(exc)}", err=True)
+        sys.exit(1)
+
+
+if __name__ == "__main__":  # pragma: no cover - `python -m hudi_cdc.cli`
+    main()

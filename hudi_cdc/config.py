@@ -1,0 +1,194 @@
+"""Typed configuration: a TOML file, then ``HUDI_CDC__*`` environment variables,
+then explicit arguments, later ones winning (PyIceberg's order).
+
+Hudi's own settings pass through untouched, as with HoodieStreamer: ``--props FILE``
+(Java properties) first, then each ``--hoodie-conf k=v``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Mapping, get_args
+
+from hudi_cdc.errors import ConfigError
+from payloads.postgres import DEFAULT_TOAST_PLACEHOLDER
+
+__all__ = [
+    "IngestConfig",
+    "TableType",
+    "Flavor",
+    "SourceKind",
+    "load_config",
+    "parse_props",
+    "redact",
+]
+
+TableType = Literal["COPY_ON_WRITE", "MERGE_ON_READ"]
+Flavor = Literal["postgres", "mysql"]
+SourceKind = Literal["files"]
+
+ENV_PREFIX = "HUDI_CDC__"
+_TABLE_TYPE_ALIASES = {"cow": "COPY_ON_WRITE", "mor": "MERGE_ON_READ"}
+_SECRET_MARKERS = ("password", "secret", "token", "credential", "jaas", "access.key", "accesskey", "private")
+
+
+@dataclass(frozen=True)
+class IngestConfig:
+    """Everything one ``ingest`` run needs. Build it with :func:`load_config`."""
+
+    source_path: str
+    target_base_path: str
+    target_table: str
+    record_key_fields: tuple[str, ...]
+    flavor: Flavor = "postgres"
+    source: SourceKind = "files"
+    table_type: TableType = "COPY_ON_WRITE"
+    partition_path_field: str | None = None
+    source_limit: int | None = None
+    """Files source: the most bytes of new files one round takes (at least one file)."""
+    source_file_suffix: str = ".avro"
+    checkpoint: str | None = None
+    """Start from this checkpoint instead of the one stored in the table (recovery)."""
+    continuous: bool = False
+    min_sync_interval_seconds: float = 0.0
+    max_rounds: int | None = None
+    """Continuous mode stops after this many rounds (None: until stopped)."""
+    toast_placeholder: str = DEFAULT_TOAST_PLACEHOLDER
+    tombstone_retention_hours: float = 168.0
+    tombstone_path: str | None = None
+    """Where delete tombstones live; default ``<target_base_path>/.hudi_cdc/tombstones``."""
+    hoodie_conf: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        _check_literal("table_type", self.table_type, TableType)
+        _check_literal("flavor", self.flavor, Flavor)
+        _check_literal("source", self.source, SourceKind)
+        if not self.record_key_fields or any(not k for k in self.record_key_fields):
+            raise ConfigError("record_key_fields is empty: set --record-key-field id[,k2]")
+        for name in ("source_path", "target_base_path", "target_table"):
+            if not getattr(self, name):
+                raise ConfigError(f"{name} is required: set --{name.replace('_', '-')}")
+        if self.source_limit is not None and self.source_limit <= 0:
+            raise ConfigError(f"source_limit must be positive, got {self.source_limit}")
+        if self.tombstone_retention_hours < 0:
+            raise ConfigError("tombstone_retention_hours must be >= 0")
+        if self.min_sync_interval_seconds < 0:
+            raise ConfigError("min_sync_interval_seconds must be >= 0")
+
+    @property
+    def resolved_tombstone_path(self) -> str:
+        return self.tombstone_path or self.target_base_path.rstrip("/") + "/.hudi_cdc/tombstones"
+
+    def __repr__(self) -> str:
+        fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        fields["hoodie_conf"] = redact(self.hoodie_conf)
+        body = ", ".join(f"{k}={v!r}" for k, v in fields.items())
+        return f"IngestConfig({body})"
+
+    __str__ = __repr__
+
+
+def _check_literal(name: str, value: Any, literal: Any) -> None:
+    allowed = get_args(literal)
+    if value not in allowed:
+        raise ConfigError(f"{name}={value!r} is not one of {', '.join(allowed)}")
+
+
+def redact(conf: Mapping[str, str]) -> dict[str, str]:
+    """A copy of ``conf`` with values of secret-looking keys replaced."""
+    return {k: ("***" if any(m in k.lower() for m in _SECRET_MARKERS) else v) for k, v in conf.items()}
+
+
+def parse_props(text: str, *, origin: str) -> dict[str, str]:
+    """Parse Java-properties text (``k=v`` or ``k: v`` lines, ``#``/``!`` comments)."""
+    props: dict[str, str] = {}
+    for lineno, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip()
+        if not line or line[0] in "#!":
+            continue
+        sep = min((i for i in (line.find("="), line.find(":")) if i > 0), default=-1)
+        if sep < 0:
+            raise ConfigError(f"{origin}:{lineno}: expected key=value, got {line!r}")
+        props[line[:sep].strip()] = line[sep + 1 :].strip()
+    return props
+
+
+def _normalise(values: dict[str, Any], origin: str) -> dict[str, Any]:
+    known = {f.name: f for f in dataclasses.fields(IngestConfig)}
+    out: dict[str, Any] = {}
+    for key, value in values.items():
+        if key not in known:
+            raise ConfigError(f"{origin}: unknown setting {key!r}; known: {', '.join(sorted(known))}")
+        if value is None:
+            continue
+        if key == "record_key_fields" and isinstance(value, str):
+            value = tuple(k.strip() for k in value.split(",") if k.strip())
+        elif key == "record_key_fields":
+            value = tuple(value)
+        elif key == "table_type" and isinstance(value, str):
+            value = _TABLE_TYPE_ALIASES.get(value.lower(), value.upper())
+        elif key == "flavor" and isinstance(value, str):
+            value = value.lower()
+        elif key in ("source_limit", "max_rounds") and isinstance(value, str):
+            value = _parse_number(key, value, int, origin)
+        elif key in ("min_sync_interval_seconds", "tombstone_retention_hours") and isinstance(value, str):
+            value = _parse_number(key, value, float, origin)
+        elif key == "continuous" and isinstance(value, str):
+            value = value.strip().lower() in ("1", "true", "yes", "on")
+        elif key == "hoodie_conf":
+            value = dict(value)
+        out[key] = value
+    return out
+
+
+def _parse_number(key: str, value: str, kind: type, origin: str) -> Any:
+    try:
+        return kind(value)
+    except ValueError:
+        raise ConfigError(f"{origin}: {key}={value!r} is not a number") from None
+
+
+def load_config(
+    *,
+    config_file: str | os.PathLike[str] | None = None,
+    env: Mapping[str, str] | None = None,
+    props_file: str | os.PathLike[str] | None = None,
+    hoodie_conf: Mapping[str, str] | None = None,
+    **overrides: Any,
+) -> IngestConfig:
+    """Merge file, environment and explicit settings into an :class:`IngestConfig`.
+
+    ``config_file`` is TOML with the setting names as keys (an optional
+    ``[hoodie_conf]`` table); environment variables are ``HUDI_CDC__<SETTING>``.
+    """
+    merged: dict[str, Any] = {}
+    if config_file is not None:
+        path = Path(config_file)
+        try:
+            data = tomllib.loads(path.read_text())
+        except (OSError, tomllib.TOMLDecodeError) as exc:
+            raise ConfigError(f"cannot read config file {path}: {exc}") from exc
+        merged.update(_normalise(data, str(path)))
+    env = os.environ if env is None else env
+    from_env = {k[len(ENV_PREFIX) :].lower(): v for k, v in env.items() if k.startswith(ENV_PREFIX)}
+    merged.update(_normalise(from_env, "environment"))
+    merged.update(_normalise(overrides, "arguments"))
+
+    conf: dict[str, str] = dict(merged.pop("hoodie_conf", {}) or {})
+    if props_file is not None:
+        path = Path(props_file)
+        try:
+            conf.update(parse_props(path.read_text(), origin=str(path)))
+        except OSError as exc:
+            raise ConfigError(f"cannot read --props file {path}: {exc}") from exc
+    conf.update(hoodie_conf or {})
+    merged["hoodie_conf"] = conf
+    missing = [n for n in ("source_path", "target_base_path", "target_table", "record_key_fields") if n not in merged]
+    if missing:
+        flags = ", ".join("--" + n.replace("_fields", "_field").replace("_", "-") for n in missing)
+        raise ConfigError(f"missing required settings: {flags}")
+    return IngestConfig(**merged)

@@ -1,0 +1,126 @@
+"""Flatten Debezium change envelopes into table rows with ``_source_*`` columns.
+
+``after`` is the row for create/update/snapshot-read events, ``before`` for
+deletes. Every problem that makes an event unusable (no op, unknown op, missing
+image, null key) becomes a message in the error column instead of a silently
+dropped row; the pipeline fails the batch if any event has one.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Sequence
+
+from hudi_cdc.errors import DecodeError
+from payloads.base import DELETED_COLUMN, ERROR_COLUMN, INGESTED_AT_COLUMN, INTERNAL_PREFIX, OP_COLUMN
+
+if TYPE_CHECKING:
+    from datetime import datetime
+
+    from pyspark.sql import DataFrame
+
+__all__ = ["KNOWN_OPS", "ORIGIN_COLUMN", "flatten", "first_errors"]
+
+KNOWN_OPS = ("c", "u", "d", "r")
+ORIGIN_COLUMN = INTERNAL_PREFIX + "origin"
+"""Where an event came from (file path, topic-partition@offset), for error messages."""
+
+ENVELOPE_FIELDS = ("before", "after", "source", "op")
+
+
+def flatten(
+    envelopes: "DataFrame",
+    *,
+    source_meta_columns: Sequence[tuple[str, str, str, bool]],
+    key_fields: Sequence[str],
+    ingested_at: "datetime",
+    where: str,
+) -> "DataFrame":
+    """Rows of the changed table plus meta columns, one per envelope.
+
+    ``envelopes`` has the envelope fields plus the internal origin/arrival
+    columns. ``source_meta_columns`` comes from the merge policy; ``where``
+    names the batch in error messages.
+    """
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import StructType
+
+    names = set(envelopes.columns)
+    missing = [f for f in ENVELOPE_FIELDS if f not in names]
+    if missing:
+        raise DecodeError(
+            f"{where}: records are not Debezium change envelopes: missing field(s) {', '.join(missing)} "
+            f"(found {', '.join(sorted(n for n in names if not n.startswith(INTERNAL_PREFIX)))})"
+        )
+    after_type = envelopes.schema["after"].dataType
+    if not isinstance(after_type, StructType):
+        raise DecodeError(f"{where}: envelope field 'after' is {after_type.simpleString()}, expected a record")
+    value_fields = [f.name for f in after_type.fields]
+    absent_keys = [k for k in key_fields if k not in value_fields]
+    if absent_keys:
+        raise DecodeError(
+            f"{where}: record key field(s) {', '.join(absent_keys)} not in the table's columns "
+            f"({', '.join(value_fields)}); check --record-key-field"
+        )
+
+    source_type = envelopes.schema["source"].dataType
+    source_fields = {f.name for f in source_type.fields} if isinstance(source_type, StructType) else set()
+    meta = []
+    for column, field, ddl, required in source_meta_columns:
+        if field in source_fields:
+            meta.append(F.col("source")[field].cast(ddl).alias(column))
+        elif required:
+            raise DecodeError(
+                f"{where}: the envelope's source block has no '{field}' field, needed for {column}; "
+                f"source fields are {', '.join(sorted(source_fields)) or 'none'}: is --flavor right?"
+            )
+        else:
+            meta.append(F.lit(None).cast(ddl).alias(column))
+    optional_source = {"ts_ms": ("_source_ts_ms", "bigint"), "snapshot": ("_source_snapshot", "string")}
+    for field, (column, ddl) in optional_source.items():
+        value = F.col("source")[field] if field in source_fields else F.lit(None)
+        meta.append(value.cast(ddl).alias(column))
+
+    op = F.col("op")
+    image = F.when(op == F.lit("d"), F.col("before")).otherwise(F.col("after"))
+    rows = envelopes.select(
+        *[c for c in envelopes.columns if c.startswith(INTERNAL_PREFIX)],
+        op.alias(OP_COLUMN),
+        image.alias(INTERNAL_PREFIX + "image"),
+        *meta,
+    )
+    op = F.col(OP_COLUMN)
+    error = (
+        F.when(op.isNull(), F.lit("envelope has no op"))
+        .when(op == F.lit("t"), F.lit("truncate events (op=t) are not supported; re-snapshot the table"))
+        .when(~op.isin(*KNOWN_OPS), F.concat(F.lit("unknown op '"), op, F.lit("'")))
+        .when((op == F.lit("d")) & F.col(INTERNAL_PREFIX + "image").isNull(), F.lit("delete without a before image"))
+        .when(F.col(INTERNAL_PREFIX + "image").isNull(), F.concat(F.lit("op '"), op, F.lit("' without an after image")))
+    )
+    for key in key_fields:
+        error = error.when(
+            F.col(INTERNAL_PREFIX + "image")[key].isNull(), F.lit(f"record key field '{key}' is null")
+        )
+    return rows.select(
+        *[F.col(INTERNAL_PREFIX + "image")[f].alias(f) for f in value_fields],
+        *[c for c in rows.columns if c != INTERNAL_PREFIX + "image"],
+        (F.col(OP_COLUMN) == F.lit("d")).alias(DELETED_COLUMN),
+        F.lit(ingested_at).cast("timestamp").alias(INGESTED_AT_COLUMN),
+        error.alias(ERROR_COLUMN),
+    )
+
+
+def first_errors(flat: "DataFrame", *, key_fields: Sequence[str], limit: int = 5) -> list[str]:
+    """Up to ``limit`` messages ``origin: key ...: problem`` for events with errors."""
+    from pyspark.sql import functions as F
+
+    rows = (
+        flat.filter(F.col(ERROR_COLUMN).isNotNull())
+        .select(ORIGIN_COLUMN, OP_COLUMN, *key_fields, ERROR_COLUMN)
+        .limit(limit)
+        .collect()
+    )
+    messages = []
+    for row in rows:
+        key = ", ".join(f"{k}={row[k]!r}" for k in key_fields)
+        messages.append(f"{row[ORIGIN_COLUMN]}: event op={row[OP_COLUMN]!r} key ({key}): {row[ERROR_COLUMN]}")
+    return messages

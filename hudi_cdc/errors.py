@@ -1,0 +1,62 @@
+"""One error base for hudi-cdc, split by layer and by kind.
+
+Callers (the CLI, the continuous loop, an Airflow task) decide whether to retry
+by class: :class:`TransientError` may succeed on retry, :class:`TerminalError`
+will not until someone changes the input or the configuration.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "HudiCdcError",
+    "TransientError",
+    "TerminalError",
+    "ConfigError",
+    "SourceError",
+    "DecodeError",
+    "MergeError",
+    "SinkError",
+    "CheckpointError",
+]
+
+
+class HudiCdcError(Exception):
+    """Base of every error hudi-cdc raises on purpose."""
+
+    transient: bool = False
+
+
+class TransientError(HudiCdcError):
+    """Something outside us failed in a way that a retry may fix."""
+
+    transient = True
+
+
+class TerminalError(HudiCdcError):
+    """Input or configuration is wrong: retrying the same run fails the same way."""
+
+
+class ConfigError(TerminalError):
+    """A setting is missing, unknown or has a bad value."""
+
+
+class SourceError(TerminalError):
+    """The source cannot be planned or read (missing path, unreadable file)."""
+
+
+class DecodeError(TerminalError):
+    """A change event is malformed: not Avro, no ``op``, no position, null key."""
+
+
+class MergeError(TerminalError):
+    """A batch cannot be merged safely (for example a TOAST placeholder for an unseen key)."""
+
+
+class SinkError(HudiCdcError):
+    """Writing the Hudi table failed. Transient unless a subclass says otherwise."""
+
+    transient = True
+
+
+class CheckpointError(TerminalError):
+    """The checkpoint stored in the table cannot be read or does not fit the source."""

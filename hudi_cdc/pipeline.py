@@ -1,0 +1,231 @@
+"""The one orchestrator: source -> flatten -> merge policy -> Hudi, checkpoint in the commit.
+
+The CLI and the Python API are thin shells over :func:`ingest_once` and
+:func:`run`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timedelta, timezone
+from typing import TYPE_CHECKING, Any, Callable, Iterator
+
+from hudi_cdc.config import IngestConfig
+from hudi_cdc.envelope.flatten import first_errors, flatten
+from hudi_cdc.errors import DecodeError, HudiCdcError
+from hudi_cdc.sink import options as opt
+from hudi_cdc.sink.hudi import HudiTable
+from hudi_cdc.sink.tombstones import TombstoneStore
+from payloads import StoredState, policy_for
+from payloads.base import ERROR_COLUMN
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from hudi_cdc.sources.base import Source
+
+__all__ = ["IngestResult", "ingest_once", "run"]
+
+log = logging.getLogger("hudi_cdc")
+
+CHECKPOINT_RESET_KEY = opt.META_PREFIX + "checkpoint.reset"
+
+
+@dataclass(frozen=True)
+class IngestResult:
+    """What one round did. ``commit_time`` is None when there was nothing new."""
+
+    table: str
+    base_path: str
+    commit_time: str | None
+    checkpoint: dict[str, Any] | None
+    batch: str | None = None
+    events: int = 0
+    upserts: int = 0
+    deletes: int = 0
+    stale: int = 0
+    superseded: int = 0
+    toast_filled_from_table: int = 0
+    tombstones_held: int = 0
+    tombstones_purged: int = 0
+    duration_s: float = 0.0
+    details: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def committed(self) -> bool:
+        return self.commit_time is not None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _make_source(spark: "SparkSession", config: IngestConfig) -> "Source":
+    if config.source == "files":
+        from hudi_cdc.sources.files import FileSource
+
+        return FileSource(spark, config)
+    raise HudiCdcError(f"source {config.source!r} is not available")  # guarded by config validation
+
+
+def _starting_checkpoint(table: HudiTable, source: "Source", config: IngestConfig) -> dict[str, Any] | None:
+    commits = table.commits()
+    stored = next((c for c in commits if opt.CHECKPOINT_KEY in c.extra), None)
+    if config.checkpoint is not None:
+        already_applied = stored is not None and stored.extra.get(CHECKPOINT_RESET_KEY) == config.checkpoint
+        if not already_applied:
+            log.info("starting from the checkpoint given with --checkpoint")
+            return source.parse_checkpoint(config.checkpoint)
+    if stored is None:
+        return None
+    return source.parse_checkpoint(stored.extra[opt.CHECKPOINT_KEY])
+
+
+def ingest_once(config: IngestConfig, *, spark: "SparkSession | None" = None) -> IngestResult:
+    """One round: read what is new since the table's checkpoint and commit it with the next one."""
+    from hudi_cdc.spark import spark_session
+
+    started = time.monotonic()
+    spark = spark or spark_session()
+    now = datetime.now(timezone.utc)
+    table = HudiTable(spark, config.target_base_path)
+    source = _make_source(spark, config)
+    policy = policy_for(config.flavor, toast_placeholder=config.toast_placeholder if config.flavor == "postgres" else None)
+    tombstones = TombstoneStore(
+        spark, config.resolved_tombstone_path, table_name=config.target_table, key_fields=config.record_key_fields
+    )
+
+    purged = tombstones.purge(now - timedelta(hours=config.tombstone_retention_hours))
+    if purged:
+        log.info("purged %d tombstone(s) older than %s hours", purged, config.tombstone_retention_hours)
+
+    checkpoint = _starting_checkpoint(table, source, config)
+    batch = source.next_batch(checkpoint)
+    if batch is None:
+        log.info("%s: nothing new since the last checkpoint", config.target_table)
+        return IngestResult(
+            table=config.target_table,
+            base_path=config.target_base_path,
+            commit_time=None,
+            checkpoint=checkpoint,
+            tombstones_purged=purged,
+            duration_s=time.monotonic() - started,
+        )
+    log.info("%s: read %s", config.target_table, batch.description)
+
+    flat = flatten(
+        batch.envelopes,
+        source_meta_columns=policy.source_meta_columns,
+        key_fields=config.record_key_fields,
+        ingested_at=now.replace(tzinfo=None),
+        where=batch.description,
+    )
+    try:
+        # Materialised once: error scan, counts and the plan all read it.
+        flat = policy.with_order(flat).localCheckpoint(eager=True)
+    except Exception as exc:  # corrupt Avro blocks surface only when the data is read
+        from hudi_cdc._jvm import java_message
+
+        raise DecodeError(f"cannot decode {batch.description}: {java_message(exc)}") from exc
+    problems = first_errors(flat, key_fields=config.record_key_fields)
+    if problems:
+        raise DecodeError(
+            f"{config.target_table}: bad change events, nothing committed and the checkpoint did not move: "
+            + "; ".join(problems)
+        )
+    events = flat.count()
+    stored = StoredState(
+        tombstones=lambda: _keys_and_order(tombstones.read()),
+        stored_rows=lambda columns: table.read().select(*columns) if table.exists() else None,
+    )
+    plan = policy.plan(flat.drop(ERROR_COLUMN), key_fields=config.record_key_fields, stored=stored)
+    if plan.counts.deletes:
+        tombstones.record(plan.tombstones)
+    held = tombstones.count()
+    stats = {
+        "events": events,
+        **asdict(plan.counts),
+        "tombstones_held": held,
+        **batch.details,
+    }
+    write_options = opt.write_options(
+        table_name=config.target_table,
+        table_type=config.table_type,
+        record_key_fields=config.record_key_fields,
+        partition_path_field=config.partition_path_field,
+        ordering_field="_source_order",
+        user_conf=config.hoodie_conf,
+    )
+    metadata = {
+        opt.CHECKPOINT_KEY: json.dumps(batch.next_checkpoint, sort_keys=True),
+        opt.SOURCE_KEY: config.source,
+        opt.STATS_KEY: json.dumps(stats, sort_keys=True),
+    }
+    if config.checkpoint is not None:
+        metadata[CHECKPOINT_RESET_KEY] = config.checkpoint
+    commit_time = table.write(plan.upserts, write_options, metadata)
+
+    result = IngestResult(
+        table=config.target_table,
+        base_path=config.target_base_path,
+        commit_time=commit_time,
+        checkpoint=batch.next_checkpoint,
+        batch=batch.description,
+        events=events,
+        upserts=plan.counts.upserts,
+        deletes=plan.counts.deletes,
+        stale=plan.counts.stale,
+        superseded=plan.counts.superseded,
+        toast_filled_from_table=plan.counts.toast_filled_from_table,
+        tombstones_held=held,
+        tombstones_purged=purged,
+        duration_s=time.monotonic() - started,
+        details=batch.details,
+    )
+    log.info(
+        "%s: commit %s: %d events, %d upserts, %d deletes, %d stale, %d superseded (%.1fs)",
+        result.table, commit_time, events, result.upserts, result.deletes, result.stale, result.superseded,
+        result.duration_s,
+    )
+    return result
+
+
+def _keys_and_order(frame):  # noqa: ANN001, ANN202 - DataFrame | None
+    return None if frame is None else frame.drop("_tombstoned_at")
+
+
+def run(
+    config: IngestConfig,
+    *,
+    spark: "SparkSession | None" = None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> Iterator[IngestResult]:
+    """Yield one result per round: one round, or a loop when ``config.continuous``.
+
+    In the loop a round starts at most every ``min_sync_interval_seconds``;
+    transient errors are retried with backoff, terminal ones end the loop.
+    """
+    rounds = 0
+    failures = 0
+    while True:
+        started = time.monotonic()
+        try:
+            result = ingest_once(config, spark=spark)
+            failures = 0
+        except HudiCdcError as exc:
+            if not (config.continuous and exc.transient) or failures >= 5:
+                raise
+            failures += 1
+            wait = min(60.0, 2.0**failures)
+            log.warning("transient failure (%s), retry %d in %.0fs", exc, failures, wait)
+            sleep(wait)
+            continue
+        yield result
+        rounds += 1
+        if not config.continuous or (config.max_rounds is not None and rounds >= config.max_rounds):
+            return
+        remaining = config.min_sync_interval_seconds - (time.monotonic() - started)
+        if remaining > 0:
+            sleep(remaining)

@@ -1,0 +1,99 @@
+"""Reading and writing one Hudi table, and the checkpoint in its commit metadata.
+
+The checkpoint travels as extra metadata of the very commit that writes the
+batch's rows, so data and checkpoint become visible together or not at all: a
+crash before the commit completes leaves an inflight instant that Hudi rolls
+back on the next write, with the checkpoint still at the previous commit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Mapping
+
+from hudi_cdc._jvm import java_message
+from hudi_cdc.errors import SinkError
+from hudi_cdc.sink import options as opt
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+__all__ = ["HudiTable", "CommitInfo"]
+
+
+@dataclass(frozen=True)
+class CommitInfo:
+    instant: str
+    action: str
+    extra: dict[str, str]
+
+
+class HudiTable:
+    def __init__(self, spark: "SparkSession", base_path: str) -> None:
+        self._spark = spark
+        self.base_path = base_path
+
+    def _jvm(self):  # noqa: ANN202 - py4j gateway
+        return self._spark.sparkContext._jvm
+
+    def exists(self) -> bool:
+        jvm = self._jvm()
+        hconf = self._spark.sparkContext._jsc.hadoopConfiguration()
+        props = jvm.org.apache.hadoop.fs.Path(self.base_path.rstrip("/") + "/.hoodie/hoodie.properties")
+        return bool(props.getFileSystem(hconf).exists(props))
+
+    def _timeline(self):  # noqa: ANN202
+        jvm = self._jvm()
+        hconf = self._spark.sparkContext._jsc.hadoopConfiguration()
+        storage_conf = jvm.org.apache.hudi.storage.hadoop.HadoopStorageConfiguration(hconf)
+        meta = (
+            jvm.org.apache.hudi.common.table.HoodieTableMetaClient.builder()
+            .setConf(storage_conf)
+            .setBasePath(self.base_path)
+            .build()
+        )
+        return meta.getActiveTimeline().getCommitsTimeline().filterCompletedInstants()
+
+    def commits(self, newest_first: bool = True) -> list[CommitInfo]:
+        """Completed commits, delta commits and replace commits with their extra metadata."""
+        if not self.exists():
+            return []
+        timeline = self._timeline()
+        instants = timeline.getReverseOrderedInstants().iterator()
+        out = []
+        while instants.hasNext():
+            instant = instants.next()
+            action = str(instant.getAction())
+            if action in ("replacecommit", "clustering"):
+                metadata = timeline.readReplaceCommitMetadata(instant)
+            else:
+                metadata = timeline.readCommitMetadata(instant)
+            extra = {str(k): str(v) for k, v in dict(metadata.getExtraMetadata()).items()}
+            out.append(CommitInfo(str(instant.requestedTime()), action, extra))
+        return out if newest_first else out[::-1]
+
+    def latest_checkpoint(self) -> str | None:
+        """The checkpoint of the newest commit that has one (compactions and cleans carry none)."""
+        for commit in self.commits():
+            if opt.CHECKPOINT_KEY in commit.extra:
+                return commit.extra[opt.CHECKPOINT_KEY]
+        return None
+
+    def write(self, rows: "DataFrame", options: Mapping[str, str], extra_metadata: Mapping[str, str]) -> str:
+        """Upsert ``rows`` in one commit carrying ``extra_metadata``; return its instant time."""
+        before = self.commits()
+        try:
+            rows.write.format("hudi").options(**options).options(**extra_metadata).mode("append").save(
+                self.base_path
+            )
+        except Exception as exc:
+            raise SinkError(f"writing Hudi table {self.base_path} failed: {java_message(exc)}") from exc
+        after = self.commits()
+        known = {c.instant for c in before}
+        ours = [c for c in after if c.instant not in known and opt.CHECKPOINT_KEY in c.extra]
+        if not ours:
+            raise SinkError(f"the write to {self.base_path} completed but no new commit carries the checkpoint")
+        return ours[0].instant
+
+    def read(self) -> "DataFrame":
+        return self._spark.read.format("hudi").load(self.base_path)

@@ -1,0 +1,86 @@
+"""Hudi option keys, as named constants, and the mapping from our settings.
+
+The keys hudi-cdc owns (ordering field, merge mode, checkpoint prefix) cannot be
+overridden with --hoodie-conf: changing them would silently break the merge
+semantics, so an attempt is a ConfigError.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping, Sequence
+
+from hudi_cdc.errors import ConfigError
+
+TABLE_NAME = "hoodie.table.name"
+TABLE_TYPE = "hoodie.datasource.write.table.type"
+OPERATION = "hoodie.datasource.write.operation"
+RECORD_KEY = "hoodie.datasource.write.recordkey.field"
+PARTITION_PATH = "hoodie.datasource.write.partitionpath.field"
+KEYGEN_CLASS = "hoodie.datasource.write.keygenerator.class"
+PRECOMBINE_FIELD = "hoodie.datasource.write.precombine.field"
+ORDERING_FIELDS = "hoodie.table.ordering.fields"
+MERGE_MODE = "hoodie.record.merge.mode"
+COMMIT_META_PREFIX = "hoodie.datasource.write.commitmeta.key.prefix"
+INDEX_TYPE = "hoodie.index.type"
+GLOBAL_SIMPLE_UPDATE_PARTITION = "hoodie.simple.index.update.partition.path"
+COMPACT_INLINE = "hoodie.compact.inline"
+COMPACT_INLINE_MAX_DELTA_COMMITS = "hoodie.compact.inline.max.delta.commits"
+INSERT_DROP_DUPS = "hoodie.datasource.write.insert.drop.duplicates"
+COMBINE_BEFORE_UPSERT = "hoodie.combine.before.upsert"
+
+# Our keys in the commit's extra metadata: written by the same commit as the data.
+META_PREFIX = "hudi_cdc."
+CHECKPOINT_KEY = META_PREFIX + "checkpoint"
+SOURCE_KEY = META_PREFIX + "source"
+STATS_KEY = META_PREFIX + "stats"
+
+EVENT_TIME_ORDERING = "EVENT_TIME_ORDERING"
+
+_KEYGEN = "org.apache.hudi.keygen."
+_OWNED = (PRECOMBINE_FIELD, ORDERING_FIELDS, MERGE_MODE, COMMIT_META_PREFIX, RECORD_KEY, TABLE_TYPE, TABLE_NAME)
+
+
+def write_options(
+    *,
+    table_name: str,
+    table_type: str,
+    record_key_fields: Sequence[str],
+    partition_path_field: str | None,
+    ordering_field: str,
+    user_conf: Mapping[str, str],
+) -> dict[str, str]:
+    """The options of an upsert, user settings last except for the ones we own."""
+    clash = sorted(k for k in user_conf if k in _OWNED or k.startswith(META_PREFIX))
+    if clash:
+        raise ConfigError(
+            f"--hoodie-conf/--props may not set {', '.join(clash)}: hudi-cdc sets them from its own "
+            "options (--target-table, --table-type, --record-key-field) and its merge semantics"
+        )
+    composite = len(record_key_fields) > 1
+    if partition_path_field:
+        keygen = "ComplexKeyGenerator" if composite else "SimpleKeyGenerator"
+    else:
+        keygen = "ComplexKeyGenerator" if composite else "NonpartitionedKeyGenerator"
+    options = {
+        TABLE_NAME: table_name,
+        TABLE_TYPE: table_type,
+        OPERATION: "upsert",
+        RECORD_KEY: ",".join(record_key_fields),
+        PARTITION_PATH: partition_path_field or "",
+        KEYGEN_CLASS: _KEYGEN + keygen,
+        PRECOMBINE_FIELD: ordering_field,
+        MERGE_MODE: EVENT_TIME_ORDERING,
+        COMMIT_META_PREFIX: META_PREFIX,
+        # The policy already reduced the batch to one event per key.
+        COMBINE_BEFORE_UPSERT: "false",
+    }
+    if partition_path_field:
+        # A delete's before image may lack the partition column (REPLICA IDENTITY
+        # DEFAULT) and an update may move a row: look keys up across partitions.
+        options[INDEX_TYPE] = "GLOBAL_SIMPLE"
+        options[GLOBAL_SIMPLE_UPDATE_PARTITION] = "true"
+    if table_type == "MERGE_ON_READ":
+        options[COMPACT_INLINE] = "true"
+        options[COMPACT_INLINE_MAX_DELTA_COMMITS] = "5"
+    options.update(user_conf)
+    return options

@@ -1,0 +1,122 @@
+"""The Spark session factory.
+
+hudi-cdc never resolves jars at run time: the Hudi bundle and spark-avro are
+fetched once by ``make jars`` (Maven POMs under ``jars/``) and handed to Spark
+through ``spark.jars``. A session the user already has (a notebook, or
+``spark-submit --jars ...`` on a cluster) is used as it is.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Mapping
+
+from hudi_cdc.errors import ConfigError
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+__all__ = ["spark_session", "default_jars", "JARS_DIR_ENV"]
+
+JARS_DIR_ENV = "HUDI_CDC_JARS_DIR"
+
+# Settings Hudi's Spark integration needs; a user's own session must carry them too.
+_HUDI_SESSION_CONF = {
+    # Spark 3.5 can deadlock building nested cached plans under AQE (seen here: two
+    # threads parked on each other's cache stage). Plain cache plans avoid it.
+    "spark.sql.optimizer.canChangeCachedPlanOutputPartitioning": "false",
+    "spark.serializer": "org.apache.spark.serializer.KryoSerializer",
+    "spark.sql.extensions": "org.apache.spark.sql.hudi.HoodieSparkSessionExtension",
+    "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.hudi.catalog.HoodieCatalog",
+    "spark.kryo.registrator": "org.apache.spark.HoodieSparkKryoRegistrar",
+}
+
+# Small-machine defaults: a CDC batch is rarely worth 200 shuffle partitions.
+_LOCAL_DEFAULTS = {
+    "spark.sql.shuffle.partitions": "8",
+    "spark.default.parallelism": "8",
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.session.timeZone": "UTC",
+    "spark.driver.extraJavaOptions": "-Duser.timezone=UTC",
+    "spark.executor.extraJavaOptions": "-Duser.timezone=UTC",
+}
+
+
+def _jars_dir() -> Path:
+    env = os.environ.get(JARS_DIR_ENV)
+    if env:
+        return Path(env)
+    # A source checkout or editable install: <repo>/.jars/hudi, filled by `make jars`.
+    return Path(__file__).resolve().parent.parent / ".jars" / "hudi"
+
+
+def default_jars() -> list[str]:
+    """The jar files ``make jars`` fetched, or a ConfigError saying how to get them."""
+    directory = _jars_dir()
+    jars = sorted(glob.glob(str(directory / "*.jar")))
+    if not any("hudi-spark" in Path(j).name for j in jars):
+        raise ConfigError(
+            f"no Hudi Spark bundle found in {directory}: run `make jars` in the hudi-cdc "
+            f"checkout, or set {JARS_DIR_ENV} to a folder holding hudi-spark3.5-bundle_2.12 "
+            "and spark-avro_2.12 jars"
+        )
+    return jars
+
+
+def spark_session(
+    *,
+    master: str | None = None,
+    app_name: str = "hudi-cdc",
+    conf: Mapping[str, str] | None = None,
+    jars: list[str] | None = None,
+) -> "SparkSession":
+    """Return the active SparkSession, or build a local one with Hudi on its classpath.
+
+    An active session (notebook, ``spark-submit``) is reused untouched apart from
+    a check that Hudi is loadable; a new one gets ``local[*]`` unless ``master``
+    or ``spark.master`` says otherwise.
+    """
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        _check_hudi_loadable(active)
+        return active
+
+    builder = SparkSession.builder.appName(app_name)
+    in_submit = "spark.master" in os.environ.get("PYSPARK_SUBMIT_ARGS", "") or bool(
+        os.environ.get("SPARK_ENV_LOADED")
+    )
+    if master:
+        builder = builder.master(master)
+    elif not in_submit:
+        builder = builder.master("local[*]")
+        for key, value in _LOCAL_DEFAULTS.items():
+            builder = builder.config(key, value)
+    if not in_submit:
+        jar_list = jars if jars is not None else default_jars()
+        builder = builder.config("spark.jars", ",".join(jar_list))
+    for key, value in _HUDI_SESSION_CONF.items():
+        builder = builder.config(key, value)
+    for key, value in (conf or {}).items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel(os.environ.get("HUDI_CDC_SPARK_LOG_LEVEL", "ERROR"))
+    _check_hudi_loadable(spark)
+    return spark
+
+
+def _check_hudi_loadable(spark: "SparkSession") -> None:
+    jvm = spark.sparkContext._jvm
+    try:
+        jvm.java.lang.Class.forName(
+            "org.apache.hudi.DefaultSource", True, jvm.Thread.currentThread().getContextClassLoader()
+        )
+    except Exception as exc:  # py4j raises its own error type for ClassNotFoundException
+        raise ConfigError(
+            "the Spark session has no Hudi on its classpath: start it with "
+            "hudi_cdc.spark_session(), or pass the jars from `make jars` via --jars"
+        ) from exc
