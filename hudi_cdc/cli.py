@@ -51,6 +51,7 @@ def main(verbose: int) -> None:
 @click.option("--max-rounds", type=int, help="Continuous mode: stop after this many rounds.")
 @click.option("--toast-placeholder", help="Debezium's unavailable.value.placeholder.")
 @click.option("--tombstone-retention-hours", type=float, help="How long delete tombstones are kept.")
+@click.option("--tombstone-path", help="Where delete tombstones live (default: <target-base-path>_hudi_cdc_tombstones).")
 @click.option("--hoodie-conf", multiple=True, help="A Hudi setting k=v; repeatable.")
 @click.option("--props", "props_file", type=click.Path(dir_okay=False), help="Java properties file of Hudi settings.")
 @click.option("--config", "config_file", type=click.Path(dir_okay=False), help="TOML file of hudi-cdc settings.")

@@ -60,7 +60,11 @@ class IngestConfig:
     toast_placeholder: str = DEFAULT_TOAST_PLACEHOLDER
     tombstone_retention_hours: float = 168.0
     tombstone_path: str | None = None
-    """Where delete tombstones live; default ``<target_base_path>/.hudi_cdc/tombstones``."""
+    """Where delete tombstones live; default ``<target_base_path>_hudi_cdc_tombstones``.
+
+    Never inside the table's base path: a Hudi table nested there broke MOR
+    compaction of the outer table (Hudi 1.2, seen here: compacted files went missing).
+    """
     hoodie_conf: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -81,7 +85,7 @@ class IngestConfig:
 
     @property
     def resolved_tombstone_path(self) -> str:
-        return self.tombstone_path or self.target_base_path.rstrip("/") + "/.hudi_cdc/tombstones"
+        return self.tombstone_path or self.target_base_path.rstrip("/") + "_hudi_cdc_tombstones"
 
     def __repr__(self) -> str:
         fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}

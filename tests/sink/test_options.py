@@ -1,0 +1,51 @@
+from __future__ import annotations
+
+import pytest
+
+from hudi_cdc.errors import ConfigError
+from hudi_cdc.sink import options as opt
+
+
+def _options(**kw: object) -> dict[str, str]:
+    base = dict(
+        table_name="t",
+        table_type="COPY_ON_WRITE",
+        record_key_fields=("id",),
+        partition_path_field=None,
+        ordering_field="_source_order",
+        user_conf={},
+    )
+    base.update(kw)
+    return opt.write_options(**base)  # type: ignore[arg-type]
+
+
+def test_event_time_ordering_on_the_source_order() -> None:
+    options = _options()
+    assert options[opt.MERGE_MODE] == "EVENT_TIME_ORDERING"
+    assert options[opt.PRECOMBINE_FIELD] == "_source_order"
+    assert options[opt.OPERATION] == "upsert"
+    assert options[opt.KEYGEN_CLASS].endswith("NonpartitionedKeyGenerator")
+    assert options[opt.COMMIT_META_PREFIX] == opt.META_PREFIX
+    assert opt.CHECKPOINT_KEY.startswith(opt.META_PREFIX)
+
+
+def test_composite_key_and_partitioned_table_use_a_global_index() -> None:
+    options = _options(record_key_fields=("a", "b"), partition_path_field="region")
+    assert options[opt.RECORD_KEY] == "a,b"
+    assert options[opt.KEYGEN_CLASS].endswith("ComplexKeyGenerator")
+    assert options[opt.INDEX_TYPE] == "GLOBAL_SIMPLE"
+    assert options[opt.GLOBAL_SIMPLE_UPDATE_PARTITION] == "true"
+    assert _options(partition_path_field="region")[opt.KEYGEN_CLASS].endswith("SimpleKeyGenerator")
+
+
+def test_mor_compacts_inline_unless_the_user_says_otherwise() -> None:
+    assert _options(table_type="MERGE_ON_READ")[opt.COMPACT_INLINE] == "true"
+    user = {opt.COMPACT_INLINE_MAX_DELTA_COMMITS: "1"}
+    assert _options(table_type="MERGE_ON_READ", user_conf=user)[opt.COMPACT_INLINE_MAX_DELTA_COMMITS] == "1"
+    assert opt.COMPACT_INLINE not in _options()
+
+
+@pytest.mark.parametrize("key", [opt.PRECOMBINE_FIELD, opt.MERGE_MODE, opt.RECORD_KEY, "hudi_cdc.checkpoint"])
+def test_owned_keys_cannot_be_overridden(key: str) -> None:
+    with pytest.raises(ConfigError, match="may not set"):
+        _options(user_conf={key: "x"})

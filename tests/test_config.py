@@ -1,0 +1,95 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from hudi_cdc.config import IngestConfig, load_config, parse_props, redact
+from hudi_cdc.errors import ConfigError
+
+REQUIRED = dict(source_path="/in", target_base_path="/out", target_table="t", record_key_fields="id")
+
+
+def test_aliases_and_composite_keys() -> None:
+    config = load_config(env={}, **{**REQUIRED, "table_type": "mor", "record_key_fields": "a, b"})
+    assert config.table_type == "MERGE_ON_READ"
+    assert config.record_key_fields == ("a", "b")
+    assert load_config(env={}, **{**REQUIRED, "table_type": "cow"}).table_type == "COPY_ON_WRITE"
+
+
+def test_precedence_file_then_env_then_arguments(tmp_path: Path) -> None:
+    config_file = tmp_path / "hudi-cdc.toml"
+    config_file.write_text(
+        'source_path = "/from-file"\ntarget_table = "file_table"\nflavor = "mysql"\n'
+        'source_limit = 10\n[hoodie_conf]\n"hoodie.a" = "file"\n"hoodie.b" = "file"\n'
+    )
+    env = {"HUDI_CDC__TARGET_TABLE": "env_table", "HUDI_CDC__SOURCE_LIMIT": "20", "HUDI_CDC__FLAVOR": "postgres"}
+    config = load_config(
+        config_file=config_file,
+        env=env,
+        hoodie_conf={"hoodie.b": "arg"},
+        target_base_path="/out",
+        record_key_fields="id",
+        flavor="mysql",
+    )
+    assert config.source_path == "/from-file"
+    assert config.target_table == "env_table"
+    assert config.source_limit == 20
+    assert config.flavor == "mysql"
+    assert config.hoodie_conf == {"hoodie.a": "file", "hoodie.b": "arg"}
+
+
+def test_props_file_then_hoodie_conf(tmp_path: Path) -> None:
+    props = tmp_path / "job.properties"
+    props.write_text("# comment\nhoodie.x=1\nhoodie.y : 2\n! also comment\n")
+    config = load_config(env={}, props_file=props, hoodie_conf={"hoodie.y": "3"}, **REQUIRED)
+    assert config.hoodie_conf == {"hoodie.x": "1", "hoodie.y": "3"}
+
+
+def test_props_syntax_error_names_file_and_line() -> None:
+    with pytest.raises(ConfigError, match=r"job.properties:2: expected key=value"):
+        parse_props("a=1\nnot a pair\n", origin="job.properties")
+
+
+def test_unknown_setting_is_rejected_with_its_origin() -> None:
+    with pytest.raises(ConfigError, match=r"environment: unknown setting 'target_tabel'"):
+        load_config(env={"HUDI_CDC__TARGET_TABEL": "x"}, **REQUIRED)
+
+
+def test_missing_required_names_the_flags() -> None:
+    with pytest.raises(ConfigError, match=r"--target-base-path.*--record-key-field"):
+        load_config(env={}, source_path="/in", target_table="t")
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ({"table_type": "bogus"}, "table_type='BOGUS' is not one of"),
+        ({"flavor": "oracle"}, "flavor='oracle' is not one of"),
+        ({"source_limit": "0"}, "source_limit must be positive"),
+        ({"source_limit": "ten"}, "source_limit='ten' is not a number"),
+        ({"record_key_fields": " , "}, "record_key_fields is empty"),
+    ],
+)
+def test_bad_values(override: dict[str, str], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        load_config(env={}, **{**REQUIRED, **override})
+
+
+def test_secrets_are_redacted_in_repr() -> None:
+    config = load_config(
+        env={},
+        hoodie_conf={"hoodie.aws.secret.key": "s3cr3t", "sasl.jaas.config": "pw", "hoodie.table.x": "plain"},
+        **REQUIRED,
+    )
+    text = repr(config)
+    assert "s3cr3t" not in text and "'pw'" not in text
+    assert "plain" in text
+    assert redact({"db.password": "x"}) == {"db.password": "***"}
+
+
+def test_config_is_frozen() -> None:
+    config = IngestConfig(source_path="/in", target_base_path="/o", target_table="t", record_key_fields=("id",))
+    with pytest.raises(AttributeError):
+        config.target_table = "other"  # type: ignore[misc]
+    assert config.resolved_tombstone_path == "/o_hudi_cdc_tombstones"

@@ -1,0 +1,189 @@
+"""``hudi-cdc ingest`` from Debezium Avro files into real Hudi tables, read back with Spark."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+
+from hudi_cdc.sink.hudi import HudiTable
+from hudi_cdc.testing import envelope_schema, pg_event, write_events
+from tests.support import CUSTOMERS, apply_events, commit_instants, expected_rows, ingest_args, read_rows, run_cli
+
+pytestmark = pytest.mark.hudi
+
+SCHEMA = envelope_schema("customers", CUSTOMERS)
+COLUMNS = ("id", "name", "bio")
+
+
+def _history(seed: int, keys: int, lsn_start: int) -> tuple[list[dict], int]:
+    """A realistic stream: inserts, updates (some keeping TOAST values), deletes and re-inserts."""
+    rng = random.Random(seed)
+    events, live, lsn = [], {}, lsn_start
+    for _ in range(keys * 4):
+        lsn += rng.randint(1, 5)
+        key = rng.randrange(keys)
+        if key not in live:
+            live[key] = {"id": key, "name": f"n{lsn}", "bio": f"bio-{lsn}" * 3}
+            events.append(pg_event("c", lsn=lsn, after=live[key], txid=lsn))
+        elif rng.random() < 0.2:
+            events.append(pg_event("d", lsn=lsn, before={"id": key, "name": None, "bio": None}))
+            del live[key]
+        else:
+            keep_bio = rng.random() < 0.5
+            live[key] = {**live[key], "name": f"n{lsn}"} if keep_bio else {**live[key], "name": f"n{lsn}", "bio": f"b{lsn}"}
+            after = {**live[key], "bio": "__debezium_unavailable_value"} if keep_bio else live[key]
+            events.append(pg_event("u", lsn=lsn, after=after, txid=lsn))
+    return events, lsn
+
+
+@pytest.mark.parametrize("table_type", ["cow", "mor"])
+def test_files_to_table_equals_source_and_rerun_changes_nothing(spark, tmp_path: Path, table_type: str) -> None:
+    source, base = tmp_path / "events", str(tmp_path / "table")
+    first, lsn = _history(seed=1, keys=40, lsn_start=1000)
+    write_events(source / "dbserver1.public.customers+0+0000000000.avro", SCHEMA, first[: len(first) // 2])
+    write_events(source / "dbserver1.public.customers+0+0000000080.avro", SCHEMA, first[len(first) // 2 :])
+    # No small-file packing, so MOR updates land in log files that compaction must merge.
+    compact_each_round = [
+        "--hoodie-conf", "hoodie.compact.inline.max.delta.commits=1",
+        "--hoodie-conf", "hoodie.parquet.small.file.limit=0",
+    ]
+    args = ingest_args(str(source), base, table_type=table_type, extra=compact_each_round)
+
+    result = run_cli(*args)
+    assert result.exit_code == 0, result.output
+    assert read_rows(spark, base, COLUMNS) == expected_rows(apply_events(first), COLUMNS)
+
+    second, _ = _history(seed=2, keys=40, lsn_start=lsn)
+    write_events(source / "dbserver1.public.customers+0+0000000160.avro", SCHEMA, second)
+    result = run_cli(*args, "--json")
+    assert result.exit_code == 0, result.output
+    stats = json.loads(result.output.strip().splitlines()[-1])
+    assert stats["events"] == len(second) and stats["commit_time"]
+    state = apply_events(first + second)
+    assert read_rows(spark, base, COLUMNS) == expected_rows(state, COLUMNS)
+    assert not any("__debezium_unavailable_value" in str(row) for row in read_rows(spark, base, COLUMNS))
+
+    if table_type == "mor":
+        actions = [c.action for c in HudiTable(spark, base).commits()]
+        assert "commit" in actions, f"expected an inline compaction, timeline has {actions}"
+        assert read_rows(spark, base, COLUMNS, query_type="read_optimized") == expected_rows(state, COLUMNS)
+
+    before = commit_instants(spark, base)
+    result = run_cli(*args)
+    assert result.exit_code == 0 and "nothing new" in result.output
+    assert commit_instants(spark, base) == before
+
+
+def test_checkpoint_is_in_the_data_commit(spark, tmp_path: Path) -> None:
+    source, base = tmp_path / "events", str(tmp_path / "table")
+    write_events(source / "a.avro", SCHEMA, [pg_event("c", lsn=10, after={"id": 1, "name": "x", "bio": None})])
+    assert run_cli(*ingest_args(str(source), base)).exit_code == 0
+    newest = HudiTable(spark, base).commits()[0]
+    assert json.loads(newest.extra["hudi_cdc.checkpoint"])["folders"] == {"": "a.avro"}
+    assert json.loads(newest.extra["hudi_cdc.stats"])["upserts"] == 1
+
+
+BAD_INPUTS = {
+    "not-avro": (lambda path: path.write_bytes(b"PAR1 this is not an avro file"), "is not an Avro Object Container File"),
+    "no-op": (
+        lambda path: write_events(
+            path,
+            envelope_schema("customers", CUSTOMERS, drop_fields=["op"]),
+            [{k: v for k, v in pg_event("c", lsn=20, after={"id": 2, "name": "y", "bio": None}).items() if k != "op"}],
+        ),
+        "missing field(s) op",
+    ),
+    "unknown-op": (
+        lambda path: write_events(path, SCHEMA, [pg_event("x", lsn=20, after={"id": 2, "name": "y", "bio": None})]),
+        "unknown op 'x'",
+    ),
+    "null-lsn": (
+        lambda path: write_events(path, SCHEMA, [pg_event("u", lsn=None, after={"id": 1, "name": "y", "bio": None})]),
+        "source.lsn is null",
+    ),
+    "null-key": (
+        lambda path: write_events(
+            path,
+            envelope_schema("customers", [("id", ["null", "long"]), ("name", ["null", "string"]), ("bio", ["null", "string"])]),
+            [pg_event("c", lsn=20, after={"id": None, "name": "y", "bio": None})],
+        ),
+        "record key field 'id' is null",
+    ),
+}
+
+
+def test_bad_input_fails_names_the_file_and_commits_nothing(spark, tmp_path: Path) -> None:
+    source, base = tmp_path / "events", str(tmp_path / "table")
+    write_events(source / "0001.avro", SCHEMA, [pg_event("c", lsn=10, after={"id": 1, "name": "x", "bio": None})])
+    args = ingest_args(str(source), base)
+    assert run_cli(*args).exit_code == 0
+    table = HudiTable(spark, base)
+    checkpoint, instants = table.latest_checkpoint(), commit_instants(spark, base)
+
+    for name, (make, message) in BAD_INPUTS.items():
+        bad = source / f"0002-{name}.avro"
+        make(bad)
+        result = run_cli(*args)
+        assert result.exit_code == 1, f"{name}: {result.output}"
+        error_line = result.output.strip().splitlines()[-1]
+        assert message in error_line and bad.name in error_line, f"{name}: {error_line}"
+        assert commit_instants(spark, base) == instants, name
+        assert table.latest_checkpoint() == checkpoint, name
+        bad.unlink()
+
+    write_events(source / "0003.avro", SCHEMA, [pg_event("u", lsn=30, after={"id": 1, "name": "fixed", "bio": None})])
+    assert run_cli(*args).exit_code == 0
+    assert read_rows(spark, base, COLUMNS) == [(1, "fixed", None)]
+
+
+def test_composite_key_partitioned_table_and_python_api(spark, tmp_path: Path) -> None:
+    import hudi_cdc
+
+    columns = [("region", "string"), ("id", "long"), ("name", ["null", "string"])]
+    schema = envelope_schema("accounts", columns)
+    source, base = tmp_path / "events", str(tmp_path / "table")
+    write_events(
+        source / "a.avro",
+        schema,
+        [
+            pg_event("c", lsn=10, after={"region": "eu", "id": 1, "name": "a"}),
+            pg_event("c", lsn=11, after={"region": "us", "id": 1, "name": "b"}),
+            pg_event("c", lsn=12, after={"region": "eu", "id": 2, "name": "c"}),
+        ],
+    )
+    options = dict(
+        source_path=str(source),
+        target_base_path=base,
+        target_table="accounts",
+        record_key_fields="region,id",
+        partition_path_field="region",
+        table_type="MERGE_ON_READ",
+    )
+    result = hudi_cdc.ingest(spark=spark, **options)
+    assert (result.upserts, result.deletes) == (3, 0) and result.committed
+    # REPLICA IDENTITY DEFAULT: the delete's before image holds only the key columns.
+    write_events(
+        source / "b.avro",
+        schema,
+        [
+            pg_event("d", lsn=20, before={"region": "eu", "id": 1, "name": None}),
+            pg_event("u", lsn=21, after={"region": "us", "id": 1, "name": "b2"}),
+        ],
+    )
+    result = hudi_cdc.ingest(spark=spark, **options)
+    assert (result.upserts, result.deletes, result.tombstones_held) == (1, 1, 1)
+    assert read_rows(spark, base, ("region", "id", "name")) == [("eu", 2, "c"), ("us", 1, "b2")]
+
+
+def test_continuous_mode_runs_rounds(spark, tmp_path: Path) -> None:
+    source, base = tmp_path / "events", str(tmp_path / "table")
+    write_events(source / "a.avro", SCHEMA, [pg_event("c", lsn=10, after={"id": 1, "name": "x", "bio": None})])
+    result = run_cli(
+        *ingest_args(str(source), base), "--continuous", "--max-rounds", "2", "--min-sync-interval-seconds", "0"
+    )
+    assert result.exit_code == 0, result.output
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 2 and "commit" in lines[0] and "nothing new" in lines[1]
