@@ -59,3 +59,44 @@ def apply_events(events: Iterable[dict[str, Any]], key: str = "id") -> dict[Any,
                     row[column] = old[column]
             state[row[key]] = row
     return state
+
+
+def ingest_batches(
+    spark: Any,
+    root: Any,
+    schema: dict,
+    batches: Sequence[Sequence[dict]],
+    *,
+    table_type: str,
+    flavor: str = "postgres",
+    extra: Sequence[str] = (),
+) -> str:
+    """Write each batch as one Avro file and run one ``hudi-cdc ingest`` round per batch."""
+    from hudi_cdc.testing import write_events
+
+    source, base = root / "events", str(root / "table")
+    for number, batch in enumerate(batches):
+        write_events(source / f"batch-{number:04d}.avro", schema, batch)
+        args = ingest_args(str(source), base, table_type=table_type, extra=["--flavor", flavor, *extra])
+        result = run_cli(*args)
+        assert result.exit_code == 0, f"batch {number}: {result.output}"
+    return base
+
+
+def table_state(spark: Any, base: str, columns: Sequence[str], *, query_type: str = "snapshot") -> dict[Any, tuple]:
+    """Rows keyed by their first column, with bytes and arrays made comparable."""
+    frame = spark.read.format("hudi").option("hoodie.datasource.query.type", query_type).load(base)
+    state = {}
+    for row in frame.select(*columns).collect():
+        values = tuple(bytes(v) if isinstance(v, (bytes, bytearray)) else v for v in row)
+        state[values[0]] = values
+    return state
+
+
+def compact(spark: Any, base: str) -> None:
+    """Schedule and run a MOR compaction now with Hudi's own procedure (it fails if there was nothing to do)."""
+    rows = spark.sql(
+        f"call run_compaction(op => 'scheduleAndExecute', path => '{base}', "
+        "options => 'hoodie.compact.inline.max.delta.commits=1')"
+    ).collect()
+    assert rows and all(r["state"] == "COMPLETED" for r in rows), rows
