@@ -75,7 +75,7 @@ def main() -> int:
             r = hudi_cdc.ingest(spark=spark, **options)
             outcome = (
                 f"commit {r.commit_time}: {r.events} events -> {r.upserts} upserts, {r.deletes} deletes, "
-                f"{r.stale} stale, {r.superseded} superseded, {r.toast_filled_from_table} TOAST values kept, "
+                f"{r.stale} stale, {r.superseded} superseded, {r.toast_filled} rows with TOAST values kept, "
                 f"{r.tombstones_held} tombstones held"
                 if r.committed
                 else "nothing new, no commit"

@@ -48,7 +48,7 @@ class IngestResult:
     deletes: int = 0
     stale: int = 0
     superseded: int = 0
-    toast_filled_from_table: int = 0
+    toast_filled: int = 0
     tombstones_held: int = 0
     tombstones_purged: int = 0
     duration_s: float = 0.0
@@ -110,6 +110,7 @@ def ingest_once(config: IngestConfig, *, spark: "SparkSession | None" = None) ->
             base_path=config.target_base_path,
             commit_time=None,
             checkpoint=checkpoint,
+            tombstones_held=tombstones.count(),
             tombstones_purged=purged,
             duration_s=time.monotonic() - started,
         )
@@ -119,7 +120,7 @@ def ingest_once(config: IngestConfig, *, spark: "SparkSession | None" = None) ->
         batch.envelopes,
         source_meta_columns=policy.source_meta_columns,
         key_fields=config.record_key_fields,
-        ingested_at=now.replace(tzinfo=None),
+        ingested_at=now,
         where=batch.description,
     )
     try:
@@ -178,7 +179,7 @@ def ingest_once(config: IngestConfig, *, spark: "SparkSession | None" = None) ->
         deletes=plan.counts.deletes,
         stale=plan.counts.stale,
         superseded=plan.counts.superseded,
-        toast_filled_from_table=plan.counts.toast_filled_from_table,
+        toast_filled=plan.counts.toast_filled,
         tombstones_held=held,
         tombstones_purged=purged,
         duration_s=time.monotonic() - started,

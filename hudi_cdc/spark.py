@@ -40,7 +40,8 @@ _LOCAL_DEFAULTS = {
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
     "spark.sql.session.timeZone": "UTC",
-    "spark.driver.extraJavaOptions": "-Duser.timezone=UTC",
+    # allowAttachSelf: lets Hudi's object-size estimator (JOL) attach instead of warning on stdout.
+    "spark.driver.extraJavaOptions": "-Duser.timezone=UTC -Djdk.attach.allowAttachSelf=true",
     "spark.executor.extraJavaOptions": "-Duser.timezone=UTC",
 }
 

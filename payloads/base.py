@@ -3,14 +3,15 @@
 Given one flattened batch (every event of the batch, any order, replays
 included) a policy decides per record key what the table must receive:
 
-1. TOAST chains inside the batch: a placeholder takes the value of the key's
-   previous event in *position* order (not arrival order).
+1. TOAST: a placeholder takes the key's newest value *before* it in source
+   position order, from an earlier event of the batch or from the stored row
+   (which joins the chain at its own position). A placeholder with neither is
+   an error: the value it stands for was never seen.
 2. The winner per key: the highest ``_source_order``; on a tie the later arrival.
    Every other event of the key is ``superseded``.
-3. Delete tombstones: a non-delete winner at or below a tombstone of its key is
-   ``stale`` (an out-of-order event that would resurrect a deleted row).
-4. Placeholders left in a winner take the stored row's value; with no stored row
-   the record is an ``error``.
+3. Stale events: a non-delete winner at or below a delete tombstone of its key,
+   or below the stored row it was compared with, is ``stale`` and not written
+   (an out-of-order event must not resurrect a deleted row).
 
 Against rows already in the table Hudi's event-time ordering on ``_source_order``
 keeps the newer of stored and incoming, deletes included.
@@ -50,7 +51,11 @@ ARRIVAL_COLUMN = INTERNAL_PREFIX + "arrival"
 ERROR_COLUMN = INTERNAL_PREFIX + "error"
 ACTION_COLUMN = INTERNAL_PREFIX + "action"
 _TOMB_ORDER = INTERNAL_PREFIX + "tomb_order"
-_STORED = INTERNAL_PREFIX + "stored_"
+_STORED_ORDER = INTERNAL_PREFIX + "stored_order"
+_HAD_PLACEHOLDER = INTERNAL_PREFIX + "had_placeholder"
+_RANK = INTERNAL_PREFIX + "rank"
+# _source_op of a table row pulled into a batch to resolve TOAST placeholders.
+_STORED_OP = INTERNAL_PREFIX + "stored"
 
 UPSERT, DELETE, STALE, SUPERSEDED, ERROR = "upsert", "delete", "stale", "superseded", "error"
 
@@ -78,7 +83,8 @@ class PlanCounts:
     deletes: int = 0
     stale: int = 0
     superseded: int = 0
-    toast_filled_from_table: int = 0
+    toast_filled: int = 0
+    """Written rows that carried a TOAST placeholder, resolved from the batch or the table."""
 
 
 @dataclass(frozen=True)
@@ -154,6 +160,7 @@ class MergePolicy(ABC):
 
         keys = list(key_fields)
         is_delete = F.col(OP_COLUMN) == F.lit("d")
+        is_stored = F.col(OP_COLUMN) == F.lit(_STORED_OP)
         toastable = {
             name: test
             for name, dtype in ((f.name, f.dataType) for f in batch.schema.fields)
@@ -161,10 +168,28 @@ class MergePolicy(ABC):
             for test in [self.placeholder_test(name, dtype)]
             if test is not None
         }
+        has_placeholder = F.lit(False)
+        for test in toastable.values():
+            has_placeholder = has_placeholder | test
+        has_placeholder = has_placeholder & ~is_delete
 
-        by_position = Window.partitionBy(*keys).orderBy(F.col(ORDER_COLUMN), F.col(ARRIVAL_COLUMN))
+        events = batch.withColumn(_HAD_PLACEHOLDER, has_placeholder)
+        stored_order = F.lit(None).cast("string")
+        if toastable:
+            placeholder_keys = batch.filter(has_placeholder).select(*keys).distinct().localCheckpoint(eager=True)
+            table_rows = None if placeholder_keys.isEmpty() else stored.stored_rows([*keys, ORDER_COLUMN, *toastable])
+            if table_rows is not None:
+                # The stored row joins the key's chain at its own position: a placeholder
+                # takes the newest value *before* it, whether from the batch or the table.
+                stored_rows = table_rows.join(placeholder_keys, on=keys, how="left_semi").withColumn(
+                    OP_COLUMN, F.lit(_STORED_OP)
+                )
+                events = events.unionByName(stored_rows, allowMissingColumns=True)
+                stored_order = F.max(F.when(is_stored, F.col(ORDER_COLUMN))).over(Window.partitionBy(*keys))
+
+        by_position = Window.partitionBy(*keys).orderBy(F.col(ORDER_COLUMN), F.col(ARRIVAL_COLUMN).asc_nulls_first())
         chain = by_position.rowsBetween(Window.unboundedPreceding, Window.currentRow)
-        filled = batch
+        filled = events.withColumn(_STORED_ORDER, stored_order)
         for name, is_placeholder in toastable.items():
             # Wrap in a struct so that a real NULL is a value and not "missing".
             known = F.when(~is_placeholder & ~is_delete, F.struct(F.col(name).alias("v")))
@@ -172,43 +197,46 @@ class MergePolicy(ABC):
             filled = filled.withColumn(
                 name, F.when(is_placeholder & previous.isNotNull(), previous["v"]).otherwise(F.col(name))
             )
+        still_placeholder = F.lit(False)
+        for test in toastable.values():
+            still_placeholder = still_placeholder | test
+        filled = filled.filter(~is_stored)
 
         newest_first = Window.partitionBy(*keys).orderBy(F.col(ORDER_COLUMN).desc(), F.col(ARRIVAL_COLUMN).desc())
-        ranked = filled.withColumn(INTERNAL_PREFIX + "rank", F.row_number().over(newest_first))
+        ranked = filled.withColumn(_RANK, F.row_number().over(newest_first))
 
         tombstones = stored.tombstones()
+        is_stale = ~is_delete & F.col(_STORED_ORDER).isNotNull() & (F.col(ORDER_COLUMN) < F.col(_STORED_ORDER))
         if tombstones is not None:
             ranked = ranked.join(
                 tombstones.select(*keys, F.col(ORDER_COLUMN).alias(_TOMB_ORDER)), on=keys, how="left"
             )
-            is_stale = ~is_delete & F.col(_TOMB_ORDER).isNotNull() & (F.col(ORDER_COLUMN) <= F.col(_TOMB_ORDER))
-        else:
-            is_stale = F.lit(False)
+            is_stale = is_stale | (
+                ~is_delete & F.col(_TOMB_ORDER).isNotNull() & (F.col(ORDER_COLUMN) <= F.col(_TOMB_ORDER))
+            )
 
         action = (
-            F.when(F.col(INTERNAL_PREFIX + "rank") > 1, F.lit(SUPERSEDED))
+            F.when(F.col(_RANK) > 1, F.lit(SUPERSEDED))
             .when(is_stale, F.lit(STALE))
             .when(is_delete, F.lit(DELETE))
+            .when(still_placeholder, F.lit(ERROR))
             .otherwise(F.lit(UPSERT))
         )
-        decided = ranked.withColumn(ACTION_COLUMN, action).drop(INTERNAL_PREFIX + "rank", _TOMB_ORDER)
+        decided = ranked.withColumn(ACTION_COLUMN, action).drop(_RANK, _TOMB_ORDER, _STORED_ORDER)
         # Materialise, cutting the lineage: Spark 3.5 deadlocked here (seen on this
         # machine) when cached plans and broadcast joins nested inside each other.
         decided = decided.localCheckpoint(eager=True)
 
-        filled_from_table = 0
-        if toastable:
-            any_placeholder = F.lit(False)
-            for test in toastable.values():
-                any_placeholder = any_placeholder | test
-            needs_table = (F.col(ACTION_COLUMN) == F.lit(UPSERT)) & any_placeholder
-            pending = decided.filter(needs_table)
-            filled_from_table = pending.count()
-            if filled_from_table:
-                resolved = self._fill_from_table(decided, pending, needs_table, keys, list(toastable), stored)
-                decided = resolved.localCheckpoint(eager=True)
+        unresolved = decided.filter(F.col(ACTION_COLUMN) == F.lit(ERROR)).select(*keys).limit(5).collect()
+        if unresolved:
+            from hudi_cdc.errors import MergeError
 
-        counts = self._count(decided, filled_from_table)
+            raise MergeError(
+                f"TOAST placeholder {self.toast_placeholder!r} for key(s) {_describe_keys(unresolved, keys)} "
+                "that the table has never seen: the unchanged value is unknown, so the record cannot be "
+                "written; nothing was written and the checkpoint did not move"
+            )
+        counts = self._count(decided)
         writes = decided.filter(F.col(ACTION_COLUMN).isin(UPSERT, DELETE))
         upserts = writes.select(*[c for c in decided.columns if not c.startswith(INTERNAL_PREFIX)])
         tombstone_rows = decided.filter(F.col(ACTION_COLUMN) == F.lit(DELETE)).select(
@@ -216,60 +244,22 @@ class MergePolicy(ABC):
         )
         return WritePlan(decided=decided, upserts=upserts, tombstones=tombstone_rows, counts=counts)
 
-    def _fill_from_table(
-        self,
-        decided: "DataFrame",
-        pending: "DataFrame",
-        needs_table: "Column",
-        keys: list[str],
-        columns: list[str],
-        stored: StoredState,
-    ) -> "DataFrame":
+    @staticmethod
+    def _count(decided: "DataFrame") -> PlanCounts:
         from pyspark.sql import functions as F
 
-        from hudi_cdc.errors import MergeError
-
-        table_rows = stored.stored_rows([*keys, *columns])
-        if table_rows is None:
-            sample = pending.select(*keys).limit(5).collect()
-            raise MergeError(
-                f"TOAST placeholder {self.toast_placeholder!r} for key(s) "
-                f"{_describe_keys(sample, keys)} but the table does not exist yet: the placeholder "
-                "stands for a value the table never received; nothing was written"
-            )
-        wanted = table_rows.join(pending.select(*keys).distinct(), on=keys, how="left_semi")
-        stored_cols = wanted.select(
-            *keys, F.lit(True).alias(_STORED + "found"), *[F.col(c).alias(_STORED + c) for c in columns]
-        )
-        joined = decided.join(stored_cols, on=keys, how="left")
-        for name in columns:
-            is_placeholder = self.placeholder_test(name, decided.schema[name].dataType)
-            assert is_placeholder is not None
-            joined = joined.withColumn(
-                name,
-                F.when(needs_table & is_placeholder & F.col(_STORED + "found"), F.col(_STORED + name)).otherwise(
-                    F.col(name)
-                ),
-            )
-        missing = joined.filter(needs_table & F.col(_STORED + "found").isNull())
-        sample = missing.select(*keys).limit(5).collect()
-        if sample:
-            raise MergeError(
-                f"TOAST placeholder {self.toast_placeholder!r} for key(s) {_describe_keys(sample, keys)} "
-                "that the table has never seen: the unchanged value is unknown, so the record cannot be "
-                "written; nothing was written and the checkpoint did not move"
-            )
-        return joined.drop(*[c for c in joined.columns if c.startswith(_STORED)])
-
-    @staticmethod
-    def _count(decided: "DataFrame", filled_from_table: int) -> PlanCounts:
-        rows = {r[0]: r[1] for r in decided.groupBy(ACTION_COLUMN).count().collect()}
+        rows = decided.groupBy(ACTION_COLUMN).agg(
+            F.count(F.lit(1)).alias("n"),
+            F.sum(F.col(_HAD_PLACEHOLDER).cast("int")).alias("toast"),
+        ).collect()
+        by_action = {r[ACTION_COLUMN]: r for r in rows}
+        n = {action: (by_action[action]["n"] if action in by_action else 0) for action in (UPSERT, DELETE, STALE, SUPERSEDED)}
         return PlanCounts(
-            upserts=rows.get(UPSERT, 0),
-            deletes=rows.get(DELETE, 0),
-            stale=rows.get(STALE, 0),
-            superseded=rows.get(SUPERSEDED, 0),
-            toast_filled_from_table=filled_from_table,
+            upserts=n[UPSERT],
+            deletes=n[DELETE],
+            stale=n[STALE],
+            superseded=n[SUPERSEDED],
+            toast_filled=int(by_action[UPSERT]["toast"] or 0) if UPSERT in by_action else 0,
         )
 
 

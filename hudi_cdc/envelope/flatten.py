@@ -38,7 +38,8 @@ def flatten(
     """Rows of the changed table plus meta columns, one per envelope.
 
     ``envelopes`` has the envelope fields plus the internal origin/arrival
-    columns. ``source_meta_columns`` comes from the merge policy; ``where``
+    columns; ``ingested_at`` should be timezone-aware (a naive one is read in the
+    Python process's local time). ``source_meta_columns`` comes from the merge policy; ``where``
     names the batch in error messages.
     """
     from pyspark.sql import functions as F

@@ -68,17 +68,14 @@ class TombstoneStore:
         tombstones.write.format("hudi").options(**self._options("upsert")).mode("append").save(self.path)
 
     def purge(self, older_than: datetime) -> int:
-        """Delete tombstones recorded before ``older_than``; return how many."""
+        """Delete tombstones recorded before ``older_than`` (timezone-aware); return how many."""
         from pyspark.sql import functions as F
 
         frame = self.read()
         if frame is None:
             return 0
-        expired = frame.filter(F.col(TOMBSTONED_AT_COLUMN) < F.lit(older_than)).persist()
-        try:
-            count = expired.count()
-            if count:
-                expired.write.format("hudi").options(**self._options("delete")).mode("append").save(self.path)
-            return count
-        finally:
-            expired.unpersist()
+        expired = frame.filter(F.col(TOMBSTONED_AT_COLUMN) < F.lit(older_than)).localCheckpoint(eager=True)
+        count = expired.count()
+        if count:
+            expired.write.format("hudi").options(**self._options("delete")).mode("append").save(self.path)
+        return count
