@@ -47,9 +47,12 @@ def main() -> int:
     events_dir = OUT / "events" / "dbserver1.public.customers" / "partition=0"
     schema = envelope_schema("customers", COLUMNS)
     state: dict[int, dict] = {}
-    snapshot = [pg_event("r", lsn=100, after=row) for row in (
-        {"id": k, "name": f"customer {k}", "email": f"c{k}@example.com", "notes": "s" * 5000} for k in range(20)
-    )]
+    snapshot = [
+        pg_event("r", lsn=100, after=row)
+        for row in (
+            {"id": k, "name": f"customer {k}", "email": f"c{k}@example.com", "notes": "s" * 5000} for k in range(20)
+        )
+    ]
     state.update({e["after"]["id"]: dict(e["after"]) for e in snapshot})
     first, lsn = change_stream(1, 30, 1000, state)
     # Events of one file arrive shuffled: order comes from the LSN, not from arrival.
@@ -89,8 +92,11 @@ def main() -> int:
     # An older update of a row deleted in round 2 arrives late: it must not bring the row back.
     deleted = next(e for e in second if e["op"] == "d" and e["before"]["id"] not in state)
     zombie = {"id": deleted["before"]["id"], "name": "zombie", "email": "zombie@example.com", "notes": "z"}
-    write_events(events_dir / "dbserver1.public.customers+0+0000000400.avro", schema,
-                 [pg_event("u", lsn=deleted["source"]["lsn"] - 1, after=zombie)])
+    write_events(
+        events_dir / "dbserver1.public.customers+0+0000000400.avro",
+        schema,
+        [pg_event("u", lsn=deleted["source"]["lsn"] - 1, after=zombie)],
+    )
     ingest_all(f"round 3: a late update (LSN {deleted['source']['lsn'] - 1}) of row {zombie['id']}, deleted in round 2")
     ingest_all("round 4: no new files")
 

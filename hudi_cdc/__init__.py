@@ -53,7 +53,7 @@ __all__ = [
 def ingest(
     config: IngestConfig | None = None,
     *,
-    spark: "SparkSession | None" = None,
+    spark: SparkSession | None = None,
     **options: Any,
 ) -> IngestResult:
     """Run one ingest round and return what it did.

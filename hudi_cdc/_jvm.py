@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-__all__ = ["java_message"]
+from typing import Any
+
+__all__ = ["hadoop_conf", "java_message", "jvm"]
 
 
 def java_message(exc: BaseException) -> str:
@@ -19,3 +21,15 @@ def java_message(exc: BaseException) -> str:
             pass
     text = str(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
+
+
+def jvm(spark: Any) -> Any:
+    """The py4j view of the driver JVM of ``spark`` (a SparkSession)."""
+    gateway = spark.sparkContext._jvm
+    assert gateway is not None, "the SparkContext has no JVM: was it stopped?"
+    return gateway
+
+
+def hadoop_conf(spark: Any) -> Any:
+    """The Hadoop Configuration of ``spark``'s context."""
+    return spark.sparkContext._jsc.hadoopConfiguration()

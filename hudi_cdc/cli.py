@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import sys
+from datetime import UTC
 from typing import Any
 
 import click
@@ -51,12 +52,16 @@ def main(verbose: int) -> None:
 @click.option("--max-rounds", type=int, help="Continuous mode: stop after this many rounds.")
 @click.option("--toast-placeholder", help="Debezium's unavailable.value.placeholder.")
 @click.option("--tombstone-retention-hours", type=float, help="How long delete tombstones are kept.")
-@click.option("--tombstone-path", help="Where delete tombstones live (default: <target-base-path>_hudi_cdc_tombstones).")
+@click.option(
+    "--tombstone-path", help="Where delete tombstones live (default: <target-base-path>_hudi_cdc_tombstones)."
+)
 @click.option("--hoodie-conf", multiple=True, help="A Hudi setting k=v; repeatable.")
 @click.option("--props", "props_file", type=click.Path(dir_okay=False), help="Java properties file of Hudi settings.")
 @click.option("--config", "config_file", type=click.Path(dir_okay=False), help="TOML file of hudi-cdc settings.")
 @click.option("--json", "as_json", is_flag=True, help="Print each round's result as one JSON line.")
-def ingest(props_file: str | None, config_file: str | None, hoodie_conf: tuple[str, ...], as_json: bool, **kw: Any) -> None:
+def ingest(
+    props_file: str | None, config_file: str | None, hoodie_conf: tuple[str, ...], as_json: bool, **kw: Any
+) -> None:
     """Ingest new change events into a Hudi table (one round, or --continuous)."""
     from hudi_cdc.pipeline import run
 
@@ -96,7 +101,9 @@ def ingest(props_file: str | None, config_file: str | None, hoodie_conf: tuple[s
 @click.option("--target-base-path", required=True, help="Base path of the Hudi table.")
 @click.option("--target-table", required=True, help="Name of the Hudi table.")
 @click.option("--record-key-field", required=True, help="Record key column(s), comma separated.")
-@click.option("--tombstone-path", help="Where delete tombstones live (default: <target-base-path>_hudi_cdc_tombstones).")
+@click.option(
+    "--tombstone-path", help="Where delete tombstones live (default: <target-base-path>_hudi_cdc_tombstones)."
+)
 @click.option("--purge", is_flag=True, help="Delete tombstones older than the retention.")
 @click.option("--tombstone-retention-hours", type=float, default=168.0, show_default=True)
 def tombstones(
@@ -108,7 +115,7 @@ def tombstones(
     tombstone_retention_hours: float,
 ) -> None:
     """Show (and with --purge, expire) the delete tombstones of a table."""
-    from datetime import datetime, timedelta, timezone
+    from datetime import datetime, timedelta
 
     from hudi_cdc.config import IngestConfig
     from hudi_cdc.sink.tombstones import TombstoneStore
@@ -124,11 +131,14 @@ def tombstones(
             tombstone_retention_hours=tombstone_retention_hours,
         )
         store = TombstoneStore(
-            spark_session(), config.resolved_tombstone_path, table_name=target_table, key_fields=config.record_key_fields
+            spark_session(),
+            config.resolved_tombstone_path,
+            table_name=target_table,
+            key_fields=config.record_key_fields,
         )
         purged = 0
         if purge:
-            cutoff = datetime.now(timezone.utc) - timedelta(hours=tombstone_retention_hours)
+            cutoff = datetime.now(UTC) - timedelta(hours=tombstone_retention_hours)
             purged = store.purge(cutoff)
         click.echo(json.dumps({"tombstone_path": store.path, "held": store.count(), "purged": purged}))
     except HudiCdcError as exc:

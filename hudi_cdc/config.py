@@ -10,9 +10,10 @@ from __future__ import annotations
 import dataclasses
 import os
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Mapping, get_args
+from typing import Any, Literal, get_args
 
 from hudi_cdc.errors import ConfigError
 from payloads.postgres import DEFAULT_TOAST_PLACEHOLDER

@@ -9,9 +9,10 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timedelta, timezone
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
 
 from hudi_cdc.config import IngestConfig
 from hudi_cdc.envelope.flatten import first_errors, flatten
@@ -62,7 +63,7 @@ class IngestResult:
         return asdict(self)
 
 
-def _make_source(spark: "SparkSession", config: IngestConfig) -> "Source":
+def _make_source(spark: SparkSession, config: IngestConfig) -> Source:
     if config.source == "files":
         from hudi_cdc.sources.files import FileSource
 
@@ -70,7 +71,7 @@ def _make_source(spark: "SparkSession", config: IngestConfig) -> "Source":
     raise HudiCdcError(f"source {config.source!r} is not available")  # guarded by config validation
 
 
-def _starting_checkpoint(table: HudiTable, source: "Source", config: IngestConfig) -> dict[str, Any] | None:
+def _starting_checkpoint(table: HudiTable, source: Source, config: IngestConfig) -> dict[str, Any] | None:
     commits = table.commits()
     stored = next((c for c in commits if opt.CHECKPOINT_KEY in c.extra), None)
     if config.checkpoint is not None:
@@ -83,16 +84,18 @@ def _starting_checkpoint(table: HudiTable, source: "Source", config: IngestConfi
     return source.parse_checkpoint(stored.extra[opt.CHECKPOINT_KEY])
 
 
-def ingest_once(config: IngestConfig, *, spark: "SparkSession | None" = None) -> IngestResult:
+def ingest_once(config: IngestConfig, *, spark: SparkSession | None = None) -> IngestResult:
     """One round: read what is new since the table's checkpoint and commit it with the next one."""
     from hudi_cdc.spark import spark_session
 
     started = time.monotonic()
     spark = spark or spark_session()
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     table = HudiTable(spark, config.target_base_path)
     source = _make_source(spark, config)
-    policy = policy_for(config.flavor, toast_placeholder=config.toast_placeholder if config.flavor == "postgres" else None)
+    policy = policy_for(
+        config.flavor, toast_placeholder=config.toast_placeholder if config.flavor == "postgres" else None
+    )
     tombstones = TombstoneStore(
         spark, config.resolved_tombstone_path, table_name=config.target_table, key_fields=config.record_key_fields
     )
@@ -187,7 +190,13 @@ def ingest_once(config: IngestConfig, *, spark: "SparkSession | None" = None) ->
     )
     log.info(
         "%s: commit %s: %d events, %d upserts, %d deletes, %d stale, %d superseded (%.1fs)",
-        result.table, commit_time, events, result.upserts, result.deletes, result.stale, result.superseded,
+        result.table,
+        commit_time,
+        events,
+        result.upserts,
+        result.deletes,
+        result.stale,
+        result.superseded,
         result.duration_s,
     )
     return result
@@ -200,7 +209,7 @@ def _keys_and_order(frame):  # noqa: ANN001, ANN202 - DataFrame | None
 def run(
     config: IngestConfig,
     *,
-    spark: "SparkSession | None" = None,
+    spark: SparkSession | None = None,
     sleep: Callable[[float], None] = time.sleep,
 ) -> Iterator[IngestResult]:
     """Yield one result per round: one round, or a loop when ``config.continuous``.

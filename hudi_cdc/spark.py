@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import glob
 import os
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Mapping
+from typing import TYPE_CHECKING
 
 from hudi_cdc.errors import ConfigError
 
@@ -73,7 +74,7 @@ def spark_session(
     app_name: str = "hudi-cdc",
     conf: Mapping[str, str] | None = None,
     jars: list[str] | None = None,
-) -> "SparkSession":
+) -> SparkSession:
     """Return the active SparkSession, or build a local one with Hudi on its classpath.
 
     An active session (notebook, ``spark-submit``) is reused untouched apart from
@@ -88,9 +89,7 @@ def spark_session(
         return active
 
     builder = SparkSession.builder.appName(app_name)
-    in_submit = "spark.master" in os.environ.get("PYSPARK_SUBMIT_ARGS", "") or bool(
-        os.environ.get("SPARK_ENV_LOADED")
-    )
+    in_submit = "spark.master" in os.environ.get("PYSPARK_SUBMIT_ARGS", "") or bool(os.environ.get("SPARK_ENV_LOADED"))
     if master:
         builder = builder.master(master)
     elif not in_submit:
@@ -110,11 +109,13 @@ def spark_session(
     return spark
 
 
-def _check_hudi_loadable(spark: "SparkSession") -> None:
-    jvm = spark.sparkContext._jvm
+def _check_hudi_loadable(spark: SparkSession) -> None:
+    from hudi_cdc._jvm import jvm
+
+    gateway = jvm(spark)
     try:
-        jvm.java.lang.Class.forName(
-            "org.apache.hudi.DefaultSource", True, jvm.Thread.currentThread().getContextClassLoader()
+        gateway.java.lang.Class.forName(
+            "org.apache.hudi.DefaultSource", True, gateway.java.lang.Thread.currentThread().getContextClassLoader()
         )
     except Exception as exc:  # py4j raises its own error type for ClassNotFoundException
         raise ConfigError(

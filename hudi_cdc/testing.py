@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import copy
 import os
-from typing import Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 __all__ = ["envelope_schema", "pg_event", "mysql_event", "write_events"]
 
@@ -22,8 +23,11 @@ _PG_SOURCE = {
         {"name": "connector", "type": "string"},
         {"name": "name", "type": "string"},
         {"name": "ts_ms", "type": "long"},
-        {"name": "snapshot", "type": [{"type": "string", "connect.name": "io.debezium.data.Enum"}, "null"],
-         "default": "false"},
+        {
+            "name": "snapshot",
+            "type": [{"type": "string", "connect.name": "io.debezium.data.Enum"}, "null"],
+            "default": "false",
+        },
         {"name": "db", "type": "string"},
         {"name": "sequence", "type": ["null", "string"], "default": None},
         {"name": "schema", "type": "string"},
@@ -44,8 +48,11 @@ _MYSQL_SOURCE = {
         {"name": "connector", "type": "string"},
         {"name": "name", "type": "string"},
         {"name": "ts_ms", "type": "long"},
-        {"name": "snapshot", "type": [{"type": "string", "connect.name": "io.debezium.data.Enum"}, "null"],
-         "default": "false"},
+        {
+            "name": "snapshot",
+            "type": [{"type": "string", "connect.name": "io.debezium.data.Enum"}, "null"],
+            "default": "false",
+        },
         {"name": "db", "type": "string"},
         {"name": "sequence", "type": ["null", "string"], "default": None},
         {"name": "table", "type": ["null", "string"], "default": None},
@@ -99,7 +106,7 @@ def envelope_schema(
         "connect.name": f"{namespace}.Value",
     }
     source = copy.deepcopy(_PG_SOURCE if flavor == "postgres" else _MYSQL_SOURCE)
-    fields = [
+    fields: list[dict[str, Any]] = [
         {"name": "before", "type": ["null", value], "default": None},
         {"name": "after", "type": ["null", "Value"], "default": None},
         {"name": "source", "type": source},
@@ -167,8 +174,9 @@ def mysql_event(
 ) -> dict[str, Any]:
     """One MySQL change envelope at binlog ``file``/``pos``/``row``."""
     source = _source_common("mysql", ts_ms, "true" if op == "r" else "false", table)
-    source.update({"server_id": 223344, "gtid": gtid, "file": file, "pos": pos, "row": row, "thread": None,
-                   "query": None})
+    source.update(
+        {"server_id": 223344, "gtid": gtid, "file": file, "pos": pos, "row": row, "thread": None, "query": None}
+    )
     return {
         "before": dict(before) if before is not None else None,
         "after": dict(after) if after is not None else None,

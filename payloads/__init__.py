@@ -9,8 +9,8 @@ the table (stored rows for TOAST, delete tombstones) comes in through
 
 from payloads.base import (
     ARRIVAL_COLUMN,
-    ORDER_COLUMN,
     DELETED_COLUMN,
+    ORDER_COLUMN,
     MergePolicy,
     PlanCounts,
     StoredState,

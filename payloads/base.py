@@ -20,8 +20,9 @@ keeps the newer of stored and incoming, deletes included.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -69,11 +70,11 @@ class StoredState:
     rows projected to ``columns``, or None when the table does not exist yet.
     """
 
-    tombstones: Callable[[], "DataFrame | None"]
-    stored_rows: Callable[[Sequence[str]], "DataFrame | None"]
+    tombstones: Callable[[], DataFrame | None]
+    stored_rows: Callable[[Sequence[str]], DataFrame | None]
 
     @staticmethod
-    def empty() -> "StoredState":
+    def empty() -> StoredState:
         return StoredState(tombstones=lambda: None, stored_rows=lambda columns: None)
 
 
@@ -95,9 +96,9 @@ class WritePlan:
     checkpoint), so counting and writing it does not recompute the batch.
     """
 
-    decided: "DataFrame"
-    upserts: "DataFrame"
-    tombstones: "DataFrame"
+    decided: DataFrame
+    upserts: DataFrame
+    tombstones: DataFrame
     counts: PlanCounts
 
 
@@ -116,15 +117,15 @@ class MergePolicy(ABC):
         """``(column, field of the envelope's source struct, Spark DDL type, required)``."""
 
     @abstractmethod
-    def order_expr(self) -> "Column":
+    def order_expr(self) -> Column:
         """A fixed-width string whose lexical order is the events' source order."""
 
     @abstractmethod
-    def position_error(self) -> "Column":
+    def position_error(self) -> Column:
         """A message when the event's source position is missing, else NULL."""
 
     # -- shared ----------------------------------------------------------
-    def with_order(self, flat: "DataFrame") -> "DataFrame":
+    def with_order(self, flat: DataFrame) -> DataFrame:
         """Add ``_source_order`` and fold position problems into the error column."""
         from pyspark.sql import functions as F
 
@@ -132,7 +133,7 @@ class MergePolicy(ABC):
             ERROR_COLUMN, F.coalesce(F.col(ERROR_COLUMN), self.position_error())
         )
 
-    def placeholder_test(self, column: str, data_type: "DataType") -> "Column | None":
+    def placeholder_test(self, column: str, data_type: DataType) -> Column | None:
         """True where ``column`` holds the "unchanged" placeholder; None if it cannot."""
         from pyspark.sql import functions as F
         from pyspark.sql.types import ArrayType, BinaryType, StringType
@@ -153,7 +154,7 @@ class MergePolicy(ABC):
             return None
         return F.coalesce(test, F.lit(False))
 
-    def plan(self, batch: "DataFrame", *, key_fields: Sequence[str], stored: StoredState) -> WritePlan:
+    def plan(self, batch: DataFrame, *, key_fields: Sequence[str], stored: StoredState) -> WritePlan:
         """Decide every event of ``batch`` (flattened, ordered, validated)."""
         from pyspark.sql import Window
         from pyspark.sql import functions as F
@@ -208,9 +209,7 @@ class MergePolicy(ABC):
         tombstones = stored.tombstones()
         is_stale = ~is_delete & F.col(_STORED_ORDER).isNotNull() & (F.col(ORDER_COLUMN) < F.col(_STORED_ORDER))
         if tombstones is not None:
-            ranked = ranked.join(
-                tombstones.select(*keys, F.col(ORDER_COLUMN).alias(_TOMB_ORDER)), on=keys, how="left"
-            )
+            ranked = ranked.join(tombstones.select(*keys, F.col(ORDER_COLUMN).alias(_TOMB_ORDER)), on=keys, how="left")
             is_stale = is_stale | (
                 ~is_delete & F.col(_TOMB_ORDER).isNotNull() & (F.col(ORDER_COLUMN) <= F.col(_TOMB_ORDER))
             )
@@ -245,15 +244,22 @@ class MergePolicy(ABC):
         return WritePlan(decided=decided, upserts=upserts, tombstones=tombstone_rows, counts=counts)
 
     @staticmethod
-    def _count(decided: "DataFrame") -> PlanCounts:
+    def _count(decided: DataFrame) -> PlanCounts:
         from pyspark.sql import functions as F
 
-        rows = decided.groupBy(ACTION_COLUMN).agg(
-            F.count(F.lit(1)).alias("n"),
-            F.sum(F.col(_HAD_PLACEHOLDER).cast("int")).alias("toast"),
-        ).collect()
+        rows = (
+            decided.groupBy(ACTION_COLUMN)
+            .agg(
+                F.count(F.lit(1)).alias("n"),
+                F.sum(F.col(_HAD_PLACEHOLDER).cast("int")).alias("toast"),
+            )
+            .collect()
+        )
         by_action = {r[ACTION_COLUMN]: r for r in rows}
-        n = {action: (by_action[action]["n"] if action in by_action else 0) for action in (UPSERT, DELETE, STALE, SUPERSEDED)}
+        n = {
+            action: (by_action[action]["n"] if action in by_action else 0)
+            for action in (UPSERT, DELETE, STALE, SUPERSEDED)
+        }
         return PlanCounts(
             upserts=n[UPSERT],
             deletes=n[DELETE],

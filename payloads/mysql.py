@@ -8,7 +8,8 @@ MySQL sends whole rows (binlog_row_image=FULL), so there is no placeholder.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from payloads.base import OP_COLUMN, MergePolicy
 
@@ -36,12 +37,12 @@ class MySqlPolicy(MergePolicy):
             ("_source_txid", "gtid", "string", False),
         )
 
-    def _file_number(self) -> "Column":
+    def _file_number(self) -> Column:
         from pyspark.sql import functions as F
 
         return F.regexp_extract(F.col("_source_file"), _FILE_NUMBER, 1)
 
-    def order_expr(self) -> "Column":
+    def order_expr(self) -> Column:
         from pyspark.sql import functions as F
 
         number = F.when(self._file_number() == F.lit(""), F.lit("0")).otherwise(self._file_number())
@@ -55,7 +56,7 @@ class MySqlPolicy(MergePolicy):
             streaming,
         )
 
-    def position_error(self) -> "Column":
+    def position_error(self) -> Column:
         from pyspark.sql import functions as F
 
         streaming = F.col(OP_COLUMN) != F.lit("r")

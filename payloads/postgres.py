@@ -7,7 +7,8 @@ values when REPLICA IDENTITY is not FULL; the policy keeps the stored value.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from payloads.base import OP_COLUMN, MergePolicy
 
@@ -36,7 +37,7 @@ class PostgresPolicy(MergePolicy):
             ("_source_txid", "txId", "string", False),
         )
 
-    def order_expr(self) -> "Column":
+    def order_expr(self) -> Column:
         from pyspark.sql import functions as F
 
         lsn = F.coalesce(F.col("_source_lsn"), F.lit(0)).cast("decimal(20,0)")
@@ -45,7 +46,7 @@ class PostgresPolicy(MergePolicy):
         streaming = F.when(F.col(OP_COLUMN) == F.lit("r"), F.lit("0")).otherwise(F.lit("1"))
         return F.concat(F.lpad(unsigned.cast("string"), LSN_DIGITS, "0"), streaming)
 
-    def position_error(self) -> "Column":
+    def position_error(self) -> Column:
         from pyspark.sql import functions as F
 
         return F.when(

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 from click.testing import CliRunner, Result
 
@@ -17,15 +18,24 @@ def run_cli(*args: str) -> Result:
     return CliRunner().invoke(main, ["ingest", *args], catch_exceptions=False)
 
 
-def ingest_args(source: str, base: str, *, table_type: str = "cow", keys: str = "id", extra: Sequence[str] = ()) -> list[str]:
+def ingest_args(
+    source: str, base: str, *, table_type: str = "cow", keys: str = "id", extra: Sequence[str] = ()
+) -> list[str]:
     return [
-        "--source", "files",
-        "--source-path", source,
-        "--flavor", "postgres",
-        "--target-base-path", base,
-        "--target-table", "t_" + table_type.lower(),
-        "--table-type", table_type,
-        "--record-key-field", keys,
+        "--source",
+        "files",
+        "--source-path",
+        source,
+        "--flavor",
+        "postgres",
+        "--target-base-path",
+        base,
+        "--target-table",
+        "t_" + table_type.lower(),
+        "--table-type",
+        table_type,
+        "--record-key-field",
+        keys,
         *extra,
     ]
 

@@ -33,7 +33,9 @@ def _history(seed: int, keys: int, lsn_start: int) -> tuple[list[dict], int]:
             del live[key]
         else:
             keep_bio = rng.random() < 0.5
-            live[key] = {**live[key], "name": f"n{lsn}"} if keep_bio else {**live[key], "name": f"n{lsn}", "bio": f"b{lsn}"}
+            live[key] = (
+                {**live[key], "name": f"n{lsn}"} if keep_bio else {**live[key], "name": f"n{lsn}", "bio": f"b{lsn}"}
+            )
             after = {**live[key], "bio": "__debezium_unavailable_value"} if keep_bio else live[key]
             events.append(pg_event("u", lsn=lsn, after=after, txid=lsn))
     return events, lsn
@@ -47,8 +49,10 @@ def test_files_to_table_equals_source_and_rerun_changes_nothing(spark, tmp_path:
     write_events(source / "dbserver1.public.customers+0+0000000080.avro", SCHEMA, first[len(first) // 2 :])
     # No small-file packing, so MOR updates land in log files that compaction must merge.
     compact_each_round = [
-        "--hoodie-conf", "hoodie.compact.inline.max.delta.commits=1",
-        "--hoodie-conf", "hoodie.parquet.small.file.limit=0",
+        "--hoodie-conf",
+        "hoodie.compact.inline.max.delta.commits=1",
+        "--hoodie-conf",
+        "hoodie.parquet.small.file.limit=0",
     ]
     args = ingest_args(str(source), base, table_type=table_type, extra=compact_each_round)
 
@@ -87,7 +91,10 @@ def test_checkpoint_is_in_the_data_commit(spark, tmp_path: Path) -> None:
 
 
 BAD_INPUTS = {
-    "not-avro": (lambda path: path.write_bytes(b"PAR1 this is not an avro file"), "is not an Avro Object Container File"),
+    "not-avro": (
+        lambda path: path.write_bytes(b"PAR1 this is not an avro file"),
+        "is not an Avro Object Container File",
+    ),
     "no-op": (
         lambda path: write_events(
             path,
@@ -107,7 +114,9 @@ BAD_INPUTS = {
     "null-key": (
         lambda path: write_events(
             path,
-            envelope_schema("customers", [("id", ["null", "long"]), ("name", ["null", "string"]), ("bio", ["null", "string"])]),
+            envelope_schema(
+                "customers", [("id", ["null", "long"]), ("name", ["null", "string"]), ("bio", ["null", "string"])]
+            ),
             [pg_event("c", lsn=20, after={"id": None, "name": "y", "bio": None})],
         ),
         "record key field 'id' is null",

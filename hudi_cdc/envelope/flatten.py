@@ -8,7 +8,8 @@ dropped row; the pipeline fails the batch if any event has one.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from hudi_cdc.errors import DecodeError
 from payloads.base import DELETED_COLUMN, ERROR_COLUMN, INGESTED_AT_COLUMN, INTERNAL_PREFIX, OP_COLUMN
@@ -28,13 +29,13 @@ ENVELOPE_FIELDS = ("before", "after", "source", "op")
 
 
 def flatten(
-    envelopes: "DataFrame",
+    envelopes: DataFrame,
     *,
     source_meta_columns: Sequence[tuple[str, str, str, bool]],
     key_fields: Sequence[str],
-    ingested_at: "datetime",
+    ingested_at: datetime,
     where: str,
-) -> "DataFrame":
+) -> DataFrame:
     """Rows of the changed table plus meta columns, one per envelope.
 
     ``envelopes`` has the envelope fields plus the internal origin/arrival
@@ -98,9 +99,7 @@ def flatten(
         .when(F.col(INTERNAL_PREFIX + "image").isNull(), F.concat(F.lit("op '"), op, F.lit("' without an after image")))
     )
     for key in key_fields:
-        error = error.when(
-            F.col(INTERNAL_PREFIX + "image")[key].isNull(), F.lit(f"record key field '{key}' is null")
-        )
+        error = error.when(F.col(INTERNAL_PREFIX + "image")[key].isNull(), F.lit(f"record key field '{key}' is null"))
     return rows.select(
         *[F.col(INTERNAL_PREFIX + "image")[f].alias(f) for f in value_fields],
         *[c for c in rows.columns if c != INTERNAL_PREFIX + "image"],
@@ -110,7 +109,7 @@ def flatten(
     )
 
 
-def first_errors(flat: "DataFrame", *, key_fields: Sequence[str], limit: int = 5) -> list[str]:
+def first_errors(flat: DataFrame, *, key_fields: Sequence[str], limit: int = 5) -> list[str]:
     """Up to ``limit`` messages ``origin: key ...: problem`` for events with errors."""
     from pyspark.sql import functions as F
 

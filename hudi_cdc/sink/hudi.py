@@ -8,10 +8,11 @@ back on the next write, with the checkpoint still at the previous commit.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Mapping
+from typing import TYPE_CHECKING
 
-from hudi_cdc._jvm import java_message
+from hudi_cdc._jvm import hadoop_conf, java_message, jvm
 from hudi_cdc.errors import SinkError
 from hudi_cdc.sink import options as opt
 
@@ -29,25 +30,20 @@ class CommitInfo:
 
 
 class HudiTable:
-    def __init__(self, spark: "SparkSession", base_path: str) -> None:
+    def __init__(self, spark: SparkSession, base_path: str) -> None:
         self._spark = spark
         self.base_path = base_path
 
-    def _jvm(self):  # noqa: ANN202 - py4j gateway
-        return self._spark.sparkContext._jvm
-
     def exists(self) -> bool:
-        jvm = self._jvm()
-        hconf = self._spark.sparkContext._jsc.hadoopConfiguration()
-        props = jvm.org.apache.hadoop.fs.Path(self.base_path.rstrip("/") + "/.hoodie/hoodie.properties")
+        hconf = hadoop_conf(self._spark)
+        props = jvm(self._spark).org.apache.hadoop.fs.Path(self.base_path.rstrip("/") + "/.hoodie/hoodie.properties")
         return bool(props.getFileSystem(hconf).exists(props))
 
     def _timeline(self):  # noqa: ANN202
-        jvm = self._jvm()
-        hconf = self._spark.sparkContext._jsc.hadoopConfiguration()
-        storage_conf = jvm.org.apache.hudi.storage.hadoop.HadoopStorageConfiguration(hconf)
+        gateway = jvm(self._spark)
+        storage_conf = gateway.org.apache.hudi.storage.hadoop.HadoopStorageConfiguration(hadoop_conf(self._spark))
         meta = (
-            jvm.org.apache.hudi.common.table.HoodieTableMetaClient.builder()
+            gateway.org.apache.hudi.common.table.HoodieTableMetaClient.builder()
             .setConf(storage_conf)
             .setBasePath(self.base_path)
             .build()
@@ -79,13 +75,11 @@ class HudiTable:
                 return commit.extra[opt.CHECKPOINT_KEY]
         return None
 
-    def write(self, rows: "DataFrame", options: Mapping[str, str], extra_metadata: Mapping[str, str]) -> str:
+    def write(self, rows: DataFrame, options: Mapping[str, str], extra_metadata: Mapping[str, str]) -> str:
         """Upsert ``rows`` in one commit carrying ``extra_metadata``; return its instant time."""
         before = self.commits()
         try:
-            rows.write.format("hudi").options(**options).options(**extra_metadata).mode("append").save(
-                self.base_path
-            )
+            rows.write.format("hudi").options(**options).options(**extra_metadata).mode("append").save(self.base_path)
         except Exception as exc:
             raise SinkError(f"writing Hudi table {self.base_path} failed: {java_message(exc)}") from exc
         after = self.commits()
@@ -95,5 +89,5 @@ class HudiTable:
             raise SinkError(f"the write to {self.base_path} completed but no new commit carries the checkpoint")
         return ours[0].instant
 
-    def read(self) -> "DataFrame":
+    def read(self) -> DataFrame:
         return self._spark.read.format("hudi").load(self.base_path)

@@ -7,7 +7,7 @@ semantics, so an attempt is a ConfigError.
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from hudi_cdc.errors import ConfigError
 

@@ -17,8 +17,9 @@ can resurrect its row, which is the bound the retention trades for space.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING
 
 from hudi_cdc.sink import options as opt
 from hudi_cdc.sink.hudi import HudiTable
@@ -31,7 +32,7 @@ __all__ = ["TombstoneStore"]
 
 
 class TombstoneStore:
-    def __init__(self, spark: "SparkSession", path: str, *, table_name: str, key_fields: Sequence[str]) -> None:
+    def __init__(self, spark: SparkSession, path: str, *, table_name: str, key_fields: Sequence[str]) -> None:
         self._spark = spark
         self._table = HudiTable(spark, path)
         self._name = table_name + "_hudi_cdc_tombstones"
@@ -54,7 +55,7 @@ class TombstoneStore:
             opt.MERGE_MODE: opt.EVENT_TIME_ORDERING,
         }
 
-    def read(self) -> "DataFrame | None":
+    def read(self) -> DataFrame | None:
         if not self._table.exists():
             return None
         return self._table.read().select(*self._keys, ORDER_COLUMN, TOMBSTONED_AT_COLUMN)
@@ -63,7 +64,7 @@ class TombstoneStore:
         frame = self.read()
         return 0 if frame is None else frame.count()
 
-    def record(self, tombstones: "DataFrame") -> None:
+    def record(self, tombstones: DataFrame) -> None:
         """Upsert tombstones; per key the highest ``_source_order`` is kept."""
         tombstones.write.format("hudi").options(**self._options("upsert")).mode("append").save(self.path)
 

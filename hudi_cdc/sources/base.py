@@ -19,7 +19,7 @@ class Batch:
     ``op``, ...) and the internal origin and arrival columns.
     """
 
-    envelopes: "DataFrame"
+    envelopes: DataFrame
     next_checkpoint: dict[str, Any]
     description: str
     details: dict[str, Any] = field(default_factory=dict)

@@ -18,7 +18,7 @@ import posixpath
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from hudi_cdc._jvm import java_message
+from hudi_cdc._jvm import hadoop_conf, java_message, jvm
 from hudi_cdc.envelope.flatten import ORIGIN_COLUMN
 from hudi_cdc.errors import CheckpointError, DecodeError, SourceError
 from payloads.base import ARRIVAL_COLUMN
@@ -56,7 +56,7 @@ def _hidden(relative: str) -> bool:
 
 
 class FileSource:
-    def __init__(self, spark: "SparkSession", config: "IngestConfig") -> None:
+    def __init__(self, spark: SparkSession, config: IngestConfig) -> None:
         self._spark = spark
         self._root = config.source_path
         self._suffix = config.source_file_suffix
@@ -79,9 +79,8 @@ class FileSource:
 
     # -- listing ---------------------------------------------------------
     def _list(self) -> list[ListedFile]:
-        jvm = self._spark.sparkContext._jvm
-        hconf = self._spark.sparkContext._jsc.hadoopConfiguration()
-        root = jvm.org.apache.hadoop.fs.Path(self._root)
+        hconf = hadoop_conf(self._spark)
+        root = jvm(self._spark).org.apache.hadoop.fs.Path(self._root)
         try:
             fs = root.getFileSystem(hconf)
             if not fs.exists(root):
@@ -125,7 +124,8 @@ class FileSource:
     def _within_limit(self, pending: list[ListedFile]) -> list[ListedFile]:
         if self._limit is None:
             return pending
-        chosen, total = [], 0
+        chosen: list[ListedFile] = []
+        total = 0
         for f in pending:
             if chosen and total + f.size > self._limit:
                 break
@@ -135,13 +135,12 @@ class FileSource:
 
     # -- reading ---------------------------------------------------------
     def _writer_schema(self, f: ListedFile) -> str:
-        jvm = self._spark.sparkContext._jvm
-        hconf = self._spark.sparkContext._jsc.hadoopConfiguration()
+        gateway, hconf = jvm(self._spark), hadoop_conf(self._spark)
         try:
-            source = jvm.org.apache.avro.mapred.FsInput(jvm.org.apache.hadoop.fs.Path(f.path), hconf)
+            source = gateway.org.apache.avro.mapred.FsInput(gateway.org.apache.hadoop.fs.Path(f.path), hconf)
             try:
-                reader = jvm.org.apache.avro.file.DataFileReader.openReader(
-                    source, jvm.org.apache.avro.generic.GenericDatumReader()
+                reader = gateway.org.apache.avro.file.DataFileReader.openReader(
+                    source, gateway.org.apache.avro.generic.GenericDatumReader()
                 )
                 schema = reader.getSchema().toString()
                 reader.close()
@@ -154,7 +153,7 @@ class FileSource:
             ) from exc
         return schema
 
-    def next_batch(self, checkpoint: dict[str, Any] | None) -> "Batch | None":
+    def next_batch(self, checkpoint: dict[str, Any] | None) -> Batch | None:
         from pyspark.sql import functions as F
 
         from hudi_cdc.sources.base import Batch
@@ -166,11 +165,7 @@ class FileSource:
         schemas = [self._writer_schema(f) for f in chosen]
         reader_schema = schemas[-1]  # newest file's schema; Avro resolves the older ones to it
         try:
-            frame = (
-                self._spark.read.format("avro")
-                .option("avroSchema", reader_schema)
-                .load([f.path for f in chosen])
-            )
+            frame = self._spark.read.format("avro").option("avroSchema", reader_schema).load([f.path for f in chosen])
         except Exception as exc:
             raise DecodeError(f"cannot read Avro files under {self._root}: {java_message(exc)}") from exc
         envelopes = frame.select(
@@ -193,4 +188,3 @@ class FileSource:
             description=f"{len(chosen)} file(s), {size} bytes, {chosen[0].relative} .. {chosen[-1].relative}",
             details={"files": len(chosen), "bytes": size, "writer_schemas": len(set(schemas))},
         )
-

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -24,15 +24,21 @@ def _flat(spark, rows: list[tuple], source_ddl: str, policy):  # noqa: ANN001, A
         frame,
         source_meta_columns=policy.source_meta_columns,
         key_fields=["id"],
-        ingested_at=datetime.now(timezone.utc),
+        ingested_at=datetime.now(UTC),
         where="test batch",
     )
     return policy.with_order(flat)
 
 
 def test_mysql_positions_compare_numerically(spark) -> None:
-    positions = [("mysql-bin.000009", 900, 0), ("mysql-bin.000010", 4, 0), ("mysql-bin.000001", 23, 0),
-                 ("mysql-bin.000001", 123, 0), ("mysql-bin.000001", 123, 2), ("mysql-bin.1000000", 1, 0)]
+    positions = [
+        ("mysql-bin.000009", 900, 0),
+        ("mysql-bin.000010", 4, 0),
+        ("mysql-bin.000001", 23, 0),
+        ("mysql-bin.000001", 123, 0),
+        ("mysql-bin.000001", 123, 2),
+        ("mysql-bin.1000000", 1, 0),
+    ]
     rows = [("u", None, {"id": i}, {"file": f, "pos": p, "row": r}) for i, (f, p, r) in enumerate(positions)]
     flat = _flat(spark, rows, "file:string,pos:bigint,row:int", MySqlPolicy())
     ordered = [r["id"] for r in flat.orderBy(ORDER_COLUMN).collect()]

@@ -66,7 +66,7 @@ def _batches(events: list[dict], rng: random.Random, count: int, keep_key_order:
         # As Kafka delivers per key: batches are position ranges, shuffled inside.
         ordered = sorted(events, key=lambda e: e["source"]["lsn"])
         cuts = sorted(rng.sample(range(1, len(ordered)), count - 1)) if count > 1 else []
-        batches = [ordered[a:b] for a, b in zip([0, *cuts], [*cuts, len(ordered)])]
+        batches = [ordered[a:b] for a, b in zip([0, *cuts], [*cuts, len(ordered)], strict=True)]
     else:
         shuffled = events[:]
         rng.shuffle(shuffled)
@@ -79,25 +79,36 @@ def _batches(events: list[dict], rng: random.Random, count: int, keep_key_order:
     return batches
 
 
-def _run(spark: Any, root: Path, table_type: str, histories: list[list[str]], seed: int, count: int, toast: bool) -> None:
+def _run(
+    spark: Any, root: Path, table_type: str, histories: list[list[str]], seed: int, count: int, toast: bool
+) -> None:
     rng = random.Random(seed)
     events, expected = _events_and_state(histories, rng, with_toast=toast)
     batches = _batches(events, rng, count, keep_key_order=toast)
     workdir = root / f"example-{next(_counter)}"
     base = ingest_batches(spark, workdir, SCHEMA, batches, table_type=table_type)
     actual = table_state(spark, base, ("id", "name", "bio"))
-    wrong = {k: (expected.get(k), actual.get(k)) for k in expected.keys() | actual.keys() if expected.get(k) != actual.get(k)}
+    wrong = {
+        k: (expected.get(k), actual.get(k)) for k in expected.keys() | actual.keys() if expected.get(k) != actual.get(k)
+    }
     assert not wrong, f"{len(wrong)} key(s) differ (expected, table): {dict(list(wrong.items())[:5])}"
 
 
-COMMON = settings(max_examples=3, deadline=None, derandomize=True, database=None,
-                  suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture])
+COMMON = settings(
+    max_examples=3,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture],
+)
 
 
 @pytest.mark.parametrize("table_type", ["cow", "mor"])
 @COMMON
 @given(histories=HISTORIES, seed=st.integers(0, 2**32), count=st.integers(1, 3))
-def test_any_order_any_batching_converges(spark, tmp_path: Path, table_type: str, histories, seed: int, count: int) -> None:
+def test_any_order_any_batching_converges(
+    spark, tmp_path: Path, table_type: str, histories, seed: int, count: int
+) -> None:
     """Fully shuffled across batches, with replays; no TOAST placeholders (see docs/semantics.md)."""
     _run(spark, tmp_path, table_type, histories, seed, count, toast=False)
 
@@ -105,6 +116,8 @@ def test_any_order_any_batching_converges(spark, tmp_path: Path, table_type: str
 @pytest.mark.parametrize("table_type", ["cow", "mor"])
 @COMMON
 @given(histories=HISTORIES, seed=st.integers(0, 2**32), count=st.integers(1, 3))
-def test_toast_placeholders_converge_under_kafka_ordering(spark, tmp_path: Path, table_type: str, histories, seed: int, count: int) -> None:
+def test_toast_placeholders_converge_under_kafka_ordering(
+    spark, tmp_path: Path, table_type: str, histories, seed: int, count: int
+) -> None:
     """TOAST placeholders, events shuffled within batches and replayed, batches in position order."""
     _run(spark, tmp_path, table_type, histories, seed, count, toast=True)

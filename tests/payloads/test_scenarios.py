@@ -14,8 +14,7 @@ from typing import Any
 
 import pytest
 
-from hudi_cdc.testing import envelope_schema, mysql_event, pg_event
-from hudi_cdc.testing import write_events
+from hudi_cdc.testing import envelope_schema, mysql_event, pg_event, write_events
 from tests.support import compact, ingest_args, ingest_batches, run_cli, table_state
 
 pytestmark = pytest.mark.hudi
@@ -43,94 +42,223 @@ def pg(op: str, lsn: int | None, **values: Any) -> tuple[str, dict[str, Any]]:
 # (name, batches of (op, position+values), expected values after all batches or None)
 PG_SCENARIOS: list[tuple[str, list[list[tuple[str, dict]]], dict | None]] = [
     ("insert", [[pg("c", 100, **row("a"))]], row("a")),
-    ("precombine: newer insert beats older update", [[pg("c", 120, **row("c120")), pg("u", 99, **row("u99"))]], row("c120")),
+    (
+        "precombine: newer insert beats older update",
+        [[pg("c", 120, **row("c120")), pg("u", 99, **row("u99"))]],
+        row("c120"),
+    ),
     ("precombine: delete beats older update", [[pg("d", 111, **row()), pg("u", 99, **row("u99"))]], None),
-    ("precombine: older delete loses to newer insert", [[pg("d", 111, **row()), pg("c", 120, **row("c120"))]], row("c120")),
+    (
+        "precombine: older delete loses to newer insert",
+        [[pg("d", 111, **row()), pg("c", 120, **row("c120"))]],
+        row("c120"),
+    ),
     ("merge: newer update wins", [[pg("c", 99, **row("c99"))], [pg("u", 100, **row("u100"))]], row("u100")),
     ("merge: late update ignored", [[pg("c", 99, **row("c99"))], [pg("u", 98, **row("u98"))]], row("c99")),
     ("merge: newer delete removes", [[pg("u", 99, **row("u99"))], [pg("d", 100, **row())]], None),
     ("merge: stale delete ignored", [[pg("u", 99, **row("u99"))], [pg("d", 98, **row())]], row("u99")),
     ("tie: later arrival wins", [[pg("c", 100, **row("first"))], [pg("u", 100, **row("second"))]], row("second")),
-    ("tie in batch: later arrival wins", [[pg("c", 100, **row("first")), pg("u", 100, **row("second"))]], row("second")),
-    ("snapshot ranks below streaming at the same LSN, same batch",
-     [[pg("u", 500, **row("stream")), pg("r", 500, **row("snap"))]], row("stream")),
-    ("snapshot ranks below streaming at the same LSN, later batch",
-     [[pg("u", 500, **row("stream"))], [pg("r", 500, **row("snap"))]], row("stream")),
-    ("snapshot with null LSN is allowed and oldest", [[pg("r", None, **row("snap"))], [pg("u", 5, **row("u5"))]], row("u5")),
-    ("RFC limit: late update after delete does not resurrect",
-     [[pg("c", 100, **row("c"))], [pg("d", 300, **row())], [pg("u", 200, **row("zombie"))]], None),
-    ("out-of-order delete inside one batch",
-     [[pg("c", 100, **row("c"))], [pg("u", 200, **row("u")), pg("d", 300, **row()), pg("u", 250, **row("z"))]], None),
-    ("HUDI-9169: delete then re-insert across batches",
-     [[pg("c", 100, **row("c100"))], [pg("d", 200, **row())], [pg("c", 300, **row("c300"))]], row("c300")),
-    ("HUDI-9169: delete then re-insert in one batch",
-     [[pg("c", 100, **row("c100")), pg("d", 200, **row()), pg("c", 300, **row("c300"))]], row("c300")),
-    ("re-insert then a late update below the re-insert",
-     [[pg("c", 100, **row("c100"))], [pg("d", 200, **row())], [pg("c", 300, **row("c300"))], [pg("u", 250, **row("z"))]],
-     row("c300")),
+    (
+        "tie in batch: later arrival wins",
+        [[pg("c", 100, **row("first")), pg("u", 100, **row("second"))]],
+        row("second"),
+    ),
+    (
+        "snapshot ranks below streaming at the same LSN, same batch",
+        [[pg("u", 500, **row("stream")), pg("r", 500, **row("snap"))]],
+        row("stream"),
+    ),
+    (
+        "snapshot ranks below streaming at the same LSN, later batch",
+        [[pg("u", 500, **row("stream"))], [pg("r", 500, **row("snap"))]],
+        row("stream"),
+    ),
+    (
+        "snapshot with null LSN is allowed and oldest",
+        [[pg("r", None, **row("snap"))], [pg("u", 5, **row("u5"))]],
+        row("u5"),
+    ),
+    (
+        "RFC limit: late update after delete does not resurrect",
+        [[pg("c", 100, **row("c"))], [pg("d", 300, **row())], [pg("u", 200, **row("zombie"))]],
+        None,
+    ),
+    (
+        "out-of-order delete inside one batch",
+        [[pg("c", 100, **row("c"))], [pg("u", 200, **row("u")), pg("d", 300, **row()), pg("u", 250, **row("z"))]],
+        None,
+    ),
+    (
+        "HUDI-9169: delete then re-insert across batches",
+        [[pg("c", 100, **row("c100"))], [pg("d", 200, **row())], [pg("c", 300, **row("c300"))]],
+        row("c300"),
+    ),
+    (
+        "HUDI-9169: delete then re-insert in one batch",
+        [[pg("c", 100, **row("c100")), pg("d", 200, **row()), pg("c", 300, **row("c300"))]],
+        row("c300"),
+    ),
+    (
+        "re-insert then a late update below the re-insert",
+        [
+            [pg("c", 100, **row("c100"))],
+            [pg("d", 200, **row())],
+            [pg("c", 300, **row("c300"))],
+            [pg("u", 250, **row("z"))],
+        ],
+        row("c300"),
+    ),
     ("delete of a key never seen", [[pg("d", 100, **row())]], None),
-    ("TOAST: placeholder in a later batch keeps the stored value",
-     [[pg("c", 100, **row("a", bio="long text"))], [pg("u", 110, **row("b", bio=PH))]], row("b", bio="long text")),
-    ("TOAST: value and placeholder in the same batch",
-     [[pg("c", 100, **row("a", bio="long text")), pg("u", 110, **row("b", bio=PH))]], row("b", bio="long text")),
-    ("TOAST: placeholder arrives before its value in the batch",
-     [[pg("u", 110, **row("b", bio=PH)), pg("c", 100, **row("a", bio="long text"))]], row("b", bio="long text")),
-    ("TOAST: chain of placeholders across batches",
-     [[pg("c", 100, **row("a", bio="v1"))], [pg("u", 110, **row("b", bio=PH)), pg("u", 120, **row("c", bio=PH))],
-      [pg("u", 130, **row("d", bio=PH))]],
-     row("d", bio="v1")),
-    ("TOAST: new value then placeholder in a later batch",
-     [[pg("c", 100, **row("a", bio="v1"))], [pg("u", 110, **row("b", bio="v2"))], [pg("u", 120, **row("c", bio=PH))]],
-     row("c", bio="v2")),
-    ("TOAST: bytea and text[] placeholders",
-     [[pg("c", 100, **row("a", data=b"\x00\x01big", tags=("x", "y")))],
-      [pg("u", 110, **row("b", data=PH_BYTES, tags=(PH,)))]],
-     row("b", data=b"\x00\x01big", tags=("x", "y"))),
-    ("TOAST: explicit NULL is a value and is kept",
-     [[pg("c", 100, **row("a", bio="v1"))], [pg("u", 110, **row("b", bio=None))], [pg("u", 120, **row("c", bio=PH))]],
-     row("c", bio=None)),
-    ("TOAST: a replayed older value in the batch does not beat the newer stored value",
-     [[pg("c", 100, **row("a", bio="v1"))], [pg("u", 200, **row("b", bio="v2"))],
-      [pg("c", 100, **row("a", bio="v1")), pg("u", 300, **row("c", bio=PH))]],
-     row("c", bio="v2")),
-    ("TOAST: a replayed placeholder older than the stored row is stale, not an error",
-     [[pg("c", 100, **row("a", bio="v1"))], [pg("u", 150, **row("x", bio=PH)), pg("u", 200, **row("y", bio="v2"))],
-      [pg("u", 150, **row("x", bio=PH))]],
-     row("y", bio="v2")),
-    ("TOAST: placeholder after delete and re-insert takes the re-inserted value",
-     [[pg("c", 100, **row("a", bio="old"))], [pg("d", 200, **row()), pg("c", 300, **row("b", bio="new"))],
-      [pg("u", 310, **row("c", bio=PH))]],
-     row("c", bio="new")),
+    (
+        "TOAST: placeholder in a later batch keeps the stored value",
+        [[pg("c", 100, **row("a", bio="long text"))], [pg("u", 110, **row("b", bio=PH))]],
+        row("b", bio="long text"),
+    ),
+    (
+        "TOAST: value and placeholder in the same batch",
+        [[pg("c", 100, **row("a", bio="long text")), pg("u", 110, **row("b", bio=PH))]],
+        row("b", bio="long text"),
+    ),
+    (
+        "TOAST: placeholder arrives before its value in the batch",
+        [[pg("u", 110, **row("b", bio=PH)), pg("c", 100, **row("a", bio="long text"))]],
+        row("b", bio="long text"),
+    ),
+    (
+        "TOAST: chain of placeholders across batches",
+        [
+            [pg("c", 100, **row("a", bio="v1"))],
+            [pg("u", 110, **row("b", bio=PH)), pg("u", 120, **row("c", bio=PH))],
+            [pg("u", 130, **row("d", bio=PH))],
+        ],
+        row("d", bio="v1"),
+    ),
+    (
+        "TOAST: new value then placeholder in a later batch",
+        [
+            [pg("c", 100, **row("a", bio="v1"))],
+            [pg("u", 110, **row("b", bio="v2"))],
+            [pg("u", 120, **row("c", bio=PH))],
+        ],
+        row("c", bio="v2"),
+    ),
+    (
+        "TOAST: bytea and text[] placeholders",
+        [
+            [pg("c", 100, **row("a", data=b"\x00\x01big", tags=("x", "y")))],
+            [pg("u", 110, **row("b", data=PH_BYTES, tags=(PH,)))],
+        ],
+        row("b", data=b"\x00\x01big", tags=("x", "y")),
+    ),
+    (
+        "TOAST: explicit NULL is a value and is kept",
+        [
+            [pg("c", 100, **row("a", bio="v1"))],
+            [pg("u", 110, **row("b", bio=None))],
+            [pg("u", 120, **row("c", bio=PH))],
+        ],
+        row("c", bio=None),
+    ),
+    (
+        "TOAST: a replayed older value in the batch does not beat the newer stored value",
+        [
+            [pg("c", 100, **row("a", bio="v1"))],
+            [pg("u", 200, **row("b", bio="v2"))],
+            [pg("c", 100, **row("a", bio="v1")), pg("u", 300, **row("c", bio=PH))],
+        ],
+        row("c", bio="v2"),
+    ),
+    (
+        "TOAST: a replayed placeholder older than the stored row is stale, not an error",
+        [
+            [pg("c", 100, **row("a", bio="v1"))],
+            [pg("u", 150, **row("x", bio=PH)), pg("u", 200, **row("y", bio="v2"))],
+            [pg("u", 150, **row("x", bio=PH))],
+        ],
+        row("y", bio="v2"),
+    ),
+    (
+        "TOAST: placeholder after delete and re-insert takes the re-inserted value",
+        [
+            [pg("c", 100, **row("a", bio="old"))],
+            [pg("d", 200, **row()), pg("c", 300, **row("b", bio="new"))],
+            [pg("u", 310, **row("c", bio=PH))],
+        ],
+        row("c", bio="new"),
+    ),
 ]
 
 MYSQL_SCENARIOS: list[tuple[str, list[list[tuple[str, dict]]], dict | None]] = [
-    ("binlog rollover: .000010 pos 4 is after .000009 pos 900",
-     [[("c", {"file": "mysql-bin.000009", "pos": 900, **row("old")})], [("u", {"file": "mysql-bin.000010", "pos": 4, **row("new")})]],
-     row("new")),
-    ("numeric position: 123 is after 23, same batch",
-     [[("u", {"file": "mysql-bin.000001", "pos": 123, **row("p123")}), ("c", {"file": "mysql-bin.000001", "pos": 23, **row("p23")})]],
-     row("p123")),
-    ("numeric position: stale pos 23 in a later batch",
-     [[("u", {"file": "mysql-bin.000001", "pos": 123, **row("p123")})], [("c", {"file": "mysql-bin.000001", "pos": 23, **row("p23")})]],
-     row("p123")),
-    ("row within the event orders events at one position",
-     [[("u", {"file": "mysql-bin.000002", "pos": 50, "row": 3, **row("r3")}),
-       ("u", {"file": "mysql-bin.000002", "pos": 50, "row": 1, **row("r1")})]],
-     row("r3")),
-    ("stale delete ignored",
-     [[("u", {"file": "mysql-bin.000003", "pos": 100, **row("u")})], [("d", {"file": "mysql-bin.000002", "pos": 900, **row()})]],
-     row("u")),
-    ("RFC limit: late update after delete does not resurrect",
-     [[("c", {"file": "mysql-bin.000001", "pos": 100, **row("c")})], [("d", {"file": "mysql-bin.000001", "pos": 300, **row()})],
-      [("u", {"file": "mysql-bin.000001", "pos": 200, **row("zombie")})]],
-     None),
-    ("delete then re-insert",
-     [[("c", {"file": "mysql-bin.000001", "pos": 100, **row("a")})], [("d", {"file": "mysql-bin.000001", "pos": 200, **row()})],
-      [("c", {"file": "mysql-bin.000001", "pos": 300, **row("b")})]],
-     row("b")),
-    ("snapshot ranks below streaming at the same position",
-     [[("u", {"file": "mysql-bin.000004", "pos": 10, **row("stream")})], [("r", {"file": "mysql-bin.000004", "pos": 10, **row("snap")})]],
-     row("stream")),
+    (
+        "binlog rollover: .000010 pos 4 is after .000009 pos 900",
+        [
+            [("c", {"file": "mysql-bin.000009", "pos": 900, **row("old")})],
+            [("u", {"file": "mysql-bin.000010", "pos": 4, **row("new")})],
+        ],
+        row("new"),
+    ),
+    (
+        "numeric position: 123 is after 23, same batch",
+        [
+            [
+                ("u", {"file": "mysql-bin.000001", "pos": 123, **row("p123")}),
+                ("c", {"file": "mysql-bin.000001", "pos": 23, **row("p23")}),
+            ]
+        ],
+        row("p123"),
+    ),
+    (
+        "numeric position: stale pos 23 in a later batch",
+        [
+            [("u", {"file": "mysql-bin.000001", "pos": 123, **row("p123")})],
+            [("c", {"file": "mysql-bin.000001", "pos": 23, **row("p23")})],
+        ],
+        row("p123"),
+    ),
+    (
+        "row within the event orders events at one position",
+        [
+            [
+                ("u", {"file": "mysql-bin.000002", "pos": 50, "row": 3, **row("r3")}),
+                ("u", {"file": "mysql-bin.000002", "pos": 50, "row": 1, **row("r1")}),
+            ]
+        ],
+        row("r3"),
+    ),
+    (
+        "stale delete ignored",
+        [
+            [("u", {"file": "mysql-bin.000003", "pos": 100, **row("u")})],
+            [("d", {"file": "mysql-bin.000002", "pos": 900, **row()})],
+        ],
+        row("u"),
+    ),
+    (
+        "RFC limit: late update after delete does not resurrect",
+        [
+            [("c", {"file": "mysql-bin.000001", "pos": 100, **row("c")})],
+            [("d", {"file": "mysql-bin.000001", "pos": 300, **row()})],
+            [("u", {"file": "mysql-bin.000001", "pos": 200, **row("zombie")})],
+        ],
+        None,
+    ),
+    (
+        "delete then re-insert",
+        [
+            [("c", {"file": "mysql-bin.000001", "pos": 100, **row("a")})],
+            [("d", {"file": "mysql-bin.000001", "pos": 200, **row()})],
+            [("c", {"file": "mysql-bin.000001", "pos": 300, **row("b")})],
+        ],
+        row("b"),
+    ),
+    (
+        "snapshot ranks below streaming at the same position",
+        [
+            [("u", {"file": "mysql-bin.000004", "pos": 10, **row("stream")})],
+            [("r", {"file": "mysql-bin.000004", "pos": 10, **row("snap")})],
+        ],
+        row("stream"),
+    ),
 ]
 
 
@@ -145,7 +273,9 @@ def _events(scenarios: list, flavor: str) -> list[list[dict]]:
                 if flavor == "postgres":
                     batches[number].append(pg_event(op, lsn=spec["lsn"], **image))
                 else:
-                    batches[number].append(mysql_event(op, file=spec["file"], pos=spec["pos"], row=spec.get("row", 0), **image))
+                    batches[number].append(
+                        mysql_event(op, file=spec["file"], pos=spec["pos"], row=spec.get("row", 0), **image)
+                    )
     return batches
 
 
@@ -153,8 +283,13 @@ def _expected(scenarios: list) -> dict[int, tuple]:
     out = {}
     for key, (_, _, expected) in enumerate(scenarios):
         if expected is not None:
-            out[key] = (key, expected["name"], expected["bio"], expected["data"],
-                        list(expected["tags"]) if expected["tags"] is not None else None)
+            out[key] = (
+                key,
+                expected["name"],
+                expected["bio"],
+                expected["data"],
+                list(expected["tags"]) if expected["tags"] is not None else None,
+            )
     return out
 
 
@@ -169,13 +304,16 @@ def _check(actual: dict, scenarios: list) -> None:
 
 
 @pytest.mark.parametrize("table_type", ["cow", "mor"])
-@pytest.mark.parametrize(("flavor", "scenarios"), [("postgres", PG_SCENARIOS), ("mysql", MYSQL_SCENARIOS)], ids=["postgres", "mysql"])
+@pytest.mark.parametrize(
+    ("flavor", "scenarios"), [("postgres", PG_SCENARIOS), ("mysql", MYSQL_SCENARIOS)], ids=["postgres", "mysql"]
+)
 def test_scenarios(spark, tmp_path: Path, table_type: str, flavor: str, scenarios: list) -> None:
     schema = envelope_schema("customers", COLUMNS, flavor=flavor)
     # MOR: no inline compaction, so snapshot reads merge log files; compaction is checked last.
     flags = ["--flavor", flavor, "--hoodie-conf", "hoodie.compact.inline=false"]
-    base = ingest_batches(spark, tmp_path, schema, _events(scenarios, flavor), table_type=table_type, flavor=flavor,
-                          extra=flags[2:])
+    base = ingest_batches(
+        spark, tmp_path, schema, _events(scenarios, flavor), table_type=table_type, flavor=flavor, extra=flags[2:]
+    )
     _check(table_state(spark, base, NAMES), scenarios)
     assert not spark.read.format("hudi").load(base).filter("_hoodie_is_deleted").count()
 

@@ -19,10 +19,14 @@ SCHEMA = envelope_schema("customers", CUSTOMERS)
 
 def test_retention_bounds_tombstones_and_purge_is_reported(spark, tmp_path: Path) -> None:
     source, base = tmp_path / "events", str(tmp_path / "table")
-    write_events(source / "1.avro", SCHEMA, [pg_event("c", lsn=100, after={"id": k, "name": "a", "bio": None}) for k in (1, 2)])
+    write_events(
+        source / "1.avro", SCHEMA, [pg_event("c", lsn=100, after={"id": k, "name": "a", "bio": None}) for k in (1, 2)]
+    )
     args = ingest_args(str(source), base)
     assert run_cli(*args).exit_code == 0
-    write_events(source / "2.avro", SCHEMA, [pg_event("d", lsn=300, before={"id": k, "name": None, "bio": None}) for k in (1, 2)])
+    write_events(
+        source / "2.avro", SCHEMA, [pg_event("d", lsn=300, before={"id": k, "name": None, "bio": None}) for k in (1, 2)]
+    )
     result = run_cli(*args, "--json")
     assert result.exit_code == 0, result.output
     assert json.loads(result.output)["tombstones_held"] == 2
@@ -49,6 +53,7 @@ def test_retention_bounds_tombstones_and_purge_is_reported(spark, tmp_path: Path
     assert read_rows(spark, base, ("id", "name")) == [(2, "zombie")]
 
     status = CliRunner().invoke(
-        main, ["tombstones", "--target-base-path", base, "--target-table", "t_cow", "--record-key-field", "id", "--purge"]
+        main,
+        ["tombstones", "--target-base-path", base, "--target-table", "t_cow", "--record-key-field", "id", "--purge"],
     )
     assert json.loads(status.output) == {"tombstone_path": base + "_hudi_cdc_tombstones", "held": 0, "purged": 0}

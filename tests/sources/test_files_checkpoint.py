@@ -27,8 +27,11 @@ def test_first_run_takes_everything() -> None:
 
 def test_marks_are_per_folder() -> None:
     files = [_f("p=0/t+0+0000000000.avro"), _f("p=0/t+0+0000000100.avro"), _f("p=1/t+1+0000000000.avro")]
-    checkpoint = {"kind": "files/v1", "folders": {"p=0": "t+0+0000000000.avro", "p=1": "t+1+0000000000.avro"},
-                  "max_mtime_ms": 100}
+    checkpoint = {
+        "kind": "files/v1",
+        "folders": {"p=0": "t+0+0000000000.avro", "p=1": "t+1+0000000000.avro"},
+        "max_mtime_ms": 100,
+    }
     assert [f.relative for f in _source()._pending(files, checkpoint)] == ["p=0/t+0+0000000100.avro"]
 
 
