@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from hudi_cdc.config import IngestConfig
 from hudi_cdc.envelope.flatten import first_errors, flatten
+from hudi_cdc.envelope.types import value_conversions
 from hudi_cdc.errors import DecodeError, HudiCdcError
 from hudi_cdc.sink import options as opt
 from hudi_cdc.sink.hudi import HudiTable
@@ -65,9 +66,10 @@ class IngestResult:
 
 def _make_source(spark: SparkSession, config: IngestConfig) -> Source:
     if config.source == "files":
+        from hudi_cdc.envelope.types import reader_schema
         from hudi_cdc.sources.files import FileSource
 
-        return FileSource(spark, config)
+        return FileSource(spark, config, reader_schema=reader_schema)
     raise HudiCdcError(f"source {config.source!r} is not available")  # guarded by config validation
 
 
@@ -125,6 +127,7 @@ def ingest_once(config: IngestConfig, *, spark: SparkSession | None = None) -> I
         key_fields=config.record_key_fields,
         ingested_at=now,
         where=batch.description,
+        value_conversions=value_conversions(batch.avro_schema) if batch.avro_schema else None,
     )
     try:
         # Materialised once: error scan, counts and the plan all read it.

@@ -15,9 +15,12 @@ from hudi_cdc.errors import DecodeError
 from payloads.base import DELETED_COLUMN, ERROR_COLUMN, INGESTED_AT_COLUMN, INTERNAL_PREFIX, OP_COLUMN
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from datetime import datetime
 
-    from pyspark.sql import DataFrame
+    from pyspark.sql import Column, DataFrame
+
+    from hudi_cdc.envelope.types import Conversion
 
 __all__ = ["KNOWN_OPS", "ORIGIN_COLUMN", "flatten", "first_errors"]
 
@@ -35,11 +38,13 @@ def flatten(
     key_fields: Sequence[str],
     ingested_at: datetime,
     where: str,
+    value_conversions: Mapping[str, Conversion] | None = None,
 ) -> DataFrame:
     """Rows of the changed table plus meta columns, one per envelope.
 
     ``envelopes`` has the envelope fields plus the internal origin/arrival
-    columns; ``ingested_at`` should be timezone-aware (a naive one is read in the
+    columns; ``value_conversions`` turn physical Avro values into their logical
+    types (see :mod:`hudi_cdc.envelope.types`); ``ingested_at`` should be timezone-aware (a naive one is read in the
     Python process's local time). ``source_meta_columns`` comes from the merge policy; ``where``
     names the batch in error messages.
     """
@@ -100,8 +105,15 @@ def flatten(
     )
     for key in key_fields:
         error = error.when(F.col(INTERNAL_PREFIX + "image")[key].isNull(), F.lit(f"record key field '{key}' is null"))
+    conversions = value_conversions or {}
+
+    def typed(name: str) -> Column:
+        physical = F.col(INTERNAL_PREFIX + "image")[name]
+        convert = conversions[name].expr if name in conversions else None
+        return (convert(physical) if convert is not None else physical).alias(name)
+
     return rows.select(
-        *[F.col(INTERNAL_PREFIX + "image")[f].alias(f) for f in value_fields],
+        *[typed(f) for f in value_fields],
         *[c for c in rows.columns if c != INTERNAL_PREFIX + "image"],
         (F.col(OP_COLUMN) == F.lit("d")).alias(DELETED_COLUMN),
         F.lit(ingested_at).cast("timestamp").alias(INGESTED_AT_COLUMN),

@@ -78,6 +78,9 @@ class HudiTable:
     def write(self, rows: DataFrame, options: Mapping[str, str], extra_metadata: Mapping[str, str]) -> str:
         """Upsert ``rows`` in one commit carrying ``extra_metadata``; return its instant time."""
         before = self.commits()
+        # Arrays may hold NULL elements (int[] {1,NULL}); parquet-avro's legacy
+        # two-level lists cannot, and a user's own session may not set this.
+        hadoop_conf(self._spark).set("parquet.avro.write-old-list-structure", "false")
         try:
             rows.write.format("hudi").options(**options).options(**extra_metadata).mode("append").save(self.base_path)
         except Exception as exc:

@@ -23,6 +23,8 @@ class Batch:
     next_checkpoint: dict[str, Any]
     description: str
     details: dict[str, Any] = field(default_factory=dict)
+    avro_schema: dict[str, Any] | None = None
+    """The envelope schema the batch was decoded with (logical types live here)."""
 
 
 class Source(Protocol):

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import posixpath
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -56,8 +57,16 @@ def _hidden(relative: str) -> bool:
 
 
 class FileSource:
-    def __init__(self, spark: SparkSession, config: IngestConfig) -> None:
+    def __init__(
+        self,
+        spark: SparkSession,
+        config: IngestConfig,
+        *,
+        reader_schema: Callable[[dict[str, Any]], dict[str, Any]] = lambda schema: schema,
+    ) -> None:
+        """``reader_schema`` adjusts the newest writer schema into what spark-avro reads with."""
         self._spark = spark
+        self._reader_schema = reader_schema
         self._root = config.source_path
         self._suffix = config.source_file_suffix
         self._limit = config.source_limit
@@ -163,9 +172,14 @@ class FileSource:
         if not chosen:
             return None
         schemas = [self._writer_schema(f) for f in chosen]
-        reader_schema = schemas[-1]  # newest file's schema; Avro resolves the older ones to it
+        # The newest file's schema; Avro's resolution maps the older ones to it.
+        envelope_schema = self._reader_schema(json.loads(schemas[-1]))
         try:
-            frame = self._spark.read.format("avro").option("avroSchema", reader_schema).load([f.path for f in chosen])
+            frame = (
+                self._spark.read.format("avro")
+                .option("avroSchema", json.dumps(envelope_schema))
+                .load([f.path for f in chosen])
+            )
         except Exception as exc:
             raise DecodeError(f"cannot read Avro files under {self._root}: {java_message(exc)}") from exc
         envelopes = frame.select(
@@ -187,4 +201,5 @@ class FileSource:
             next_checkpoint={"kind": CHECKPOINT_KIND, "folders": folders, "max_mtime_ms": max_mtime},
             description=f"{len(chosen)} file(s), {size} bytes, {chosen[0].relative} .. {chosen[-1].relative}",
             details={"files": len(chosen), "bytes": size, "writer_schemas": len(set(schemas))},
+            avro_schema=envelope_schema,
         )
