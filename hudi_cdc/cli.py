@@ -55,6 +55,11 @@ def main(verbose: int) -> None:
 @click.option(
     "--tombstone-path", help="Where delete tombstones live (default: <target-base-path>_hudi_cdc_tombstones)."
 )
+@click.option(
+    "--schema-change-behavior",
+    type=click.Choice(["fail", "evolve", "ignore"]),
+    help="What an incompatible column type change does (default fail).",
+)
 @click.option("--hoodie-conf", multiple=True, help="A Hudi setting k=v; repeatable.")
 @click.option("--props", "props_file", type=click.Path(dir_okay=False), help="Java properties file of Hudi settings.")
 @click.option("--config", "config_file", type=click.Path(dir_okay=False), help="TOML file of hudi-cdc settings.")

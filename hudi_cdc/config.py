@@ -22,6 +22,7 @@ __all__ = [
     "IngestConfig",
     "TableType",
     "Flavor",
+    "SchemaChangeBehavior",
     "SourceKind",
     "load_config",
     "parse_props",
@@ -31,6 +32,7 @@ __all__ = [
 TableType = Literal["COPY_ON_WRITE", "MERGE_ON_READ"]
 Flavor = Literal["postgres", "mysql"]
 SourceKind = Literal["files"]
+SchemaChangeBehavior = Literal["fail", "evolve", "ignore"]
 
 ENV_PREFIX = "HUDI_CDC__"
 _TABLE_TYPE_ALIASES = {"cow": "COPY_ON_WRITE", "mor": "MERGE_ON_READ"}
@@ -66,12 +68,15 @@ class IngestConfig:
     Never inside the table's base path: a Hudi table nested there broke MOR
     compaction of the outer table (Hudi 1.2, seen here: compacted files went missing).
     """
+    schema_change_behavior: SchemaChangeBehavior = "fail"
+    """What an incompatible column type change does (docs/types.md#schema-evolution)."""
     hoodie_conf: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         _check_literal("table_type", self.table_type, TableType)
         _check_literal("flavor", self.flavor, Flavor)
         _check_literal("source", self.source, SourceKind)
+        _check_literal("schema_change_behavior", self.schema_change_behavior, SchemaChangeBehavior)
         if not self.record_key_fields or any(not k for k in self.record_key_fields):
             raise ConfigError("record_key_fields is empty: set --record-key-field id[,k2]")
         for name in ("source_path", "target_base_path", "target_table"):
@@ -136,7 +141,7 @@ def _normalise(values: dict[str, Any], origin: str) -> dict[str, Any]:
             value = tuple(value)
         elif key == "table_type" and isinstance(value, str):
             value = _TABLE_TYPE_ALIASES.get(value.lower(), value.upper())
-        elif key == "flavor" and isinstance(value, str):
+        elif key in ("flavor", "schema_change_behavior") and isinstance(value, str):
             value = value.lower()
         elif key in ("source_limit", "max_rounds") and isinstance(value, str):
             value = _parse_number(key, value, int, origin)

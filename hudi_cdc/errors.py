@@ -17,6 +17,7 @@ __all__ = [
     "MergeError",
     "SinkError",
     "CheckpointError",
+    "SchemaChangeError",
 ]
 
 
@@ -60,3 +61,7 @@ class SinkError(HudiCdcError):
 
 class CheckpointError(TerminalError):
     """The checkpoint stored in the table cannot be read or does not fit the source."""
+
+
+class SchemaChangeError(TerminalError):
+    """A column changed type in a way that cannot be applied without losing values."""

@@ -15,6 +15,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from hudi_cdc.config import IngestConfig
+from hudi_cdc.envelope.evolution import align_to_table, unify
 from hudi_cdc.envelope.flatten import first_errors, flatten
 from hudi_cdc.envelope.types import value_conversions
 from hudi_cdc.errors import DecodeError, HudiCdcError
@@ -121,14 +122,23 @@ def ingest_once(config: IngestConfig, *, spark: SparkSession | None = None) -> I
         )
     log.info("%s: read %s", config.target_table, batch.description)
 
-    flat = flatten(
-        batch.envelopes,
-        source_meta_columns=policy.source_meta_columns,
-        key_fields=config.record_key_fields,
-        ingested_at=now,
-        where=batch.description,
-        value_conversions=value_conversions(batch.avro_schema) if batch.avro_schema else None,
-    )
+    flats = [
+        (
+            flatten(
+                part.envelopes,
+                source_meta_columns=policy.source_meta_columns,
+                key_fields=config.record_key_fields,
+                ingested_at=now,
+                where=part.where or batch.description,
+                value_conversions=value_conversions(part.avro_schema) if part.avro_schema else None,
+            ),
+            part.where or batch.description,
+        )
+        for part in batch.parts
+    ]
+    flat = unify(flats, behavior=config.schema_change_behavior)
+    table_schema = table.read().schema if table.exists() else None
+    flat = align_to_table(flat, table_schema, behavior=config.schema_change_behavior, where=batch.description)
     try:
         # Materialised once: error scan, counts and the plan all read it.
         flat = policy.with_order(flat).localCheckpoint(eager=True)

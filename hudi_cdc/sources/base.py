@@ -8,23 +8,31 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-__all__ = ["Batch", "Source"]
+__all__ = ["Batch", "BatchPart", "Source"]
+
+
+@dataclass(frozen=True)
+class BatchPart:
+    """Envelopes that share one writer schema.
+
+    ``envelopes`` carries the envelope fields (``before``, ``after``, ``source``,
+    ``op``, ...) and the internal origin and arrival columns; ``avro_schema`` is
+    the envelope schema they were decoded with (logical types live there).
+    """
+
+    envelopes: DataFrame
+    avro_schema: dict[str, Any] | None = None
+    where: str = ""
 
 
 @dataclass(frozen=True)
 class Batch:
-    """One planned batch: Debezium envelopes plus the checkpoint after them.
+    """One planned batch: its parts, one per writer schema, and the checkpoint after them."""
 
-    ``envelopes`` carries the envelope fields (``before``, ``after``, ``source``,
-    ``op``, ...) and the internal origin and arrival columns.
-    """
-
-    envelopes: DataFrame
+    parts: list[BatchPart]
     next_checkpoint: dict[str, Any]
     description: str
     details: dict[str, Any] = field(default_factory=dict)
-    avro_schema: dict[str, Any] | None = None
-    """The envelope schema the batch was decoded with (logical types live here)."""
 
 
 class Source(Protocol):

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from hudi_cdc.config import IngestConfig
-    from hudi_cdc.sources.base import Batch
+    from hudi_cdc.sources.base import Batch, BatchPart
 
 __all__ = ["FileSource", "ListedFile"]
 
@@ -162,26 +162,21 @@ class FileSource:
             ) from exc
         return schema
 
-    def next_batch(self, checkpoint: dict[str, Any] | None) -> Batch | None:
+    def _read(self, files: list[ListedFile], writer_schema: str) -> BatchPart:
         from pyspark.sql import functions as F
 
-        from hudi_cdc.sources.base import Batch
+        from hudi_cdc.sources.base import BatchPart
 
-        listed = self._list()
-        chosen = self._within_limit(self._pending(listed, checkpoint))
-        if not chosen:
-            return None
-        schemas = [self._writer_schema(f) for f in chosen]
-        # The newest file's schema; Avro's resolution maps the older ones to it.
-        envelope_schema = self._reader_schema(json.loads(schemas[-1]))
+        envelope_schema = self._reader_schema(json.loads(writer_schema))
+        where = f"{files[0].relative}" + (f" .. {files[-1].relative}" if len(files) > 1 else "")
         try:
             frame = (
                 self._spark.read.format("avro")
                 .option("avroSchema", json.dumps(envelope_schema))
-                .load([f.path for f in chosen])
+                .load([f.path for f in files])
             )
         except Exception as exc:
-            raise DecodeError(f"cannot read Avro files under {self._root}: {java_message(exc)}") from exc
+            raise DecodeError(f"cannot read Avro files {where} under {self._root}: {java_message(exc)}") from exc
         envelopes = frame.select(
             "*",
             F.col("_metadata.file_path").alias(ORIGIN_COLUMN),
@@ -191,15 +186,29 @@ class FileSource:
                 F.monotonically_increasing_id().alias("row"),
             ).alias(ARRIVAL_COLUMN),
         )
+        return BatchPart(envelopes=envelopes, avro_schema=envelope_schema, where=where)
+
+    def next_batch(self, checkpoint: dict[str, Any] | None) -> Batch | None:
+        from hudi_cdc.sources.base import Batch
+
+        listed = self._list()
+        chosen = self._within_limit(self._pending(listed, checkpoint))
+        if not chosen:
+            return None
+        schemas = [self._writer_schema(f) for f in chosen]
+        # Each writer schema is read with itself; the pipeline reconciles the parts.
+        groups: dict[str, list[ListedFile]] = {}
+        for f, schema in zip(chosen, schemas, strict=True):
+            groups.setdefault(schema, []).append(f)
+        parts = [self._read(files, schema) for schema, files in groups.items()]
         folders = dict((checkpoint or {}).get("folders", {}))
         for f in chosen:
             folders[f.folder] = max(folders.get(f.folder, ""), f.name)
         max_mtime = max([f.mtime_ms for f in listed] + [int((checkpoint or {}).get("max_mtime_ms", -1))])
         size = sum(f.size for f in chosen)
         return Batch(
-            envelopes=envelopes,
+            parts=parts,
             next_checkpoint={"kind": CHECKPOINT_KIND, "folders": folders, "max_mtime_ms": max_mtime},
             description=f"{len(chosen)} file(s), {size} bytes, {chosen[0].relative} .. {chosen[-1].relative}",
             details={"files": len(chosen), "bytes": size, "writer_schemas": len(set(schemas))},
-            avro_schema=envelope_schema,
         )
