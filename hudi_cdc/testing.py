@@ -14,58 +14,61 @@ from typing import Any
 
 __all__ = ["envelope_schema", "pg_event", "mysql_event", "write_events"]
 
-_PG_SOURCE = {
-    "type": "record",
-    "name": "Source",
-    "namespace": "io.debezium.connector.postgresql",
-    "fields": [
-        {"name": "version", "type": "string"},
-        {"name": "connector", "type": "string"},
-        {"name": "name", "type": "string"},
-        {"name": "ts_ms", "type": "long"},
-        {
-            "name": "snapshot",
-            "type": [{"type": "string", "connect.name": "io.debezium.data.Enum"}, "null"],
-            "default": "false",
-        },
-        {"name": "db", "type": "string"},
-        {"name": "sequence", "type": ["null", "string"], "default": None},
+def _nullable(name: str, avro_type: str) -> dict[str, Any]:
+    return {"name": name, "type": ["null", avro_type], "default": None}
+
+
+# The fields every Debezium connector's source block starts with.
+_COMMON_SOURCE_FIELDS: list[dict[str, Any]] = [
+    {"name": "version", "type": "string"},
+    {"name": "connector", "type": "string"},
+    {"name": "name", "type": "string"},
+    {"name": "ts_ms", "type": "long"},
+    {
+        "name": "snapshot",
+        "type": [{"type": "string", "connect.name": "io.debezium.data.Enum"}, "null"],
+        "default": "false",
+    },
+    {"name": "db", "type": "string"},
+    _nullable("sequence", "string"),
+]
+
+
+def _source_schema(connector: str, fields: list[dict[str, Any]]) -> dict[str, Any]:
+    namespace = f"io.debezium.connector.{connector}"
+    return {
+        "type": "record",
+        "name": "Source",
+        "namespace": namespace,
+        "fields": _COMMON_SOURCE_FIELDS + fields,
+        "connect.name": f"{namespace}.Source",
+    }
+
+
+_PG_SOURCE = _source_schema(
+    "postgresql",
+    [
         {"name": "schema", "type": "string"},
         {"name": "table", "type": "string"},
-        {"name": "txId", "type": ["null", "long"], "default": None},
-        {"name": "lsn", "type": ["null", "long"], "default": None},
-        {"name": "xmin", "type": ["null", "long"], "default": None},
+        _nullable("txId", "long"),
+        _nullable("lsn", "long"),
+        _nullable("xmin", "long"),
     ],
-    "connect.name": "io.debezium.connector.postgresql.Source",
-}
+)
 
-_MYSQL_SOURCE = {
-    "type": "record",
-    "name": "Source",
-    "namespace": "io.debezium.connector.mysql",
-    "fields": [
-        {"name": "version", "type": "string"},
-        {"name": "connector", "type": "string"},
-        {"name": "name", "type": "string"},
-        {"name": "ts_ms", "type": "long"},
-        {
-            "name": "snapshot",
-            "type": [{"type": "string", "connect.name": "io.debezium.data.Enum"}, "null"],
-            "default": "false",
-        },
-        {"name": "db", "type": "string"},
-        {"name": "sequence", "type": ["null", "string"], "default": None},
-        {"name": "table", "type": ["null", "string"], "default": None},
+_MYSQL_SOURCE = _source_schema(
+    "mysql",
+    [
+        _nullable("table", "string"),
         {"name": "server_id", "type": "long"},
-        {"name": "gtid", "type": ["null", "string"], "default": None},
+        _nullable("gtid", "string"),
         {"name": "file", "type": "string"},
         {"name": "pos", "type": "long"},
         {"name": "row", "type": "int"},
-        {"name": "thread", "type": ["null", "long"], "default": None},
-        {"name": "query", "type": ["null", "string"], "default": None},
+        _nullable("thread", "long"),
+        _nullable("query", "string"),
     ],
-    "connect.name": "io.debezium.connector.mysql.Source",
-}
+)
 
 _TRANSACTION = {
     "type": "record",
