@@ -148,7 +148,8 @@ def test_bad_input_fails_names_the_file_and_commits_nothing(spark, tmp_path: Pat
     assert read_rows(spark, base, COLUMNS) == [(1, "fixed", None)]
 
 
-def test_composite_key_partitioned_table_and_python_api(spark, tmp_path: Path) -> None:
+@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
+def test_composite_key_partitioned_table_and_python_api(spark, tmp_path: Path, table_type: str) -> None:
     import hudi_cdc
 
     columns = [("region", "string"), ("id", "long"), ("name", ["null", "string"])]
@@ -169,7 +170,7 @@ def test_composite_key_partitioned_table_and_python_api(spark, tmp_path: Path) -
         target_table="accounts",
         record_key_fields="region,id",
         partition_path_field="region",
-        table_type="MERGE_ON_READ",
+        table_type=table_type,
     )
     result = hudi_cdc.ingest(spark=spark, **options)
     assert (result.upserts, result.deletes) == (3, 0) and result.committed

@@ -118,6 +118,9 @@ CASES = [
     ("t_ns", _t("long", D + "time.NanoTime"), 45296789012345, "string", "12:34:56.789012345"),
     ("t_tz", _t("string", D + "time.ZonedTime"), "12:34:56.789Z", "string", "12:34:56.789Z"),
     ("dur", _t("long", D + "time.MicroDuration"), 90061000001, "bigint", 90061000001),
+    ("yr", _t("int", D + "time.Year"), 2024, "int", 2024),
+    ("dec_as_double", ["null", "double"], 0.1, "double", 0.1),  # decimal.handling.mode=double
+    ("dec_as_text", ["null", "string"], "12.3400", "string", "12.3400"),  # decimal.handling.mode=string
     ("doc", _t("string", D + "data.Json"), '{"a": [1, 2]}', "string", '{"a": [1, 2]}'),
     (
         "uid",
