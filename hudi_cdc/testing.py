@@ -14,6 +14,7 @@ from typing import Any
 
 __all__ = ["envelope_schema", "pg_event", "mysql_event", "write_events"]
 
+
 def _nullable(name: str, avro_type: str) -> dict[str, Any]:
     return {"name": name, "type": ["null", avro_type], "default": None}
 
