@@ -169,10 +169,11 @@ class MergePolicy(ABC):
             for test in [self.placeholder_test(name, dtype)]
             if test is not None
         }
-        has_placeholder = F.lit(False)
+        # Column expressions by name: evaluated again after the fill, they tell what is left.
+        any_placeholder = F.lit(False)
         for test in toastable.values():
-            has_placeholder = has_placeholder | test
-        has_placeholder = has_placeholder & ~is_delete
+            any_placeholder = any_placeholder | test
+        has_placeholder = any_placeholder & ~is_delete
 
         events = batch.withColumn(_HAD_PLACEHOLDER, has_placeholder)
         stored_order = F.lit(None).cast("string")
@@ -198,9 +199,6 @@ class MergePolicy(ABC):
             filled = filled.withColumn(
                 name, F.when(is_placeholder & previous.isNotNull(), previous["v"]).otherwise(F.col(name))
             )
-        still_placeholder = F.lit(False)
-        for test in toastable.values():
-            still_placeholder = still_placeholder | test
         filled = filled.filter(~is_stored)
 
         newest_first = Window.partitionBy(*keys).orderBy(F.col(ORDER_COLUMN).desc(), F.col(ARRIVAL_COLUMN).desc())
@@ -218,7 +216,7 @@ class MergePolicy(ABC):
             F.when(F.col(_RANK) > 1, F.lit(SUPERSEDED))
             .when(is_stale, F.lit(STALE))
             .when(is_delete, F.lit(DELETE))
-            .when(still_placeholder, F.lit(ERROR))
+            .when(any_placeholder, F.lit(ERROR))
             .otherwise(F.lit(UPSERT))
         )
         decided = ranked.withColumn(ACTION_COLUMN, action).drop(_RANK, _TOMB_ORDER, _STORED_ORDER)
