@@ -33,8 +33,22 @@ def main(verbose: int) -> None:
 
 
 @main.command()
-@click.option("--source", type=click.Choice(["files"]), default=None, help="Where change events come from.")
+@click.option("--source", type=click.Choice(["files", "kafka"]), default=None, help="Where change events come from.")
 @click.option("--source-path", help="Files source: folder (local or Hadoop URI) of Debezium Avro files.")
+@click.option("--topic", help="Kafka source: the Debezium topic of one table.")
+@click.option("--bootstrap-servers", help="Kafka source: host:port[,host:port].")
+@click.option("--schema-registry-url", help="Kafka source: a Confluent-compatible schema registry.")
+@click.option(
+    "--kafka-starting-offsets",
+    type=click.Choice(["earliest", "latest"]),
+    help="Kafka source: where a table without a checkpoint starts (default earliest).",
+)
+@click.option(
+    "--allow-data-loss",
+    is_flag=True,
+    default=None,
+    help="Kafka source: continue when the checkpoint is older than what Kafka retains.",
+)
 @click.option("--flavor", type=click.Choice(["postgres", "mysql"], case_sensitive=False), help="Source database.")
 @click.option("--target-base-path", help="Base path of the Hudi table.")
 @click.option("--target-table", help="Name of the Hudi table.")
@@ -45,7 +59,7 @@ def main(verbose: int) -> None:
 )
 @click.option("--record-key-field", help="Record key column(s), comma separated.")
 @click.option("--partition-path-field", help="Partition column, if the table is partitioned.")
-@click.option("--source-limit", type=int, help="Most bytes of new files per round.")
+@click.option("--source-limit", type=int, help="Most bytes of new files (files) or messages (kafka) per round.")
 @click.option("--checkpoint", help="Start from this checkpoint ('earliest' or a stored JSON checkpoint).")
 @click.option("--continuous", is_flag=True, default=None, help="Keep ingesting in rounds.")
 @click.option("--min-sync-interval-seconds", type=float, help="Continuous mode: least seconds between rounds.")

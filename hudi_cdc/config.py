@@ -31,7 +31,7 @@ __all__ = [
 
 TableType = Literal["COPY_ON_WRITE", "MERGE_ON_READ"]
 Flavor = Literal["postgres", "mysql"]
-SourceKind = Literal["files"]
+SourceKind = Literal["files", "kafka"]
 SchemaChangeBehavior = Literal["fail", "evolve", "ignore"]
 
 ENV_PREFIX = "HUDI_CDC__"
@@ -43,17 +43,25 @@ _SECRET_MARKERS = ("password", "secret", "token", "credential", "jaas", "access.
 class IngestConfig:
     """Everything one ``ingest`` run needs. Build it with :func:`load_config`."""
 
-    source_path: str
     target_base_path: str
     target_table: str
-    record_key_fields: tuple[str, ...]
+    record_key_fields: tuple[str, ...] = ()
+    """Empty: the Kafka source takes the Debezium key schema's fields, or the table's own."""
+    source_path: str | None = None
     flavor: Flavor = "postgres"
     source: SourceKind = "files"
     table_type: TableType = "COPY_ON_WRITE"
     partition_path_field: str | None = None
     source_limit: int | None = None
-    """Files source: the most bytes of new files one round takes (at least one file)."""
+    """Files: the most bytes of new files one round takes (at least one file); Kafka: the most messages."""
     source_file_suffix: str = ".avro"
+    topic: str | None = None
+    bootstrap_servers: str | None = None
+    schema_registry_url: str | None = None
+    kafka_starting_offsets: Literal["earliest", "latest"] = "earliest"
+    """Where a table with no checkpoint starts reading the topic."""
+    allow_data_loss: bool = False
+    """Continue when the checkpoint is outside the offsets Kafka still retains."""
     checkpoint: str | None = None
     """Start from this checkpoint instead of the one stored in the table (recovery)."""
     continuous: bool = False
@@ -77,11 +85,14 @@ class IngestConfig:
         _check_literal("flavor", self.flavor, Flavor)
         _check_literal("source", self.source, SourceKind)
         _check_literal("schema_change_behavior", self.schema_change_behavior, SchemaChangeBehavior)
-        if not self.record_key_fields or any(not k for k in self.record_key_fields):
+        if any(not k for k in self.record_key_fields) or (self.source == "files" and not self.record_key_fields):
             raise ConfigError("record_key_fields is empty: set --record-key-field id[,k2]")
-        for name in ("source_path", "target_base_path", "target_table"):
+        required = ["target_base_path", "target_table"]
+        required += ["source_path"] if self.source == "files" else ["topic", "bootstrap_servers", "schema_registry_url"]
+        for name in required:
             if not getattr(self, name):
-                raise ConfigError(f"{name} is required: set --{name.replace('_', '-')}")
+                raise ConfigError(f"{name} is required with --source {self.source}: set --{name.replace('_', '-')}")
+        _check_literal("kafka_starting_offsets", self.kafka_starting_offsets, Literal["earliest", "latest"])
         if self.source_limit is not None and self.source_limit <= 0:
             raise ConfigError(f"source_limit must be positive, got {self.source_limit}")
         if self.tombstone_retention_hours < 0:
@@ -147,7 +158,7 @@ def _normalise(values: dict[str, Any], origin: str) -> dict[str, Any]:
             value = _parse_number(key, value, int, origin)
         elif key in ("min_sync_interval_seconds", "tombstone_retention_hours") and isinstance(value, str):
             value = _parse_number(key, value, float, origin)
-        elif key == "continuous" and isinstance(value, str):
+        elif key in ("continuous", "allow_data_loss") and isinstance(value, str):
             value = value.strip().lower() in ("1", "true", "yes", "on")
         elif key == "hoodie_conf":
             value = dict(value)
@@ -197,7 +208,10 @@ def load_config(
             raise ConfigError(f"cannot read --props file {path}: {exc}") from exc
     conf.update(hoodie_conf or {})
     merged["hoodie_conf"] = conf
-    missing = [n for n in ("source_path", "target_base_path", "target_table", "record_key_fields") if n not in merged]
+    required = ["target_base_path", "target_table"]
+    if merged.get("source", "files") == "files":
+        required += ["source_path", "record_key_fields"]
+    missing = [n for n in required if n not in merged]
     if missing:
         flags = ", ".join("--" + n.replace("_fields", "_field").replace("_", "-") for n in missing)
         raise ConfigError(f"missing required settings: {flags}")

@@ -18,7 +18,7 @@ from hudi_cdc.config import IngestConfig
 from hudi_cdc.envelope.evolution import align_to_table, unify
 from hudi_cdc.envelope.flatten import first_errors, flatten
 from hudi_cdc.envelope.types import value_conversions
-from hudi_cdc.errors import DecodeError, HudiCdcError
+from hudi_cdc.errors import ConfigError, DecodeError, HudiCdcError
 from hudi_cdc.sink import options as opt
 from hudi_cdc.sink.hudi import HudiTable
 from hudi_cdc.sink.tombstones import TombstoneStore
@@ -66,11 +66,16 @@ class IngestResult:
 
 
 def _make_source(spark: SparkSession, config: IngestConfig) -> Source:
+    from hudi_cdc.envelope.types import reader_schema
+
     if config.source == "files":
-        from hudi_cdc.envelope.types import reader_schema
         from hudi_cdc.sources.files import FileSource
 
         return FileSource(spark, config, reader_schema=reader_schema)
+    if config.source == "kafka":
+        from hudi_cdc.sources.kafka import KafkaSource
+
+        return KafkaSource(spark, config, reader_schema=reader_schema)
     raise HudiCdcError(f"source {config.source!r} is not available")  # guarded by config validation
 
 
@@ -99,9 +104,8 @@ def ingest_once(config: IngestConfig, *, spark: SparkSession | None = None) -> I
     policy = policy_for(
         config.flavor, toast_placeholder=config.toast_placeholder if config.flavor == "postgres" else None
     )
-    tombstones = TombstoneStore(
-        spark, config.resolved_tombstone_path, table_name=config.target_table, key_fields=config.record_key_fields
-    )
+    keys = config.record_key_fields or table.record_key_fields()
+    tombstones = TombstoneStore(spark, config.resolved_tombstone_path, table_name=config.target_table, key_fields=keys)
 
     purged = tombstones.purge(now - timedelta(hours=config.tombstone_retention_hours))
     if purged:
@@ -121,13 +125,23 @@ def ingest_once(config: IngestConfig, *, spark: SparkSession | None = None) -> I
             duration_s=time.monotonic() - started,
         )
     log.info("%s: read %s", config.target_table, batch.description)
+    if not keys:
+        keys = batch.key_fields
+        if not keys:
+            raise ConfigError(
+                f"{config.target_table}: no record key: set --record-key-field (the messages carry no key schema)"
+            )
+        log.info("%s: record key from the Debezium key schema: %s", config.target_table, ", ".join(keys))
+        tombstones = TombstoneStore(
+            spark, config.resolved_tombstone_path, table_name=config.target_table, key_fields=keys
+        )
 
     flats = [
         (
             flatten(
                 part.envelopes,
                 source_meta_columns=policy.source_meta_columns,
-                key_fields=config.record_key_fields,
+                key_fields=keys,
                 ingested_at=now,
                 where=part.where or batch.description,
                 value_conversions=value_conversions(part.avro_schema) if part.avro_schema else None,
@@ -146,7 +160,7 @@ def ingest_once(config: IngestConfig, *, spark: SparkSession | None = None) -> I
         from hudi_cdc._jvm import java_message
 
         raise DecodeError(f"cannot decode {batch.description}: {java_message(exc)}") from exc
-    problems = first_errors(flat, key_fields=config.record_key_fields)
+    problems = first_errors(flat, key_fields=keys)
     if problems:
         raise DecodeError(
             f"{config.target_table}: bad change events, nothing committed and the checkpoint did not move: "
@@ -157,7 +171,7 @@ def ingest_once(config: IngestConfig, *, spark: SparkSession | None = None) -> I
         tombstones=lambda: _keys_and_order(tombstones.read()),
         stored_rows=lambda columns: table.read().select(*columns) if table.exists() else None,
     )
-    plan = policy.plan(flat.drop(ERROR_COLUMN), key_fields=config.record_key_fields, stored=stored)
+    plan = policy.plan(flat.drop(ERROR_COLUMN), key_fields=keys, stored=stored)
     if plan.counts.deletes:
         tombstones.record(plan.tombstones)
     held = tombstones.count()
@@ -170,7 +184,7 @@ def ingest_once(config: IngestConfig, *, spark: SparkSession | None = None) -> I
     write_options = opt.write_options(
         table_name=config.target_table,
         table_type=config.table_type,
-        record_key_fields=config.record_key_fields,
+        record_key_fields=keys,
         partition_path_field=config.partition_path_field,
         ordering_field="_source_order",
         user_conf=config.hoodie_conf,

@@ -39,16 +39,25 @@ class HudiTable:
         props = jvm(self._spark).org.apache.hadoop.fs.Path(self.base_path.rstrip("/") + "/.hoodie/hoodie.properties")
         return bool(props.getFileSystem(hconf).exists(props))
 
-    def _timeline(self):  # noqa: ANN202
+    def _meta_client(self):  # noqa: ANN202 - py4j HoodieTableMetaClient
         gateway = jvm(self._spark)
         storage_conf = gateway.org.apache.hudi.storage.hadoop.HadoopStorageConfiguration(hadoop_conf(self._spark))
-        meta = (
+        return (
             gateway.org.apache.hudi.common.table.HoodieTableMetaClient.builder()
             .setConf(storage_conf)
             .setBasePath(self.base_path)
             .build()
         )
-        return meta.getActiveTimeline().getCommitsTimeline().filterCompletedInstants()
+
+    def record_key_fields(self) -> tuple[str, ...]:
+        """The record key the table was created with, or () when it does not exist yet."""
+        if not self.exists():
+            return ()
+        fields = self._meta_client().getTableConfig().getString("hoodie.table.recordkey.fields")
+        return tuple(f.strip() for f in str(fields or "").split(",") if f.strip())
+
+    def _timeline(self):  # noqa: ANN202
+        return self._meta_client().getActiveTimeline().getCommitsTimeline().filterCompletedInstants()
 
     def commits(self, newest_first: bool = True) -> list[CommitInfo]:
         """Completed commits, delta commits and replace commits with their extra metadata."""

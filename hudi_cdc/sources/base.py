@@ -33,6 +33,8 @@ class Batch:
     next_checkpoint: dict[str, Any]
     description: str
     details: dict[str, Any] = field(default_factory=dict)
+    key_fields: tuple[str, ...] = ()
+    """The source's own idea of the record key (Kafka: the Debezium key schema), if it has one."""
 
 
 class Source(Protocol):

@@ -67,6 +67,7 @@ class FileSource:
         """``reader_schema`` adjusts the newest writer schema into what spark-avro reads with."""
         self._spark = spark
         self._reader_schema = reader_schema
+        assert config.source_path, "validated by IngestConfig"
         self._root = config.source_path
         self._suffix = config.source_file_suffix
         self._limit = config.source_limit

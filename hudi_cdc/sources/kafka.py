@@ -1,0 +1,272 @@
+"""The main production source: a Kafka topic of Debezium envelopes in Avro, Confluent wire format.
+
+The driver only plans: it asks the brokers for each partition's offsets and
+cuts offset ranges from the checkpoint, capped by ``source_limit`` events
+(split across partitions as HoodieStreamer's KafkaOffsetGen does). Executors
+read the ranges with Spark's Kafka source and decode them in the JVM with
+``from_avro``, one writer schema (registry id) at a time; no record passes
+through the driver. The checkpoint is the next offset of every partition.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from hudi_cdc.envelope.flatten import ORIGIN_COLUMN
+from hudi_cdc.errors import CheckpointError, DecodeError, SourceError, TransientError
+from hudi_cdc.sources.registry import SchemaRegistry
+from payloads.base import ARRIVAL_COLUMN
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from hudi_cdc.config import IngestConfig
+    from hudi_cdc.sources.base import Batch
+
+__all__ = ["KafkaSource", "OffsetRange", "plan_ranges", "parse_kafka_checkpoint"]
+
+log = logging.getLogger("hudi_cdc")
+
+CHECKPOINT_KIND = "kafka/v1"
+CLIENT_PREFIX = "kafka."
+"""``--hoodie-conf kafka.<setting>=v`` passes a Kafka client setting (security, SASL...)."""
+
+
+@dataclass(frozen=True)
+class OffsetRange:
+    partition: int
+    start: int
+    end: int  # exclusive
+
+    @property
+    def count(self) -> int:
+        return self.end - self.start
+
+
+def parse_kafka_checkpoint(text: str, topic: str) -> dict[str, Any]:
+    """Our JSON checkpoint, or HoodieStreamer's ``topic,0:12,1:40`` form."""
+    text = text.strip()
+    if text.lower() in ("earliest", "latest"):
+        return {"kind": CHECKPOINT_KIND, "topic": topic, "start": text.lower(), "offsets": {}}
+    if text.startswith("{"):
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise CheckpointError(f"kafka checkpoint is not JSON ({exc}): {text[:200]!r}") from None
+        if data.get("kind") != CHECKPOINT_KIND:
+            raise CheckpointError(
+                f"checkpoint {text[:200]!r} is not a Kafka checkpoint: was this table fed by another source?"
+            )
+    else:
+        name, _, rest = text.partition(",")
+        try:
+            offsets = {str(int(p)): int(o) for p, o in (item.split(":") for item in rest.split(",") if item)}
+        except ValueError:
+            raise CheckpointError(
+                f"cannot parse Kafka checkpoint {text[:200]!r}: expected topic,partition:offset,..."
+            ) from None
+        data = {"kind": CHECKPOINT_KIND, "topic": name, "offsets": offsets}
+    if data.get("topic") != topic:
+        raise CheckpointError(
+            f"the checkpoint is for topic {data.get('topic')!r}, not {topic!r}; pass --checkpoint earliest to start over"
+        )
+    return data
+
+
+def plan_ranges(
+    watermarks: Mapping[int, tuple[int, int]],
+    checkpoint: Mapping[str, Any] | None,
+    *,
+    limit: int | None,
+    start_when_new: str,
+    allow_data_loss: bool,
+    topic: str,
+) -> list[OffsetRange]:
+    """Offset ranges per partition from ``(low, high)`` watermarks and the checkpoint."""
+    offsets = dict((checkpoint or {}).get("offsets", {}))
+    start_when_new = (checkpoint or {}).get("start", start_when_new)
+    starts = {}
+    for partition, (low, high) in sorted(watermarks.items()):
+        if str(partition) in offsets:
+            start = int(offsets[str(partition)])
+            if start < low or start > high:
+                where = "before the oldest retained" if start < low else "after the newest"
+                if not allow_data_loss:
+                    raise SourceError(
+                        f"{topic}-{partition}: checkpoint offset {start} is {where} offset (retained {low}..{high}): "
+                        f"events {start}..{low - 1 if start < low else start} are gone from Kafka, so data was lost "
+                        "upstream. Re-snapshot the table, or rerun with --allow-data-loss to continue from "
+                        f"offset {low if start < low else high}"
+                    )
+                log.warning("%s-%d: data loss accepted, continuing at %d instead of %d", topic, partition, low, start)
+                start = low if start < low else high
+        else:
+            start = low if start_when_new == "earliest" else high
+        starts[partition] = (start, high)
+    ranges = {p: OffsetRange(p, s, s) for p, (s, _) in starts.items()}
+    remaining = limit if limit is not None else sum(h - s for s, h in starts.values())
+    open_partitions = [p for p, (s, h) in starts.items() if h > s]
+    # Round-robin shares, so one busy partition cannot starve the others.
+    while remaining > 0 and open_partitions:
+        share = max(1, remaining // len(open_partitions))
+        still_open = []
+        for p in open_partitions:
+            r = ranges[p]
+            take = min(share, starts[p][1] - r.end, remaining)
+            ranges[p] = OffsetRange(p, r.start, r.end + take)
+            remaining -= take
+            if ranges[p].end < starts[p][1]:
+                still_open.append(p)
+            if remaining == 0:
+                break
+        open_partitions = still_open
+    return [ranges[p] for p in sorted(ranges)]
+
+
+class KafkaSource:
+    def __init__(
+        self,
+        spark: SparkSession,
+        config: IngestConfig,
+        *,
+        reader_schema: Callable[[dict[str, Any]], dict[str, Any]] = lambda schema: schema,
+    ) -> None:
+        if not (config.topic and config.bootstrap_servers and config.schema_registry_url):
+            raise SourceError("--source kafka needs --topic, --bootstrap-servers and --schema-registry-url")
+        self._spark = spark
+        self._config = config
+        self._topic = config.topic
+        self._reader_schema = reader_schema
+        self._client_conf = {
+            k[len(CLIENT_PREFIX) :]: v for k, v in config.hoodie_conf.items() if k.startswith(CLIENT_PREFIX)
+        }
+        self._registry = SchemaRegistry(
+            config.schema_registry_url, basic_auth=self._client_conf.pop("basic.auth.user.info", None)
+        )
+
+    def parse_checkpoint(self, text: str) -> dict[str, Any]:
+        return parse_kafka_checkpoint(text, self._topic)
+
+    def _watermarks(self) -> dict[int, tuple[int, int]]:
+        from confluent_kafka import Consumer, KafkaException, TopicPartition
+
+        consumer = Consumer(
+            {
+                "bootstrap.servers": self._config.bootstrap_servers,
+                "group.id": "hudi-cdc-planner",
+                "enable.auto.commit": False,
+                **self._client_conf,
+            }
+        )
+        try:
+            metadata = consumer.list_topics(self._topic, timeout=15)
+            topic = metadata.topics.get(self._topic)
+            if topic is None or topic.error is not None or not topic.partitions:
+                reason = topic.error if topic is not None and topic.error is not None else "no partitions"
+                raise SourceError(
+                    f"topic {self._topic!r} does not exist on {self._config.bootstrap_servers} ({reason})"
+                )
+            return {
+                p: consumer.get_watermark_offsets(TopicPartition(self._topic, p), timeout=15, cached=False)
+                for p in sorted(topic.partitions)
+            }
+        except KafkaException as exc:
+            raise TransientError(f"cannot reach Kafka at {self._config.bootstrap_servers}: {exc}") from None
+        finally:
+            consumer.close()
+
+    def _read(self, ranges: list[OffsetRange]) -> DataFrame:
+        reader = self._spark.read.format("kafka").option("kafka.bootstrap.servers", self._config.bootstrap_servers)
+        for key, value in self._client_conf.items():
+            reader = reader.option(CLIENT_PREFIX + key, value)
+        return (
+            reader.option("assign", json.dumps({self._topic: [r.partition for r in ranges]}))
+            .option("startingOffsets", json.dumps({self._topic: {str(r.partition): r.start for r in ranges}}))
+            .option("endingOffsets", json.dumps({self._topic: {str(r.partition): r.end for r in ranges}}))
+            .option("failOnDataLoss", "true")
+            .load()
+        )
+
+    def next_batch(self, checkpoint: dict[str, Any] | None) -> Batch | None:
+        from pyspark.sql import functions as F
+        from pyspark.sql.avro.functions import from_avro
+
+        from hudi_cdc.sources.base import Batch, BatchPart
+
+        ranges = plan_ranges(
+            self._watermarks(),
+            checkpoint,
+            limit=self._config.source_limit,
+            start_when_new=self._config.kafka_starting_offsets,
+            allow_data_loss=self._config.allow_data_loss,
+            topic=self._topic,
+        )
+        next_checkpoint = {
+            "kind": CHECKPOINT_KIND,
+            "topic": self._topic,
+            "offsets": {str(r.partition): r.end for r in ranges},
+        }
+        total = sum(r.count for r in ranges)
+        if total == 0:
+            return None
+        spans = ", ".join(f"{r.partition}:{r.start}..{r.end}" for r in ranges if r.count)
+        description = f"{total} message(s) of {self._topic} [{spans}]"
+
+        frame = self._read([r for r in ranges if r.count]).localCheckpoint(eager=True)
+        value = F.col("value")
+        framed = (F.length(value) >= 5) & (F.substring(value, 1, 1) == F.lit(bytearray(b"\x00")))
+        schema_id = F.conv(F.hex(F.substring(value, 2, 4)), 16, 10).cast("int")
+        summary = (
+            frame.filter(value.isNotNull())
+            .groupBy(F.when(framed, schema_id).alias("id"))
+            .agg(F.count(F.lit(1)).alias("n"), F.min(F.struct("partition", "offset")).alias("first"))
+            .collect()
+        )
+        bad = [row for row in summary if row["id"] is None]
+        if bad:
+            first = bad[0]["first"]
+            raise DecodeError(
+                f"{self._topic}-{first['partition']}@{first['offset']}: {bad[0]['n']} message(s) are not in the "
+                "Confluent wire format (magic byte 0, 4-byte schema id, Avro): is the topic written by Debezium "
+                "with an Avro converter?"
+            )
+        tombstones = frame.filter(value.isNull()).count()
+        key_fields = () if self._config.record_key_fields else self._key_fields(frame)
+        origin = F.concat(F.lit(self._topic + "-"), F.col("partition"), F.lit("@"), F.col("offset"))
+        parts = []
+        for row in sorted(summary, key=lambda r: r["id"]):
+            envelope_schema = self._reader_schema(self._registry.schema(row["id"]))
+            decoded = frame.filter(value.isNotNull() & (schema_id == F.lit(row["id"]))).select(
+                from_avro(F.expr("substring(value, 6)"), json.dumps(envelope_schema)).alias("envelope"),
+                origin.alias(ORIGIN_COLUMN),
+                F.struct(F.col("partition"), F.col("offset")).alias(ARRIVAL_COLUMN),
+            )
+            envelopes = decoded.select("envelope.*", ORIGIN_COLUMN, ARRIVAL_COLUMN)
+            parts.append(BatchPart(envelopes=envelopes, avro_schema=envelope_schema, where=f"schema id {row['id']}"))
+        return Batch(
+            parts=parts,
+            next_checkpoint=next_checkpoint,
+            description=description,
+            details={"messages": total, "kafka_tombstones": tombstones, "writer_schemas": len(parts)},
+            key_fields=key_fields,
+        )
+
+    def _key_fields(self, frame: DataFrame) -> tuple[str, ...]:
+        """The fields of the Debezium key schema (the table's primary key), from one keyed message."""
+        from pyspark.sql import functions as F
+
+        key = F.col("key")
+        sample = (
+            frame.filter(key.isNotNull() & (F.length(key) >= 5) & (F.substring(key, 1, 1) == F.lit(bytearray(b"\x00"))))
+            .select(F.conv(F.hex(F.substring(key, 2, 4)), 16, 10).cast("int").alias("id"))
+            .limit(1)
+            .collect()
+        )
+        if not sample:
+            return ()
+        schema = self._registry.schema(sample[0]["id"])
+        return tuple(f["name"] for f in schema.get("fields", []))
