@@ -32,6 +32,21 @@ def main(verbose: int) -> None:
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
 
 
+def _session_with_quiet_stdout():  # noqa: ANN202 - SparkSession
+    """The Spark session, with the JVM's System.out sent to stderr.
+
+    stdout belongs to the command's output (--json lines); libraries inside the
+    JVM (Hudi's shaded JOL, for one) print warnings there otherwise.
+    """
+    from hudi_cdc._jvm import jvm
+    from hudi_cdc.spark import spark_session
+
+    spark = spark_session()
+    system = jvm(spark).java.lang.System
+    system.setOut(system.err)
+    return spark
+
+
 @main.command()
 @click.option("--source", type=click.Choice(["files", "kafka"]), default=None, help="Where change events come from.")
 @click.option("--source-path", help="Files source: folder (local or Hadoop URI) of Debezium Avro files.")
@@ -92,7 +107,7 @@ def ingest(
             hoodie_conf=_hoodie_conf(hoodie_conf),
             **kw,
         )
-        for result in run(config):
+        for result in run(config, spark=_session_with_quiet_stdout()):
             if as_json:
                 click.echo(json.dumps(result.to_dict(), sort_keys=True, default=str))
             elif result.committed:

@@ -41,8 +41,9 @@ _LOCAL_DEFAULTS = {
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
     "spark.sql.session.timeZone": "UTC",
-    # allowAttachSelf: lets Hudi's object-size estimator (JOL) attach instead of warning on stdout.
-    "spark.driver.extraJavaOptions": "-Duser.timezone=UTC -Djdk.attach.allowAttachSelf=true",
+    # Hudi's object-size estimator (shaded JOL) would try to attach agents and print
+    # warnings and thread dumps on the JVM's stdout, which is also ours (--json).
+    "spark.driver.extraJavaOptions": "-Duser.timezone=UTC -Djol.skipDynamicAttach=true -Djol.skipInstallAttach=true",
     "spark.executor.extraJavaOptions": "-Duser.timezone=UTC",
 }
 
