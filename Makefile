@@ -8,7 +8,7 @@ JARS := $(JARS_DIR)/.fetched
 PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help install jars demo test test-fast lint clean
+.PHONY: help install jars demo test test-fast lint clean stack-up stack-down stack-reset
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -44,3 +44,13 @@ lint: install ## ruff and mypy
 
 clean: ## Remove the venv, fetched jars and demo output
 	rm -rf $(VENV) .jars demo-output .pytest_cache .hypothesis
+
+stack-up: ## Start the local CDC stack: PostgreSQL 15, Kafka (KRaft), Apicurio Registry, Kafka Connect + Debezium (state in .stack/)
+	bash stack/setup.sh
+	bash stack/start.sh
+
+stack-down: ## Stop the local CDC stack
+	bash stack/stop.sh
+
+stack-reset: ## Stop the stack and wipe its data (downloaded jars stay)
+	bash stack/reset.sh

@@ -1,0 +1,49 @@
+#!/bin/bash
+# One-time, idempotent: jars from Maven Central, PostgreSQL from Debian, a Postgres cluster and Kafka storage.
+set -euo pipefail
+. "$(dirname "$0")/env.sh"
+mkdir -p "$STACK"/{kafka,connect/data,plugins,apicurio,pg}
+cd "$STACK"
+render() { sed "s|@STACK@|$STACK|g" "$REPO/stack/conf/$1" > "$2"; }
+
+if [ ! -x "$PGBIN/initdb" ]; then apt-get update -q && apt-get install -y -q postgresql-15; fi
+mvn_copy() { mvn -q -B -f "$REPO/jars/$1/pom.xml" dependency:copy-dependencies -DincludeScope=runtime "${@:2}"; }
+[ -d kafka/lib ] || mvn_copy kafka -DoutputDirectory="$STACK/kafka/lib"
+[ -d connect/lib ] || mvn_copy connect -DoutputDirectory="$STACK/connect/lib"
+[ -d plugins/debezium-connector-postgres ] ||
+  mvn -q -B -f "$REPO/jars/debezium/pom.xml" dependency:unpack@unpack-plugin -Dstack.plugins="$STACK/plugins"
+if [ ! -d plugins/apicurio-converter ]; then
+  "$REPO/stack/fetch-apicurio.sh" "$STACK/plugins/apicurio-converter.partial"
+  mvn_copy apicurio -DoutputDirectory="$STACK/plugins/apicurio-converter.partial" -DexcludeGroupIds=org.apache.kafka,org.slf4j
+  mv plugins/apicurio-converter.partial plugins/apicurio-converter
+fi
+# Apicurio Registry 3.0.9 server: the last 3.x that runs on Java 17 (3.3 needs 21).
+if [ ! -f apicurio/dist/apicurio-registry-app-3.0.9-runner.jar ]; then
+  u=https://repo.maven.apache.org/maven2/io/apicurio/apicurio-registry-app/3.0.9/apicurio-registry-app-3.0.9-all.tar.gz
+  curl -sSf -o apicurio/app.tar.gz "$u"
+  [ "$(curl -sSf "$u.sha1" | cut -c1-40)" = "$(sha1sum apicurio/app.tar.gz | cut -c1-40)" ] || { echo "sha1 mismatch: $u" >&2; exit 1; }
+  mkdir -p apicurio/dist && tar xzf apicurio/app.tar.gz -C apicurio/dist && rm apicurio/app.tar.gz
+fi
+render kafka-server.properties kafka/server.properties
+render connect-standalone.properties connect/connect-standalone.properties
+cp "$REPO/stack/conf/inventory-connector.properties" connect/
+cp "$REPO/stack/conf/log4j2.properties" "$REPO/stack/conf/log4j2-quiet.properties" kafka/
+cp "$REPO/stack/conf/log4j2.properties" connect/
+
+# PostgreSQL refuses to run as root: the cluster belongs to the 'postgres' user.
+if [ ! -f "$PGDATA/PG_VERSION" ]; then
+  mkdir -p pg/run && chown -R postgres:postgres pg
+  su postgres -s /bin/bash -c "$PGBIN/initdb -D $PGDATA -U postgres --auth-local=trust --auth-host=scram-sha-256 -E UTF8 --locale=C.UTF-8" > pg/initdb.log
+  render postgresql.conf pg/postgresql.stack.conf
+  cat pg/postgresql.stack.conf >> "$PGDATA/postgresql.conf"
+  echo 'host    replication     all             127.0.0.1/32            scram-sha-256' >> "$PGDATA/pg_hba.conf"
+  su postgres -s /bin/bash -c "$PGBIN/pg_ctl -D $PGDATA -l $STACK/pg/postgres.log -w -t 60 start" > /dev/null
+  psql -h "$STACK/pg/run" -p $PG_PORT -U postgres -v ON_ERROR_STOP=1 -q -f "$REPO/stack/conf/init.sql"
+  su postgres -s /bin/bash -c "$PGBIN/pg_ctl -D $PGDATA -m fast -w stop" > /dev/null
+fi
+if [ ! -f kafka/data/meta.properties ]; then
+  [ -f kafka/cluster.id ] || $JAVA -cp 'kafka/lib/*' kafka.tools.StorageTool random-uuid > kafka/cluster.id
+  $JAVA -Xmx256m -Dlog4j2.configurationFile="$STACK/kafka/log4j2-quiet.properties" -cp 'kafka/lib/*' \
+    kafka.tools.StorageTool format -t "$(cat kafka/cluster.id)" -c kafka/server.properties > /dev/null
+fi
+echo "stack set up in $STACK"

@@ -1,0 +1,46 @@
+#!/bin/bash
+# Start Postgres -> Kafka (KRaft) -> Apicurio -> Kafka Connect (standalone + Debezium), each with a readiness check.
+set -euo pipefail
+. "$(dirname "$0")/env.sh"
+cd "$STACK"
+t0=$(date +%s.%N)
+el() { python3 -c "import time;print(f'{time.time()-$1:.1f}s')"; }
+alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
+wait_for() { # name timeout pidfile cmd...
+  local name=$1 to=$2 pidf=$3; shift 3; local s=$(date +%s.%N)
+  for _ in $(seq 1 "$to"); do
+    if "$@" >/dev/null 2>&1; then echo "$name ready in $(el $s)"; return 0; fi
+    if [ -n "$pidf" ] && ! alive "$pidf"; then echo "$name died, see its log" >&2; return 1; fi
+    sleep 1
+  done; echo "$name not ready after ${to}s" >&2; return 1; }
+
+# 1. PostgreSQL (as user postgres)
+if ! $PGBIN/pg_isready -q -h 127.0.0.1 -p $PG_PORT; then
+  su postgres -s /bin/bash -c "$PGBIN/pg_ctl -D $PGDATA -l $STACK/pg/postgres.log -w -t 60 start" >/dev/null
+fi
+wait_for postgres 30 "" $PGBIN/pg_isready -q -h 127.0.0.1 -p $PG_PORT
+
+# 2. Kafka broker+controller (KRaft)
+if ! alive kafka/kafka.pid; then
+  (cd kafka; setsid nohup $JAVA -Xms256m -Xmx512m -XX:+UseG1GC -Dlog4j2.configurationFile=$STACK/kafka/log4j2.properties \
+     -cp "$STACK/kafka/lib/*" kafka.Kafka server.properties > kafka.log 2>&1 < /dev/null & echo $! > kafka.pid)
+fi
+wait_for kafka 60 kafka/kafka.pid grep -q 'Kafka Server started' kafka/kafka.log
+
+# 3. Apicurio Registry 3.0.9 (in-memory H2 storage by default; set APICURIO_DB_URL=jdbc:h2:file:... to persist)
+if ! alive apicurio/apicurio.pid; then
+  (cd apicurio; setsid nohup $JAVA -Xms128m -Xmx512m -Dquarkus.http.host=127.0.0.1 -Dquarkus.http.port=$APICURIO_PORT \
+     -Dquarkus.http.access-log.enabled=false -Dapicurio.storage.kind=sql -Dapicurio.storage.sql.kind=h2 ${APICURIO_DB_URL:+-Dapicurio.datasource.url=$APICURIO_DB_URL} \
+     -jar dist/apicurio-registry-app-3.0.9-runner.jar > apicurio.log 2>&1 < /dev/null & echo $! > apicurio.pid)
+fi
+wait_for apicurio 90 apicurio/apicurio.pid curl -sf http://127.0.0.1:$APICURIO_PORT/health/ready
+
+# 4. Kafka Connect standalone with the Debezium connector
+if ! alive connect/connect.pid; then
+  (cd connect; setsid nohup $JAVA -Xms128m -Xmx512m -XX:+UseG1GC -Dlog4j2.configurationFile=$STACK/connect/log4j2.properties \
+     -cp "$STACK/connect/lib/*" org.apache.kafka.connect.cli.ConnectStandalone \
+     connect-standalone.properties inventory-connector.properties > connect.log 2>&1 < /dev/null & echo $! > connect.pid)
+fi
+task_running() { curl -sf http://127.0.0.1:$CONNECT_PORT/connectors/inventory-connector/status | grep -q '"tasks":\[{"id":0,"state":"RUNNING"'; }
+wait_for connect 120 connect/connect.pid task_running
+echo "stack up in $(el $t0)"

@@ -1,0 +1,17 @@
+#!/bin/bash
+# Stop Connect -> Apicurio -> Kafka (by the pids recorded at start) -> Postgres (pg_ctl).
+. "$(dirname "$0")/env.sh"
+cd "$STACK"
+for c in connect apicurio kafka; do
+  f=$c/$c.pid
+  if [ -f $f ] && kill -0 "$(cat $f)" 2>/dev/null; then
+    p=$(cat $f); kill -TERM "$p"
+    for _ in $(seq 1 40); do kill -0 "$p" 2>/dev/null || break; sleep 0.5; done
+    kill -0 "$p" 2>/dev/null && { echo "$c did not stop, sending KILL"; kill -KILL "$p"; }
+    echo "$c (pid $p) stopped"
+  fi
+  rm -f $f
+done
+if $PGBIN/pg_isready -q -h 127.0.0.1 -p $PG_PORT; then
+  su postgres -s /bin/bash -c "$PGBIN/pg_ctl -D $PGDATA -m fast -w stop" >/dev/null && echo "postgres stopped"
+fi
