@@ -23,12 +23,12 @@ from hudi_cdc.sink import options as opt
 from hudi_cdc.sink.hudi import HudiTable
 from hudi_cdc.sink.tombstones import TombstoneStore
 from payloads import StoredState, policy_for
-from payloads.base import ERROR_COLUMN
+from payloads.base import ERROR_COLUMN, ORDER_COLUMN, TOMBSTONED_AT_COLUMN
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from pyspark.sql import DataFrame, SparkSession
 
-    from hudi_cdc.sources.base import Source
+    from hudi_cdc.sources.base import Batch, Source
 
 __all__ = ["IngestResult", "ingest_once", "run"]
 
@@ -105,7 +105,13 @@ def ingest_once(config: IngestConfig, *, spark: SparkSession | None = None) -> I
         config.flavor, toast_placeholder=config.toast_placeholder if config.flavor == "postgres" else None
     )
     keys = config.record_key_fields or table.record_key_fields()
-    tombstones = TombstoneStore(spark, config.resolved_tombstone_path, table_name=config.target_table, key_fields=keys)
+
+    def tombstone_store(key_fields: tuple[str, ...]) -> TombstoneStore:
+        return TombstoneStore(
+            spark, config.resolved_tombstone_path, table_name=config.target_table, key_fields=key_fields
+        )
+
+    tombstones = tombstone_store(keys)
 
     purged = tombstones.purge(now - timedelta(hours=config.tombstone_retention_hours))
     if purged:
@@ -132,9 +138,10 @@ def ingest_once(config: IngestConfig, *, spark: SparkSession | None = None) -> I
                 f"{config.target_table}: no record key: set --record-key-field (the messages carry no key schema)"
             )
         log.info("%s: record key from the Debezium key schema: %s", config.target_table, ", ".join(keys))
-        tombstones = TombstoneStore(
-            spark, config.resolved_tombstone_path, table_name=config.target_table, key_fields=keys
-        )
+        tombstones = tombstone_store(keys)
+
+    if not batch.parts:  # only Kafka tombstones: nothing to write, but the checkpoint must move
+        return _commit_checkpoint_only(table, config, batch, keys, tombstones, purged, started)
 
     flats = [
         (
@@ -181,22 +188,7 @@ def ingest_once(config: IngestConfig, *, spark: SparkSession | None = None) -> I
         "tombstones_held": held,
         **batch.details,
     }
-    write_options = opt.write_options(
-        table_name=config.target_table,
-        table_type=config.table_type,
-        record_key_fields=keys,
-        partition_path_field=config.partition_path_field,
-        ordering_field="_source_order",
-        user_conf=config.hoodie_conf,
-    )
-    metadata = {
-        opt.CHECKPOINT_KEY: json.dumps(batch.next_checkpoint, sort_keys=True),
-        opt.SOURCE_KEY: config.source,
-        opt.STATS_KEY: json.dumps(stats, sort_keys=True),
-    }
-    if config.checkpoint is not None:
-        metadata[CHECKPOINT_RESET_KEY] = config.checkpoint
-    commit_time = table.write(plan.upserts, write_options, metadata)
+    commit_time = _commit(table, config, keys, plan.upserts, batch, stats)
 
     result = IngestResult(
         table=config.target_table,
@@ -229,8 +221,60 @@ def ingest_once(config: IngestConfig, *, spark: SparkSession | None = None) -> I
     return result
 
 
+def _commit(
+    table: HudiTable, config: IngestConfig, keys: tuple[str, ...], rows: DataFrame, batch: Batch, stats: dict[str, Any]
+) -> str:
+    """Write ``rows`` in one Hudi commit that also carries the batch's checkpoint and stats."""
+    options = opt.write_options(
+        table_name=config.target_table,
+        table_type=config.table_type,
+        record_key_fields=keys,
+        partition_path_field=config.partition_path_field,
+        ordering_field=ORDER_COLUMN,
+        user_conf=config.hoodie_conf,
+    )
+    metadata = {
+        opt.CHECKPOINT_KEY: json.dumps(batch.next_checkpoint, sort_keys=True),
+        opt.SOURCE_KEY: config.source,
+        opt.STATS_KEY: json.dumps(stats, sort_keys=True),
+    }
+    if config.checkpoint is not None:
+        metadata[CHECKPOINT_RESET_KEY] = config.checkpoint
+    return table.write(rows, options, metadata)
+
+
+def _commit_checkpoint_only(
+    table: HudiTable,
+    config: IngestConfig,
+    batch: Batch,
+    keys: tuple[str, ...],
+    tombstones: TombstoneStore,
+    purged: int,
+    started: float,
+) -> IngestResult:
+    """Commit no rows with the batch's checkpoint (the table must exist to hold it)."""
+    commit_time = None
+    if table.exists():
+        current = table.read()
+        empty = current.select(
+            *[c for c in current.columns if not c.startswith("_hoodie_") or c == "_hoodie_is_deleted"]
+        ).limit(0)
+        commit_time = _commit(table, config, keys, empty, batch, {"events": 0, **batch.details})
+    return IngestResult(
+        table=config.target_table,
+        base_path=config.target_base_path,
+        commit_time=commit_time,
+        checkpoint=batch.next_checkpoint if commit_time else None,
+        batch=batch.description,
+        tombstones_held=tombstones.count(),
+        tombstones_purged=purged,
+        duration_s=time.monotonic() - started,
+        details=batch.details,
+    )
+
+
 def _keys_and_order(frame):  # noqa: ANN001, ANN202 - DataFrame | None
-    return None if frame is None else frame.drop("_tombstoned_at")
+    return None if frame is None else frame.drop(TOMBSTONED_AT_COLUMN)
 
 
 def run(

@@ -11,6 +11,7 @@ import random
 import socket
 import subprocess
 import time
+import uuid
 from decimal import Decimal
 from pathlib import Path
 
@@ -52,7 +53,9 @@ def _psql(sql: str) -> str:
         "-c",
         sql,
     ]
-    return subprocess.run(cmd, env=env, check=True, capture_output=True, text=True).stdout
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, f"psql failed: {done.stderr.strip()}"
+    return done.stdout
 
 
 def _source_rows() -> list[tuple]:
@@ -104,6 +107,7 @@ def _ingest_until_equal(spark, base: str, args: list[str], timeout_s: float = 90
 @pytest.mark.parametrize("table_type", ["cow", "mor"])
 def test_postgres_to_hudi_equals_source(spark, tmp_path: Path, table_type: str) -> None:
     rng = random.Random(table_type)
+    run = uuid.uuid4().hex[:8]  # the stack's database outlives test runs: keep emails unique
     base = str(tmp_path / "customers")
     args = [
         "--source",
@@ -121,7 +125,7 @@ def test_postgres_to_hudi_equals_source(spark, tmp_path: Path, table_type: str) 
         "--table-type",
         table_type,
     ]
-    _workload(rng, f"{table_type}a", 30)
+    _workload(rng, f"{run}{table_type}a", 30)
     assert _ingest_until_equal(spark, base, args) == _source_rows()
-    _workload(rng, f"{table_type}b", 30)
+    _workload(rng, f"{run}{table_type}b", 30)
     assert _ingest_until_equal(spark, base, args) == _source_rows()
