@@ -23,7 +23,7 @@ from hudi_cdc.sink import options as opt
 from hudi_cdc.sink.hudi import HudiTable
 from hudi_cdc.sink.tombstones import TombstoneStore
 from payloads import StoredState, policy_for
-from payloads.base import ERROR_COLUMN, ORDER_COLUMN, TOMBSTONED_AT_COLUMN
+from payloads.base import ERROR_COLUMN, ORDER_COLUMN, TOMBSTONED_AT_COLUMN, is_data_column
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -80,8 +80,7 @@ def _make_source(spark: SparkSession, config: IngestConfig) -> Source:
 
 
 def _starting_checkpoint(table: HudiTable, source: Source, config: IngestConfig) -> dict[str, Any] | None:
-    commits = table.commits()
-    stored = next((c for c in commits if opt.CHECKPOINT_KEY in c.extra), None)
+    stored = table.checkpoint_commit()
     if config.checkpoint is not None:
         already_applied = stored is not None and stored.extra.get(CHECKPOINT_RESET_KEY) == config.checkpoint
         if not already_applied:
@@ -256,9 +255,7 @@ def _commit_checkpoint_only(
     commit_time = None
     if table.exists():
         current = table.read()
-        empty = current.select(
-            *[c for c in current.columns if not c.startswith("_hoodie_") or c == "_hoodie_is_deleted"]
-        ).limit(0)
+        empty = current.select(*[c for c in current.columns if is_data_column(c)]).limit(0)
         commit_time = _commit(table, config, keys, empty, batch, {"events": 0, **batch.details})
     return IngestResult(
         table=config.target_table,

@@ -39,6 +39,7 @@ __all__ = [
     "PlanCounts",
     "StoredState",
     "WritePlan",
+    "is_data_column",
 ]
 
 ORDER_COLUMN = "_source_order"
@@ -57,6 +58,12 @@ _HAD_PLACEHOLDER = INTERNAL_PREFIX + "had_placeholder"
 _RANK = INTERNAL_PREFIX + "rank"
 # _source_op of a table row pulled into a batch to resolve TOAST placeholders.
 _STORED_OP = INTERNAL_PREFIX + "stored"
+
+
+def is_data_column(name: str) -> bool:
+    """A column hudi-cdc writes: not one of Hudi's ``_hoodie_*`` meta columns, except the delete marker."""
+    return not name.startswith("_hoodie_") or name == DELETED_COLUMN
+
 
 UPSERT, DELETE, STALE, SUPERSEDED, ERROR = "upsert", "delete", "stale", "superseded", "error"
 

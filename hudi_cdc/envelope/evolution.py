@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Literal
 
 from hudi_cdc.errors import SchemaChangeError
+from payloads.base import is_data_column
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -105,9 +106,7 @@ def align_to_table(frame: DataFrame, table: StructType | None, *, behavior: str,
 
     if table is None:
         return frame
-    table_types = {
-        f.name: f.dataType for f in table.fields if not f.name.startswith("_hoodie_") or f.name == "_hoodie_is_deleted"
-    }
+    table_types = {f.name: f.dataType for f in table.fields if is_data_column(f.name)}
     incoming = {f.name: f.dataType for f in frame.schema.fields}
     columns = []
     for name, dtype in incoming.items():

@@ -59,6 +59,15 @@ class HudiTable:
     def _timeline(self):  # noqa: ANN202
         return self._meta_client().getActiveTimeline().getCommitsTimeline().filterCompletedInstants()
 
+    def _instant_times(self) -> set[str]:
+        if not self.exists():
+            return set()
+        instants = self._timeline().getInstants().iterator()
+        times = set()
+        while instants.hasNext():
+            times.add(str(instants.next().requestedTime()))
+        return times
+
     def commits(self, newest_first: bool = True) -> list[CommitInfo]:
         """Completed commits, delta commits and replace commits with their extra metadata."""
         if not self.exists():
@@ -77,16 +86,17 @@ class HudiTable:
             out.append(CommitInfo(str(instant.requestedTime()), action, extra))
         return out if newest_first else out[::-1]
 
+    def checkpoint_commit(self) -> CommitInfo | None:
+        """The newest commit that carries a checkpoint (compactions and cleans carry none)."""
+        return next((c for c in self.commits() if opt.CHECKPOINT_KEY in c.extra), None)
+
     def latest_checkpoint(self) -> str | None:
-        """The checkpoint of the newest commit that has one (compactions and cleans carry none)."""
-        for commit in self.commits():
-            if opt.CHECKPOINT_KEY in commit.extra:
-                return commit.extra[opt.CHECKPOINT_KEY]
-        return None
+        commit = self.checkpoint_commit()
+        return None if commit is None else commit.extra[opt.CHECKPOINT_KEY]
 
     def write(self, rows: DataFrame, options: Mapping[str, str], extra_metadata: Mapping[str, str]) -> str:
         """Upsert ``rows`` in one commit carrying ``extra_metadata``; return its instant time."""
-        before = self.commits()
+        before = self._instant_times()
         # Arrays may hold NULL elements (int[] {1,NULL}); parquet-avro's legacy
         # two-level lists cannot, and a user's own session may not set this.
         hadoop_conf(self._spark).set("parquet.avro.write-old-list-structure", "false")
@@ -94,9 +104,7 @@ class HudiTable:
             rows.write.format("hudi").options(**options).options(**extra_metadata).mode("append").save(self.base_path)
         except Exception as exc:
             raise SinkError(f"writing Hudi table {self.base_path} failed: {java_message(exc)}") from exc
-        after = self.commits()
-        known = {c.instant for c in before}
-        ours = [c for c in after if c.instant not in known and opt.CHECKPOINT_KEY in c.extra]
+        ours = [c for c in self.commits() if c.instant not in before and opt.CHECKPOINT_KEY in c.extra]
         if not ours:
             raise SinkError(f"the write to {self.base_path} completed but no new commit carries the checkpoint")
         return ours[0].instant

@@ -43,17 +43,16 @@ class TombstoneStore:
         return self._table.base_path
 
     def _options(self, operation: str) -> dict[str, str]:
-        keygen = "ComplexKeyGenerator" if len(self._keys) > 1 else "NonpartitionedKeyGenerator"
-        return {
-            opt.TABLE_NAME: self._name,
-            opt.TABLE_TYPE: "COPY_ON_WRITE",
-            opt.OPERATION: operation,
-            opt.RECORD_KEY: ",".join(self._keys),
-            opt.PARTITION_PATH: "",
-            opt.KEYGEN_CLASS: "org.apache.hudi.keygen." + keygen,
-            opt.PRECOMBINE_FIELD: ORDER_COLUMN,
-            opt.MERGE_MODE: opt.EVENT_TIME_ORDERING,
-        }
+        options = opt.write_options(
+            table_name=self._name,
+            table_type="COPY_ON_WRITE",
+            record_key_fields=self._keys,
+            partition_path_field=None,
+            ordering_field=ORDER_COLUMN,
+            user_conf={},
+        )
+        options[opt.OPERATION] = operation
+        return options
 
     def read(self) -> DataFrame | None:
         if not self._table.exists():
