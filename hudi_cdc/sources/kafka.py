@@ -239,7 +239,14 @@ class KafkaSource:
         origin = F.concat(F.lit(self._topic + "-"), F.col("partition"), F.lit("@"), F.col("offset"))
         parts = []
         for row in sorted(summary, key=lambda r: r["id"]):
-            envelope_schema = self._reader_schema(self._registry.schema(row["id"]))
+            try:
+                writer_schema = self._registry.schema(row["id"])
+            except DecodeError as exc:
+                first = row["first"]
+                raise DecodeError(
+                    f"{self._topic}-{first['partition']}@{first['offset']} and {row['n'] - 1} later message(s): {exc}"
+                ) from None
+            envelope_schema = self._reader_schema(writer_schema)
             decoded = frame.filter(value.isNotNull() & (schema_id == F.lit(row["id"]))).select(
                 from_avro(F.expr("substring(value, 6)"), json.dumps(envelope_schema)).alias("envelope"),
                 origin.alias(ORIGIN_COLUMN),

@@ -1,0 +1,10 @@
+"""Test and demo helpers: Debezium envelopes without a database, and the local stack's Postgres.
+
+``envelopes`` needs nothing but fastavro. ``postgres`` (workload and table
+comparison) needs ``psycopg`` from the ``test`` extra, and ``kafka`` (framed
+Avro messages and registry schemas) needs a broker; import them explicitly.
+"""
+
+from hudi_cdc.testing.envelopes import envelope_schema, mysql_event, pg_event, write_events
+
+__all__ = ["envelope_schema", "pg_event", "mysql_event", "write_events"]

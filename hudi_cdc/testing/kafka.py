@@ -1,0 +1,129 @@
+"""Kafka-side helpers for tests, the demo and the benchmarks: Confluent-framed Avro messages and topic state.
+
+Messages are framed as Confluent serializers (and Apicurio's converter with the
+4-byte id handler) write them: magic byte 0, the 4-byte big-endian schema id,
+then the Avro body. Needs a broker (confluent-kafka) and a Confluent-compatible
+registry for ``register_schema``.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import struct
+import time
+import urllib.request
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+__all__ = ["create_topic", "end_offsets", "frame", "produce", "register_schema", "wait_until_quiet"]
+
+
+def register_schema(registry_url: str, subject: str, schema: Mapping[str, Any]) -> int:
+    """Register ``schema`` under ``subject`` (idempotent) and return its id."""
+    body = json.dumps({"schema": json.dumps(schema), "schemaType": "AVRO"}).encode()
+    request = urllib.request.Request(
+        f"{registry_url.rstrip('/')}/subjects/{subject}/versions",
+        data=body,
+        headers={"Content-Type": "application/vnd.schemaregistry.v1+json"},
+        method="POST",
+    )
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return int(json.loads(response.read())["id"])
+
+
+class Framer:
+    """Encodes records of one writer schema in the Confluent wire format."""
+
+    def __init__(self, schema_id: int, schema: Mapping[str, Any]) -> None:
+        import fastavro
+
+        self._header = struct.pack(">bI", 0, schema_id)
+        self._schema = fastavro.parse_schema(dict(schema))
+
+    def __call__(self, record: Mapping[str, Any]) -> bytes:
+        import fastavro
+
+        out = io.BytesIO()
+        out.write(self._header)
+        fastavro.schemaless_writer(out, self._schema, dict(record))
+        return out.getvalue()
+
+
+def frame(schema_id: int, schema: Mapping[str, Any], record: Mapping[str, Any]) -> bytes:
+    return Framer(schema_id, schema)(record)
+
+
+def create_topic(bootstrap: str, topic: str, *, partitions: int = 1, config: Mapping[str, str] | None = None) -> None:
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    futures = admin.create_topics([NewTopic(topic, partitions, 1, config=dict(config or {}))])
+    futures[topic].result(30)
+
+
+def produce(bootstrap: str, topic: str, messages: Iterable[tuple[bytes | None, bytes | None, int]]) -> int:
+    """Produce ``(key, value, partition)`` triples (``value`` None is a tombstone); returns the count."""
+    from confluent_kafka import Producer
+
+    producer = Producer(
+        {"bootstrap.servers": bootstrap, "linger.ms": 20, "batch.num.messages": 10000, "compression.type": "lz4"}
+    )
+    count = 0
+    for key, value, partition in messages:
+        while True:
+            try:
+                producer.produce(topic, value=value, key=key, partition=partition)
+                break
+            except BufferError:
+                producer.poll(0.1)
+        count += 1
+        if count % 10000 == 0:
+            producer.poll(0)
+    left = producer.flush(60)
+    if left:
+        raise RuntimeError(f"{left} message(s) to {topic} were not acknowledged")
+    return count
+
+
+def end_offsets(bootstrap: str, topics: Sequence[str]) -> dict[tuple[str, int], int]:
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "hudi-cdc-probe", "enable.auto.commit": False})
+    try:
+        result = {}
+        for topic in topics:
+            meta = consumer.list_topics(topic, timeout=10).topics[topic]
+            for partition in meta.partitions:
+                _, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=10)
+                result[(topic, partition)] = high
+        return result
+    finally:
+        consumer.close()
+
+
+def wait_until_quiet(
+    bootstrap: str,
+    topics: Sequence[str],
+    *,
+    since: Mapping[tuple[str, int], int] | None = None,
+    quiet_s: float = 3.0,
+    timeout_s: float = 120.0,
+) -> dict[tuple[str, int], int]:
+    """Wait until the topics' end offsets moved past ``since`` and then stood still for ``quiet_s``.
+
+    Debezium publishes a committed transaction a moment after the commit; this
+    is how a test knows the change stream has caught up with the database.
+    """
+    deadline = time.monotonic() + timeout_s
+    last = end_offsets(bootstrap, topics)
+    still_since = time.monotonic()
+    while time.monotonic() < deadline:
+        time.sleep(0.5)
+        now = end_offsets(bootstrap, topics)
+        moved = since is None or any(now.get(k, 0) > v for k, v in since.items()) or len(now) > len(since)
+        if now != last:
+            last, still_since = now, time.monotonic()
+        elif moved and time.monotonic() - still_since >= quiet_s:
+            return now
+    raise TimeoutError(f"topics {list(topics)} did not settle within {timeout_s:.0f}s (end offsets {last})")

@@ -1,0 +1,314 @@
+"""The local stack's sample database: a random change workload, and a table-for-table comparison with Hudi.
+
+Used by ``make demo``, the end-to-end tests and the benchmarks. The sample
+schema (``stack/conf/init.sql``) has three tables that between them exercise
+what real replication meets:
+
+- ``customers``: serial key, REPLICA IDENTITY FULL;
+- ``orders``: composite key ``(order_id, line_no)``, REPLICA IDENTITY DEFAULT,
+  and primary-key updates (Debezium sends a delete and a create);
+- ``documents``: uuid key, REPLICA IDENTITY DEFAULT, text and bytea values
+  large enough to be stored out of line (TOAST), so updates that leave them
+  alone carry Debezium's unavailable-value placeholder.
+
+Needs ``psycopg`` (the ``test`` extra).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import string
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, timedelta
+from decimal import Decimal
+from typing import Any
+
+__all__ = [
+    "SAMPLE_KEYS",
+    "STACK_DSN",
+    "TableComparison",
+    "compare_table",
+    "connect",
+    "run_workload",
+    "source_rows",
+]
+
+STACK_DSN = "host=127.0.0.1 port=55432 user=debezium password=dbz dbname=inventory"
+SCHEMA = "inventory"
+SAMPLE_KEYS: dict[str, tuple[str, ...]] = {
+    "customers": ("id",),
+    "orders": ("order_id", "line_no"),
+    "documents": ("doc_id",),
+}
+_ALPHABET = string.ascii_letters + string.digits
+
+
+def connect(dsn: str = STACK_DSN) -> Any:
+    import psycopg
+
+    # autocommit: each `conn.transaction()` block is then a real transaction, committed at its end.
+    return psycopg.connect(dsn, autocommit=True)
+
+
+# --- workload ---------------------------------------------------------------------------------------
+
+
+def _text(rng: random.Random, n: int) -> str:
+    # Random letters do not compress, so a value over ~2 kB is moved out of line (TOASTed).
+    return "".join(rng.choices(_ALPHABET, k=n))
+
+
+def _one_of(cur: Any, sql: str, rng: random.Random) -> tuple | None:
+    cur.execute(sql)
+    rows = cur.fetchall()
+    return rng.choice(rows) if rows else None
+
+
+def _customers(cur: Any, rng: random.Random, tag: str, n: int) -> None:
+    roll = rng.random()
+    if roll < 0.45:
+        cur.execute(
+            "insert into inventory.customers (first_name, last_name, email, balance) values (%s, %s, %s, %s)",
+            (f"first{n}", f"last{n}", f"{tag}.{n}@example.com", Decimal(rng.randint(0, 10**7)) / 100),
+        )
+    elif roll < 0.85:
+        row = _one_of(cur, "select id from inventory.customers", rng)
+        if row:
+            cur.execute(
+                "update inventory.customers set balance = %s, last_name = %s, updated_at = now() where id = %s",
+                (Decimal(rng.randint(0, 10**7)) / 100, f"moved{n}", row[0]),
+            )
+    else:
+        row = _one_of(cur, "select id from inventory.customers", rng)
+        if row:
+            cur.execute("delete from inventory.customers where id = %s", row)
+
+
+def _orders(cur: Any, rng: random.Random, tag: str, n: int) -> None:
+    roll = rng.random()
+    if roll < 0.35:
+        cur.execute("select coalesce(max(order_id), 0) + 1 from inventory.orders")
+        order_id = cur.fetchone()[0]
+        for line in range(1, rng.randint(1, 4) + 1):
+            cur.execute(
+                "insert into inventory.orders (order_id, line_no, customer_id, sku, quantity, unit_price, weight_kg,"
+                " ship_date) values (%s, %s, %s, %s, %s, %s, %s, %s)",
+                (
+                    order_id,
+                    line,
+                    rng.randint(1, 500),
+                    f"SKU-{rng.randint(1, 999):03d}",
+                    rng.randint(1, 20),
+                    Decimal(rng.randint(1, 10**6)) / 100,
+                    rng.random() * 40 if rng.random() < 0.8 else None,
+                    date(2026, 1, 1) + timedelta(days=rng.randint(0, 400)) if rng.random() < 0.5 else None,
+                ),
+            )
+        return
+    row = _one_of(cur, "select order_id, line_no from inventory.orders", rng)
+    if row is None:
+        return
+    if roll < 0.70:
+        cur.execute(
+            "update inventory.orders set quantity = %s, unit_price = %s, shipped = %s where order_id = %s and line_no = %s",
+            (rng.randint(1, 20), Decimal(rng.randint(1, 10**6)) / 100, rng.random() < 0.5, *row),
+        )
+    elif roll < 0.82:
+        # A primary-key update: Debezium emits a delete of the old key and a create of the new one.
+        cur.execute("select max(line_no) + 1 from inventory.orders where order_id = %s", (row[0],))
+        cur.execute(
+            "update inventory.orders set line_no = %s where order_id = %s and line_no = %s",
+            (cur.fetchone()[0] + rng.randint(0, 3), *row),
+        )
+    elif roll < 0.92:
+        cur.execute("delete from inventory.orders where order_id = %s and line_no = %s", row)
+    else:
+        cur.execute("delete from inventory.orders where order_id = %s", (row[0],))
+
+
+def _documents(cur: Any, rng: random.Random, tag: str, n: int) -> None:
+    roll = rng.random()
+    if roll < 0.35:
+        cur.execute(
+            "insert into inventory.documents (doc_id, title, body, blob, tags, meta, edited_at)"
+            " values (%s, %s, %s, %s, %s, %s, %s)",
+            (
+                uuid.uuid5(uuid.NAMESPACE_OID, f"{tag}.{n}.{rng.random()}"),
+                f"doc {tag} {n}",
+                _text(rng, rng.randint(6_000, 20_000)) if rng.random() < 0.8 else rng.choice([None, "short body"]),
+                rng.randbytes(rng.randint(3_000, 8_000)) if rng.random() < 0.5 else None,
+                [f"t{rng.randint(0, 9)}" for _ in range(rng.randint(0, 3))],
+                json.dumps({"n": n, "tag": tag, "score": rng.randint(0, 100)}),
+                datetime(2026, 1, 1) + timedelta(microseconds=rng.getrandbits(40)),
+            ),
+        )
+        return
+    row = _one_of(cur, "select doc_id from inventory.documents", rng)
+    if row is None:
+        return
+    if roll < 0.75:
+        # body and blob are left alone: their out-of-line values reach Debezium as placeholders.
+        cur.execute(
+            "update inventory.documents set title = %s, version = version + 1, tags = %s where doc_id = %s",
+            (f"edited {tag} {n}", [f"e{rng.randint(0, 9)}"], row[0]),
+        )
+    elif roll < 0.85:
+        body = _text(rng, rng.randint(6_000, 20_000)) if rng.random() < 0.7 else None
+        cur.execute("update inventory.documents set body = %s, version = version + 1 where doc_id = %s", (body, row[0]))
+    else:
+        cur.execute("delete from inventory.documents where doc_id = %s", row)
+
+
+_OPERATIONS = (_customers, _orders, _documents)
+
+
+def run_workload(conn: Any, rng: random.Random, *, transactions: int, tag: str) -> int:
+    """Commit ``transactions`` random transactions of 1-6 changes over the sample tables; returns the changes."""
+    changes = 0
+    for _ in range(transactions):
+        with conn.transaction(), conn.cursor() as cur:
+            for _ in range(rng.randint(1, 6)):
+                rng.choice(_OPERATIONS)(cur, rng, tag, changes)
+                changes += 1
+    return changes
+
+
+# --- comparison -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    data_type: str  # information_schema.columns.data_type
+    udt_name: str
+    precision: int | None
+    scale: int | None
+
+    @property
+    def spark_type(self) -> str:
+        """The type the Hudi column must have (docs/types.md), as Spark's simpleString."""
+        return _spark_type(self.data_type if self.data_type != "ARRAY" else self.udt_name, self.precision, self.scale)
+
+
+_SIMPLE_TYPES = {
+    "smallint": "int",
+    "integer": "int",
+    "bigint": "bigint",
+    "real": "float",
+    "double precision": "double",
+    "boolean": "boolean",
+    "text": "string",
+    "character varying": "string",
+    "character": "string",
+    "uuid": "string",
+    "json": "string",
+    "jsonb": "string",
+    "date": "date",
+    "timestamp with time zone": "timestamp",
+    "timestamp without time zone": "timestamp",
+    "bytea": "binary",
+}
+_ARRAY_ELEMENTS = {"_int2": "smallint", "_int4": "integer", "_int8": "bigint", "_text": "text", "_varchar": "text"}
+
+
+def _spark_type(pg_type: str, precision: int | None, scale: int | None) -> str:
+    if pg_type in _ARRAY_ELEMENTS:
+        return f"array<{_spark_type(_ARRAY_ELEMENTS[pg_type], None, None)}>"
+    if pg_type == "numeric":
+        return f"decimal({precision},{scale})" if precision and precision <= 38 else "string"
+    try:
+        return _SIMPLE_TYPES[pg_type]
+    except KeyError:
+        raise ValueError(f"no expected Hudi type for Postgres type {pg_type!r}") from None
+
+
+def columns(conn: Any, table: str) -> list[Column]:
+    with conn.cursor() as cur:
+        cur.execute(
+            "select column_name, data_type, udt_name, numeric_precision, numeric_scale"
+            " from information_schema.columns where table_schema = %s and table_name = %s order by ordinal_position",
+            (SCHEMA, table),
+        )
+        return [Column(*row) for row in cur.fetchall()]
+
+
+def _normal(value: Any, column: Column) -> Any:
+    """One representation for a Postgres value and its Hudi counterpart."""
+    if value is None:
+        return None
+    if column.udt_name in ("json", "jsonb"):
+        return json.dumps(json.loads(value) if isinstance(value, str) else value, sort_keys=True)
+    if isinstance(value, list):
+        return [None if v is None else _normal(v, column) for v in value]
+    if isinstance(value, datetime) and value.tzinfo is not None:
+        return value.astimezone(UTC).replace(tzinfo=None)
+    if isinstance(value, (memoryview, bytearray)):
+        return bytes(value)
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    return value
+
+
+def source_rows(conn: Any, table: str, cols: Sequence[Column]) -> list[tuple]:
+    names = ", ".join(c.name for c in cols)
+    with conn.cursor() as cur:
+        cur.execute(f"select {names} from {SCHEMA}.{table}")  # noqa: S608 - names come from the catalog
+        return [tuple(_normal(v, c) for v, c in zip(row, cols, strict=True)) for row in cur.fetchall()]
+
+
+@dataclass
+class TableComparison:
+    table: str
+    source_count: int
+    hudi_count: int
+    missing: list[tuple] = field(default_factory=list)  # keys in Postgres, not in Hudi
+    extra: list[tuple] = field(default_factory=list)  # keys in Hudi, not in Postgres
+    different: list[tuple[tuple, str, Any, Any]] = field(default_factory=list)  # key, column, source, hudi
+    type_errors: list[str] = field(default_factory=list)
+
+    @property
+    def equal(self) -> bool:
+        return not (self.missing or self.extra or self.different or self.type_errors)
+
+    def describe(self, limit: int = 5) -> str:
+        if self.equal:
+            return f"{self.table}: {self.source_count} rows, equal"
+        parts = [f"{self.table}: source {self.source_count} rows, hudi {self.hudi_count} rows"]
+        parts += [f"  type: {t}" for t in self.type_errors]
+        parts += [f"  missing key {k}" for k in self.missing[:limit]]
+        parts += [f"  extra key {k}" for k in self.extra[:limit]]
+        parts += [f"  key {k} column {c}: source {s!r:.80} hudi {h!r:.80}" for k, c, s, h in self.different[:limit]]
+        return "\n".join(parts)
+
+
+def compare_table(spark: Any, base_path: str, conn: Any, table: str) -> TableComparison:
+    """Compare a Hudi table (snapshot query) with the Postgres table, row for row, value for value, type for type."""
+    cols = columns(conn, table)
+    if not cols:
+        raise ValueError(f"table {SCHEMA}.{table} does not exist in Postgres")
+    keys = SAMPLE_KEYS.get(table) or (cols[0].name,)
+    key_at = [next(i for i, c in enumerate(cols) if c.name == k) for k in keys]
+    frame = spark.read.format("hudi").load(base_path)
+    stored_types = {f.name: f.dataType.simpleString() for f in frame.schema.fields}
+    type_errors = [
+        f"{c.name} is {stored_types.get(c.name, 'missing')}, expected {c.spark_type} for Postgres {c.data_type}"
+        for c in cols
+        if stored_types.get(c.name) != c.spark_type
+    ]
+    present = [c for c in cols if c.name in stored_types]
+    hudi = {
+        tuple(row[c.name] for c in (cols[i] for i in key_at)): tuple(_normal(row[c.name], c) for c in present)
+        for row in frame.select(*[c.name for c in present]).collect()
+    }
+    source = {tuple(row[i] for i in key_at): row for row in source_rows(conn, table, cols)}
+    result = TableComparison(table, len(source), len(hudi), type_errors=type_errors)
+    result.missing = sorted(set(source) - set(hudi))
+    result.extra = sorted(set(hudi) - set(source))
+    for key in sorted(set(source) & set(hudi)):
+        wanted = dict(zip((c.name for c in cols), source[key], strict=True))
+        got = dict(zip((c.name for c in present), hudi[key], strict=True))
+        result.different += [(key, n, wanted[n], got[n]) for n in got if wanted[n] != got[n]]
+    return result
