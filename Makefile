@@ -8,7 +8,7 @@ JARS := $(JARS_DIR)/.fetched
 PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help install jars demo test test-fast lint clean stack-up stack-down stack-reset
+.PHONY: help install jars demo demo-files demo-stack test test-fast lint clean stack-up stack-down stack-reset
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -29,8 +29,13 @@ install: $(INSTALLED) $(JARS) ## Create .venv with hudi-cdc (editable) and fetch
 
 jars: $(JARS) ## Fetch the Hudi bundle and spark-avro jars into .jars/ (Maven Central)
 
-demo: install ## Write sample Debezium Avro files and replicate them into COW and MOR Hudi tables
+demo: demo-files demo-stack ## Both demos: the embedded default (files), then the real pipeline on the local stack
+
+demo-files: install ## Embedded default: write Debezium Avro files, replicate them into COW and MOR Hudi tables, compare
 	$(PY) examples/demo.py
+
+demo-stack: install stack-up ## Real pipeline: Postgres -> Debezium -> Kafka + Apicurio -> hudi-cdc -> Hudi, compared with Postgres
+	$(PY) examples/stack_demo.py
 
 test: install ## Run the whole test suite (real Spark, real Hudi)
 	$(PY) -m pytest $(PYTEST_ARGS)
