@@ -16,7 +16,7 @@ help: ## List the targets
 $(INSTALLED): setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test,dev]'
+	$(PY) -m pip install -q -e '.[test,dev,bench]'
 	touch $@
 
 $(JARS): jars/hudi/pom.xml

@@ -1,0 +1,67 @@
+"""Run a command and measure its wall time and the peak resident memory of its whole process tree."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Measured:
+    seconds: float
+    peak_rss_mib: float
+    returncode: int
+    log: Path
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            return [int(c) for c in f.read().split()]
+    except OSError:
+        return []
+
+
+def _tree_rss_kib(root: int) -> int:
+    total, stack = 0, [root]
+    while stack:
+        pid = stack.pop()
+        try:
+            with open(f"/proc/{pid}/status") as f:
+                total += next((int(line.split()[1]) for line in f if line.startswith("VmRSS:")), 0)
+        except OSError:
+            continue
+        stack += _children(pid)
+    return total
+
+
+def run_measured(
+    command: list[str], log: Path, *, env: dict[str, str] | None = None, cwd: str | None = None
+) -> Measured:
+    """Run ``command`` (output to ``log``), sampling the tree's RSS every 0.25 s (JVM and Python workers)."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    peak = 0
+    with open(log, "w") as out:
+        started = time.perf_counter()
+        proc = subprocess.Popen(
+            command, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})}, cwd=cwd
+        )
+        done = threading.Event()
+
+        def sample() -> None:
+            nonlocal peak
+            while not done.is_set():
+                peak = max(peak, _tree_rss_kib(proc.pid))
+                done.wait(0.25)
+
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
+        returncode = proc.wait()
+        seconds = time.perf_counter() - started
+        done.set()
+        sampler.join()
+    return Measured(seconds, peak / 1024, returncode, log)

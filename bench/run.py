@@ -1,0 +1,270 @@
+"""`make bench`: hudi-cdc side by side with Hudi's HoodieStreamer on one Debezium change stream.
+
+    python -m bench.run --events 1000000 --keys 100000 [--markdown docs/benchmarks.md]
+
+One run: produce the stream into a fresh topic of the local stack; measure the
+decode-only rate of each decoding design; ingest the topic with hudi-cdc and
+with HoodieStreamer (PostgresDebeziumSource) into COW and MOR tables, once
+with the same Hudi settings on both and once with each tool's defaults, every
+run a `spark-submit --master local[2]` with the same driver memory; time a
+plain Parquet write of the final rows; check every table equals the stream's
+final state (a wrong table fails the run); print events/s, ratios and peak
+memory, and write them to the markdown file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from bench.procs import Measured, run_measured
+from bench.workload import COLUMNS, Workload
+
+REPO = Path(__file__).resolve().parent.parent
+BOOTSTRAP = "127.0.0.1:59092"
+REGISTRY = "http://127.0.0.1:58080/apis/ccompat/v7"
+CORES = 2
+DRIVER_MEMORY = "4g"
+# The settings both tools get in the "same settings" runs: the index, the shuffle parallelism, the file sizing.
+SAME_SETTINGS = {
+    "hoodie.index.type": "SIMPLE",
+    "hoodie.upsert.shuffle.parallelism": "4",
+    "hoodie.insert.shuffle.parallelism": "4",
+    "hoodie.delete.shuffle.parallelism": "4",
+    "hoodie.simple.index.parallelism": "4",
+    "hoodie.parquet.max.file.size": str(120 * 1024 * 1024),
+    "hoodie.metadata.enable": "true",
+}
+
+
+@dataclass
+class Run:
+    tool: str
+    table_type: str
+    settings: str
+    measured: Measured | None = None
+    rows_ok: bool | None = None
+    note: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def spark_submit() -> str:
+    return str(Path(sys.executable).parent / "spark-submit")
+
+
+def hudi_cdc_jars() -> str:
+    return ",".join(sorted(glob.glob(str(REPO / ".jars" / "hudi" / "*.jar"))))
+
+
+def run_hudi_cdc(work: Path, topic: str, table_type: str, settings: dict[str, str], name: str) -> Run:
+    base = work / "tables" / name
+    conf = [arg for k, v in settings.items() for arg in ("--hoodie-conf", f"{k}={v}")]
+    command = [
+        spark_submit(), "--master", f"local[{CORES}]", "--driver-memory", DRIVER_MEMORY,
+        "--conf", "spark.ui.enabled=false", "--jars", hudi_cdc_jars(),
+        str(REPO / "examples" / "spark_submit_ingest.py"), "ingest", "--source", "kafka", "--topic", topic,
+        "--bootstrap-servers", BOOTSTRAP, "--schema-registry-url", REGISTRY, "--target-base-path", str(base),
+        "--target-table", name, "--table-type", table_type, "--json", *conf,
+    ]  # fmt: skip
+    run = Run("hudi-cdc", table_type, "same" if settings else "defaults")
+    run.measured = run_measured(command, work / "logs" / f"{name}.log", env={"PYSPARK_PYTHON": sys.executable})
+    run.extra["base"] = str(base)
+    return run
+
+
+def run_hoodiestreamer(work: Path, topic: str, table_type: str, settings: dict[str, str], name: str) -> Run:
+    base = work / "tables" / name
+    env = {
+        "TOPIC": topic, "TABLE_TYPE": table_type, "TARGET": str(base), "RECORD_KEY": "id",
+        "REGISTRY_URL": REGISTRY, "BOOTSTRAP": BOOTSTRAP, "CORES": str(CORES), "DRIVER_MEMORY": DRIVER_MEMORY,
+        "SPARK_SUBMIT": spark_submit(),
+    }  # fmt: skip
+    extra = [arg for k, v in settings.items() for arg in ("--hoodie-conf", f"{k}={v}")]
+    command = ["bash", str(REPO / "bench" / "hoodiestreamer" / "run.sh"), *extra]
+    run = Run("HoodieStreamer", table_type, "same" if settings else "defaults")
+    run.measured = run_measured(command, work / "logs" / f"{name}.log", env=env)
+    run.extra["base"] = str(base)
+    return run
+
+
+def _normal(value: Any, column: str) -> Any:
+    # HoodieStreamer keeps Debezium's MicroTimestamp as a long; hudi-cdc makes it a timestamp.
+    if column == "updated_at" and isinstance(value, int):
+        return datetime(1970, 1, 1) + timedelta(microseconds=value)
+    return value
+
+
+def verify(spark: Any, run: Run, expected: list[tuple]) -> None:
+    frame = spark.read.format("hudi").load(run.extra["base"])
+    missing = [c for c in COLUMNS if c not in frame.columns]
+    if missing:
+        run.rows_ok, run.note = False, f"columns missing: {missing}"
+        return
+    rows = sorted(
+        tuple(_normal(v, c) for v, c in zip(r, COLUMNS, strict=True)) for r in frame.select(*COLUMNS).collect()
+    )
+    run.rows_ok = rows == expected
+    if not run.rows_ok:
+        got, want = set(rows), set(expected)
+        run.note = f"{len(rows)} rows vs {len(expected)} expected; {len(got - want)} wrong, {len(want - got)} missing"
+        sample = sorted(got - want)[:2] + sorted(want - got)[:2]
+        print(f"   {run.tool} {run.table_type} {run.settings}: {run.note}; e.g. {sample}", flush=True)
+
+
+def parquet_limit(spark: Any, source_base: str, work: Path) -> float:
+    """Seconds for a plain Parquet write of the final rows (read first, outside the timing)."""
+    frame = spark.read.format("hudi").load(source_base).select(*COLUMNS).localCheckpoint(eager=True)
+    started = time.perf_counter()
+    frame.write.mode("overwrite").parquet(str(work / "tables" / "plain_parquet"))
+    return time.perf_counter() - started
+
+
+def versions() -> dict[str, str]:
+    import pyspark
+
+    java = subprocess.run(["java", "-version"], capture_output=True, text=True).stderr.splitlines()[0]
+    return {"python": platform.python_version(), "pyspark": pyspark.__version__, "java": java, "hudi": "1.2.0"}
+
+
+def machine() -> str:
+    cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")), "?")
+    mem = next(int(line.split()[1]) for line in open("/proc/meminfo") if line.startswith("MemTotal"))
+    return f"{os.cpu_count()} cores ({cpu}), {mem / 1024 / 1024:.0f} GiB RAM, {platform.platform()}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--events", type=int, default=1_000_000)
+    parser.add_argument("--keys", type=int, default=100_000)
+    parser.add_argument("--partitions", type=int, default=4)
+    parser.add_argument("--work", type=Path, default=REPO / ".bench")
+    parser.add_argument("--markdown", type=Path, help="write the results here (docs/benchmarks.md)")
+    parser.add_argument("--skip-hoodiestreamer", action="store_true")
+    parser.add_argument("--only-same-settings", action="store_true", help="skip the runs with each tool's defaults")
+    args = parser.parse_args(argv)
+
+    import hudi_cdc
+    from bench.decode import measure
+
+    work = args.work / datetime.now().strftime("%Y%m%dT%H%M%S")
+    topic = f"bench.t{uuid.uuid4().hex[:8]}.customers"
+    workload = Workload(topic, args.events, args.keys, args.partitions)
+    started = time.perf_counter()
+    workload.produce(BOOTSTRAP, REGISTRY)
+    produce_s = time.perf_counter() - started
+    expected = workload.expected_rows()
+    print(
+        f"produced {args.events} events ({workload.counts}) to {topic} in {produce_s:.1f}s; {len(expected)} final rows"
+    )
+
+    spark = hudi_cdc.spark_session(
+        app_name="hudi-cdc-bench",
+        conf={
+            "spark.master": f"local[{CORES}]",
+            "spark.driver.memory": DRIVER_MEMORY,
+            "spark.sql.shuffle.partitions": "4",
+        },
+    )
+    decode = measure(spark, BOOTSTRAP, REGISTRY, topic)
+
+    runs: list[Run] = []
+    settings_sets = [("same", SAME_SETTINGS)] + ([] if args.only_same_settings else [("defaults", {})])
+    for label, settings in settings_sets:
+        for table_type in ("COPY_ON_WRITE", "MERGE_ON_READ"):
+            short = "cow" if table_type == "COPY_ON_WRITE" else "mor"
+            pair = [run_hudi_cdc(work, topic, table_type, settings, f"hudi_cdc_{short}_{label}")]
+            if not args.skip_hoodiestreamer:
+                pair.append(run_hoodiestreamer(work, topic, table_type, settings, f"hoodiestreamer_{short}_{label}"))
+            runs += pair
+            for run in pair:
+                if run.measured and run.measured.returncode != 0:
+                    run.rows_ok, run.note = False, f"exit {run.measured.returncode}, see {run.measured.log}"
+                elif run.rows_ok is None:
+                    verify(spark, run, expected)
+                m = run.measured
+                print(f"{run.tool:<15} {run.table_type:<14} {run.settings:<8} {m.seconds:7.1f}s "
+                      f"{args.events / m.seconds:>9,.0f} events/s peak {m.peak_rss_mib:,.0f} MiB "
+                      f"{'OK' if run.rows_ok else 'WRONG: ' + run.note}", flush=True)  # fmt: skip
+
+    first_ok = next((r for r in runs if r.tool == "hudi-cdc" and r.rows_ok), None)
+    parquet_s = parquet_limit(spark, first_ok.extra["base"], work) if first_ok else float("nan")
+    print(f"plain parquet write of {len(expected)} final rows: {parquet_s:.1f}s")
+    report = {
+        "machine": machine(), "versions": versions(), "events": args.events, "keys": args.keys,
+        "partitions": args.partitions, "mix": workload.counts, "final_rows": len(expected), "produce_s": produce_s,
+        "decode": decode, "parquet_write_s": parquet_s,
+        "runs": [{"tool": r.tool, "table_type": r.table_type, "settings": r.settings, "seconds": r.measured.seconds,
+                  "peak_rss_mib": r.measured.peak_rss_mib, "rows_ok": r.rows_ok, "note": r.note}
+                 for r in runs if r.measured],
+    }  # fmt: skip
+    work.mkdir(parents=True, exist_ok=True)
+    (work / "report.json").write_text(json.dumps(report, indent=2, default=str))
+    text = render(report)
+    print(text)
+    if args.markdown:
+        from bench.markdown import write_section
+
+        write_section(args.markdown, text)
+    return 0 if all(r.rows_ok for r in runs) else 1
+
+
+def render(report: dict[str, Any]) -> str:
+    events = report["events"]
+    lines = [
+        f"Run of {datetime.now():%Y-%m-%d %H:%M} UTC. Machine: {report['machine']}.",
+        "Versions: " + ", ".join(f"{k} {v}" for k, v in report["versions"].items()) + ".",
+        f"Stream: {events:,} events over {report['keys']:,} keys in {report['partitions']} partitions "
+        f"(inserts {report['mix']['c']:,}, updates {report['mix']['u']:,} of which {report['mix']['toast']:,} "
+        f"with a TOAST placeholder, deletes {report['mix']['d']:,}; 3 schema versions); "
+        f"{report['final_rows']:,} rows at the end.",
+        "",
+        "| tool | table | Hudi settings | wall s | events/s | peak RSS MiB | table equals source |",
+        "| --- | --- | --- | ---: | ---: | ---: | --- |",
+    ]
+    for r in report["runs"]:
+        lines.append(
+            f"| {r['tool']} | {r['table_type']} | {r['settings']} | {r['seconds']:.1f} | {events / r['seconds']:,.0f} "
+            f"| {r['peak_rss_mib']:,.0f} | {'yes' if r['rows_ok'] else 'NO: ' + r['note']} |"
+        )
+    lines += ["", "| ratio | value |", "| --- | ---: |"]
+    by = {(r["tool"], r["table_type"], r["settings"]): r["seconds"] for r in report["runs"]}
+    for settings in ("same", "defaults"):
+        for table_type in ("COPY_ON_WRITE", "MERGE_ON_READ"):
+            ours, theirs = by.get(("hudi-cdc", table_type, settings)), by.get(("HoodieStreamer", table_type, settings))
+            if ours and theirs:
+                lines.append(
+                    f"| hudi-cdc / HoodieStreamer events/s, {table_type}, {settings} settings | {theirs / ours:.2f}x |"
+                )
+    decode = report["decode"]
+    best_decode = decode["spark_from_avro"]["events_per_s"]
+    for table_type in ("COPY_ON_WRITE", "MERGE_ON_READ"):
+        ours = by.get(("hudi-cdc", table_type, "same"))
+        if ours:
+            lines.append(f"| hudi-cdc / decode-only limit, {table_type} | {events / ours / best_decode:.2f} |")
+            if report["parquet_write_s"] == report["parquet_write_s"]:
+                lines.append(
+                    f"| hudi-cdc / plain Parquet write limit, {table_type} | {report['parquet_write_s'] / ours:.2f} |"
+                )
+    lines += ["", "Limits (same machine, same Spark resources):", ""]
+    for name, d in decode.items():
+        lines.append(f"- decode only, {name}: {d['events_per_s']:,} events/s ({d['seconds']} s)")
+    lines.append(
+        f"- plain Parquet write of the final {report['final_rows']:,} rows: {report['parquet_write_s']:.1f} s "
+        f"({events / report['parquet_write_s']:,.0f} stream events/s equivalent)"
+    )
+    return "\n".join(lines) + "\n"  # fmt: skip
+
+
+if __name__ == "__main__":
+    sys.exit(main())
