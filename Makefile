@@ -8,7 +8,7 @@ JARS := $(JARS_DIR)/.fetched
 PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help install jars demo demo-files demo-stack test test-fast lint clean stack-up stack-down stack-reset
+.PHONY: help install jars demo demo-files demo-stack test test-nostack bench test-fast lint clean stack-up stack-down stack-reset
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -37,7 +37,10 @@ demo-files: install ## Embedded default: write Debezium Avro files, replicate th
 demo-stack: install stack-up ## Real pipeline: Postgres -> Debezium -> Kafka + Apicurio -> hudi-cdc -> Hudi, compared with Postgres
 	$(PY) examples/stack_demo.py
 
-test: install ## Run the whole test suite (real Spark, real Hudi)
+test: install stack-up ## Start the local stack, run the whole test suite (real Spark, Hudi, Postgres, Kafka, Debezium)
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+test-nostack: install ## The test suite without the local stack (its tests are skipped)
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 test-fast: install ## Only the tests that need no Spark
