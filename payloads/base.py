@@ -55,7 +55,9 @@ ACTION_COLUMN = INTERNAL_PREFIX + "action"
 _TOMB_ORDER = INTERNAL_PREFIX + "tomb_order"
 _STORED_ORDER = INTERNAL_PREFIX + "stored_order"
 _HAD_PLACEHOLDER = INTERNAL_PREFIX + "had_placeholder"
-_RANK = INTERNAL_PREFIX + "rank"
+_WINNER = INTERNAL_PREFIX + "winner"
+_EVENTS = INTERNAL_PREFIX + "events"
+_KNOWN = INTERNAL_PREFIX + "known_"
 # _source_op of a table row pulled into a batch to resolve TOAST placeholders.
 _STORED_OP = INTERNAL_PREFIX + "stored"
 
@@ -65,7 +67,8 @@ def is_data_column(name: str) -> bool:
     return not name.startswith("_hoodie_") or name == DELETED_COLUMN
 
 
-UPSERT, DELETE, STALE, SUPERSEDED, ERROR = "upsert", "delete", "stale", "superseded", "error"
+UPSERT, DELETE, STALE, ERROR = "upsert", "delete", "stale", "error"
+"""The action of each key's winning event; every other event of the key is superseded."""
 
 
 @dataclass(frozen=True)
@@ -99,7 +102,7 @@ class PlanCounts:
 class WritePlan:
     """What the sink writes for one batch.
 
-    ``decided`` holds every event with its action, materialised (a local
+    ``decided`` holds each key's winning event with its action, materialised (a local
     checkpoint), so counting and writing it does not recompute the batch.
     """
 
@@ -163,7 +166,6 @@ class MergePolicy(ABC):
 
     def plan(self, batch: DataFrame, *, key_fields: Sequence[str], stored: StoredState) -> WritePlan:
         """Decide every event of ``batch`` (flattened, ordered, validated)."""
-        from pyspark.sql import Window
         from pyspark.sql import functions as F
 
         keys = list(key_fields)
@@ -182,51 +184,66 @@ class MergePolicy(ABC):
             any_placeholder = any_placeholder | test
         has_placeholder = any_placeholder & ~is_delete
 
-        events = batch.withColumn(_HAD_PLACEHOLDER, has_placeholder)
-        stored_order = F.lit(None).cast("string")
+        events, stored_order = batch, F.lit(None).cast("string")
         if toastable:
             placeholder_keys = batch.filter(has_placeholder).select(*keys).distinct().localCheckpoint(eager=True)
             table_rows = None if placeholder_keys.isEmpty() else stored.stored_rows([*keys, ORDER_COLUMN, *toastable])
             if table_rows is not None:
-                # The stored row joins the key's chain at its own position: a placeholder
-                # takes the newest value *before* it, whether from the batch or the table.
+                # The stored row joins the key's chain at its own position (arrival NULL sorts
+                # first among equal orders): a placeholder takes the newest value before it.
                 stored_rows = table_rows.join(placeholder_keys, on=keys, how="left_semi").withColumn(
                     OP_COLUMN, F.lit(_STORED_OP)
                 )
                 events = events.unionByName(stored_rows, allowMissingColumns=True)
-                stored_order = F.max(F.when(is_stored, F.col(ORDER_COLUMN))).over(Window.partitionBy(*keys))
+                stored_order = F.max(F.when(is_stored, F.col(ORDER_COLUMN)))
 
-        by_position = Window.partitionBy(*keys).orderBy(F.col(ORDER_COLUMN), F.col(ARRIVAL_COLUMN).asc_nulls_first())
-        chain = by_position.rowsBetween(Window.unboundedPreceding, Window.currentRow)
-        filled = events.withColumn(_STORED_ORDER, stored_order)
-        for name, is_placeholder in toastable.items():
-            # Wrap in a struct so that a real NULL is a value and not "missing".
-            known = F.when(~is_placeholder & ~is_delete, F.struct(F.col(name).alias("v")))
-            previous = F.last(known, ignorenulls=True).over(chain)
-            filled = filled.withColumn(
-                name, F.when(is_placeholder & previous.isNotNull(), previous["v"]).otherwise(F.col(name))
+        # One aggregation per key instead of windows over every event: the winner is the
+        # newest position, and each placeholder column's fill is the newest real value,
+        # which is necessarily before the winner. Partial aggregation runs before the shuffle.
+        position = F.struct(F.col(ORDER_COLUMN), F.col(ARRIVAL_COLUMN))
+        others = [c for c in batch.columns if c not in keys]
+        aggregates = [
+            F.max_by(F.struct(*[F.col(f"`{c}`") for c in others]), F.when(~is_stored, position)).alias(_WINNER),
+            F.count(F.when(~is_stored, F.lit(1))).alias(_EVENTS),
+            stored_order.alias(_STORED_ORDER),
+        ]
+        known = {name: f"{_KNOWN}{i}" for i, name in enumerate(toastable)}
+        for name, test in toastable.items():
+            # Wrapped in a struct so that a real NULL is a value and not "nothing known".
+            aggregates.append(
+                F.max_by(F.struct(F.col(f"`{name}`").alias("v")), F.when(~test & ~is_delete, position)).alias(
+                    known[name]
+                )
             )
-        filled = filled.filter(~is_stored)
-
-        newest_first = Window.partitionBy(*keys).orderBy(F.col(ORDER_COLUMN).desc(), F.col(ARRIVAL_COLUMN).desc())
-        ranked = filled.withColumn(_RANK, F.row_number().over(newest_first))
+        winners = events.groupBy(*keys).agg(*aggregates)
+        winners = winners.select(
+            *keys, *[F.col(f"{_WINNER}.`{c}`").alias(c) for c in others], _EVENTS, _STORED_ORDER, *known.values()
+        ).withColumn(_HAD_PLACEHOLDER, has_placeholder)
+        for name, is_placeholder in toastable.items():
+            fill = F.col(known[name])
+            winners = winners.withColumn(
+                name, F.when(is_placeholder & fill.isNotNull(), fill["v"]).otherwise(F.col(f"`{name}`"))
+            )
 
         tombstones = stored.tombstones()
         is_stale = ~is_delete & F.col(_STORED_ORDER).isNotNull() & (F.col(ORDER_COLUMN) < F.col(_STORED_ORDER))
         if tombstones is not None:
-            ranked = ranked.join(tombstones.select(*keys, F.col(ORDER_COLUMN).alias(_TOMB_ORDER)), on=keys, how="left")
+            winners = winners.join(
+                tombstones.select(*keys, F.col(ORDER_COLUMN).alias(_TOMB_ORDER)), on=keys, how="left"
+            )
             is_stale = is_stale | (
                 ~is_delete & F.col(_TOMB_ORDER).isNotNull() & (F.col(ORDER_COLUMN) <= F.col(_TOMB_ORDER))
             )
 
         action = (
-            F.when(F.col(_RANK) > 1, F.lit(SUPERSEDED))
-            .when(is_stale, F.lit(STALE))
+            F.when(is_stale, F.lit(STALE))
             .when(is_delete, F.lit(DELETE))
             .when(any_placeholder, F.lit(ERROR))
             .otherwise(F.lit(UPSERT))
         )
-        decided = ranked.withColumn(ACTION_COLUMN, action).drop(_RANK, _TOMB_ORDER, _STORED_ORDER)
+        decided = winners.withColumn(ACTION_COLUMN, action).select(
+            *batch.columns, ACTION_COLUMN, _HAD_PLACEHOLDER, _EVENTS
+        )
         # Materialise, cutting the lineage: Spark 3.5 deadlocked here (seen on this
         # machine) when cached plans and broadcast joins nested inside each other.
         decided = decided.localCheckpoint(eager=True)
@@ -256,20 +273,18 @@ class MergePolicy(ABC):
             decided.groupBy(ACTION_COLUMN)
             .agg(
                 F.count(F.lit(1)).alias("n"),
+                F.sum(F.col(_EVENTS) - 1).alias("superseded"),
                 F.sum(F.col(_HAD_PLACEHOLDER).cast("int")).alias("toast"),
             )
             .collect()
         )
         by_action = {r[ACTION_COLUMN]: r for r in rows}
-        n = {
-            action: (by_action[action]["n"] if action in by_action else 0)
-            for action in (UPSERT, DELETE, STALE, SUPERSEDED)
-        }
+        n = {action: (by_action[action]["n"] if action in by_action else 0) for action in (UPSERT, DELETE, STALE)}
         return PlanCounts(
             upserts=n[UPSERT],
             deletes=n[DELETE],
             stale=n[STALE],
-            superseded=n[SUPERSEDED],
+            superseded=sum(int(r["superseded"] or 0) for r in rows),
             toast_filled=int(by_action[UPSERT]["toast"] or 0) if UPSERT in by_action else 0,
         )
 

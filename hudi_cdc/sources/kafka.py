@@ -189,6 +189,7 @@ class KafkaSource:
             .option("endingOffsets", json.dumps({self._topic: {str(r.partition): r.end for r in ranges}}))
             .option("failOnDataLoss", "true")
             .load()
+            .select("key", "value", "partition", "offset")  # all a batch needs: keep the cached copy small
         )
 
     def next_batch(self, checkpoint: dict[str, Any] | None) -> Batch | None:
