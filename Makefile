@@ -53,6 +53,12 @@ lint: install ## ruff and mypy
 clean: ## Remove the venv, fetched jars and demo output
 	rm -rf $(VENV) .jars demo-output .pytest_cache .hypothesis
 
+BENCH_ARGS ?= --events 1000000 --keys 100000
+
+bench: install stack-up ## hudi-cdc vs HoodieStreamer on one Debezium stream; results into docs/benchmarks.md
+	@[ -f .jars/hoodiestreamer/.fetched ] || { mvn -q -B -f jars/hoodiestreamer/pom.xml dependency:copy-dependencies -DoutputDirectory=$(abspath .jars/hoodiestreamer) && touch .jars/hoodiestreamer/.fetched; }
+	$(PY) -m bench.run --markdown docs/benchmarks.md $(BENCH_ARGS)
+
 stack-up: ## Start the local CDC stack: PostgreSQL 15, Kafka (KRaft), Apicurio Registry, Kafka Connect + Debezium (state in .stack/)
 	bash stack/setup.sh
 	bash stack/start.sh

@@ -32,7 +32,12 @@ class Topic:
         self.name = f"it.t{uuid.uuid4().hex[:10]}.customers"  # Avro names cannot start with a digit
         create_topic(BOOTSTRAP, self.name, partitions=partitions)
         self.partitions = partitions
-        key_schema = {"type": "record", "name": "Key", "namespace": self.name, "fields": [{"name": "id", "type": "long"}]}
+        key_schema = {
+            "type": "record",
+            "name": "Key",
+            "namespace": self.name,
+            "fields": [{"name": "id", "type": "long"}],
+        }
         self.key = Framer(register_schema(REGISTRY, f"{self.name}-key", key_schema), key_schema)
         self.values: dict[int, Framer] = {}
         for version, columns in ((1, V1), (2, V2)):
