@@ -45,6 +45,7 @@ SAME_SETTINGS = {
     "hoodie.simple.index.parallelism": "4",
     "hoodie.parquet.max.file.size": str(120 * 1024 * 1024),
     "hoodie.metadata.enable": "true",
+    "hoodie.metadata.index.column.stats.enable": "false",
 }
 
 

@@ -19,10 +19,12 @@ def _listening(port: int) -> bool:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    mine = [item for item in items if "tests/stack/" in item.nodeid]
+    for item in mine:
+        item.add_marker(pytest.mark.spark)  # all of them run Spark, in process or through spark-submit
     down = [name for name, port in PORTS.items() if not _listening(port)]
     if not down:
         return
-    mine = [item for item in items if "tests/stack/" in item.nodeid]
     if os.environ.get("CI") == "true" and mine:
         raise pytest.UsageError(f"CI=true but the local stack is down ({', '.join(down)}): run `make stack-up` first")
     for item in mine:

@@ -1,0 +1,166 @@
+"""Freshness: from a Postgres commit to the change being visible in a Hudi snapshot query.
+
+    python -m bench.freshness --rates 2000 5000 --seconds 120
+
+For each rate, a load thread commits about ``rate`` row changes a second into
+``inventory.bench_fresh`` (transactions every 100 ms), and each transaction also
+sets the probe row (id 0) to its sequence number. ``hudi-cdc ingest
+--continuous`` replicates the topic into a MERGE_ON_READ table. An observer
+watches the table's timeline; when a commit completes it runs a snapshot
+query for the probe row: every transaction up to the sequence seen there
+became visible when that commit completed. Latency = commit completion time -
+Postgres commit time, over all transactions of the measured window (the first
+``warmup`` seconds are left out).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from bench.run import BOOTSTRAP, REGISTRY, REPO, hudi_cdc_jars, spark_submit
+
+
+def _prepare(conn: Any, table: str, rows: int) -> None:
+    """A fresh table (so a fresh topic) with ``rows`` rows and the probe row 0."""
+    with conn.cursor() as cur:
+        cur.execute(
+            f"create table inventory.{table} (id bigint primary key, v bigint not null, "
+            "note text, changed_at timestamptz not null default now())"
+        )
+        cur.execute(
+            f"insert into inventory.{table} (id, v, note) select g, 0, md5(g::text) from generate_series(0, %s) g",
+            (rows,),
+        )
+
+
+class Load(threading.Thread):
+    """Commits ``rate`` changes a second in 10 transactions; remembers each transaction's commit time."""
+
+    def __init__(self, dsn: str, table: str, rate: int, rows: int, seconds: float) -> None:
+        super().__init__(daemon=True)
+        self.dsn, self.table, self.rate, self.rows, self.seconds = dsn, table, rate, rows, seconds
+        self.committed: dict[int, float] = {}
+        self.behind_s = 0.0
+
+    def run(self) -> None:
+        from hudi_cdc.testing.postgres import connect
+
+        rng = random.Random(self.rate)
+        per_tx = max(1, self.rate // 10)
+        with connect(self.dsn) as conn, conn.cursor() as cur:
+            start = time.time()
+            seq = 0
+            while time.time() - start < self.seconds:
+                seq += 1
+                due = start + seq * 0.1
+                ids = [rng.randint(1, self.rows) for _ in range(per_tx - 1)]
+                with conn.transaction():
+                    cur.executemany(f"update inventory.{self.table} set v = v + 1, changed_at = now() where id = %s",
+                                    [(i,) for i in ids])  # fmt: skip
+                    cur.execute(f"update inventory.{self.table} set v = %s, changed_at = now() where id = 0", (seq,))
+                self.committed[seq] = time.time()
+                pause = due - time.time()
+                if pause > 0:
+                    time.sleep(pause)
+                else:
+                    self.behind_s = max(self.behind_s, -pause)
+
+
+def _completed_instants(base: Path) -> set[str]:
+    timeline = base / ".hoodie" / "timeline"
+    if not timeline.exists():
+        return set()
+    return {p.name for p in timeline.iterdir() if p.name.endswith((".commit", ".deltacommit"))}
+
+
+def measure(rate: int, seconds: float, warmup: float, work: Path, rows: int) -> dict[str, Any]:
+    import hudi_cdc
+    from hudi_cdc.testing.kafka import end_offsets
+    from hudi_cdc.testing.postgres import STACK_DSN, connect
+
+    table = f"bench_fresh_{rate}_{uuid.uuid4().hex[:6]}"
+    topic = f"dbserver1.inventory.{table}"
+    with connect() as conn:
+        _prepare(conn, table, rows)
+    deadline = time.time() + 120
+    while sum(end_offsets(BOOTSTRAP, [topic]).values() or [0]) <= rows and time.time() < deadline:
+        time.sleep(1)  # Debezium publishes the initial rows (and creates the topic)
+    base = work / table
+    log = open(work / f"{table}.log", "w")  # noqa: SIM115 - the child writes it until terminated
+    ingest = subprocess.Popen(
+        [spark_submit(), "--master", "local[2]", "--driver-memory", "4g", "--conf", "spark.ui.enabled=false",
+         "--jars", hudi_cdc_jars(), str(REPO / "examples" / "spark_submit_ingest.py"), "ingest",
+         "--source", "kafka", "--topic", topic, "--bootstrap-servers", BOOTSTRAP, "--schema-registry-url", REGISTRY,
+         "--target-base-path", str(base), "--target-table", table, "--table-type", "mor",
+         "--continuous", "--min-sync-interval-seconds", "0", "--json"],
+        stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYSPARK_PYTHON": sys.executable},
+    )  # fmt: skip
+    spark = hudi_cdc.spark_session(app_name="freshness-observer", conf={"spark.master": "local[1]"})
+    load = Load(STACK_DSN, table, rate, rows, seconds + warmup)
+    visible: dict[int, float] = {}
+    try:
+        deadline = time.time() + 300
+        while not _completed_instants(base) and time.time() < deadline:
+            time.sleep(0.5)  # the first round loads the initial rows
+        load.start()
+        seen, last_seq, quiet_until = _completed_instants(base), 0, None
+        while True:
+            new = _completed_instants(base) - seen
+            if new:
+                completed = max((base / ".hoodie" / "timeline" / n).stat().st_mtime for n in new)
+                seen |= new
+                probe = spark.read.format("hudi").load(str(base)).where("id = 0").select("v").collect()
+                seq = probe[0]["v"] if probe else 0
+                for s in range(last_seq + 1, seq + 1):
+                    visible[s] = completed
+                last_seq = max(last_seq, seq)
+            elif not load.is_alive():
+                quiet_until = quiet_until or time.time() + 90
+                if last_seq >= max(load.committed, default=0) or time.time() > quiet_until:
+                    break
+            time.sleep(0.1)
+    finally:
+        ingest.terminate()
+        ingest.wait(60)
+        log.close()
+    start = min(load.committed.values(), default=0) + warmup
+    latencies = sorted(visible[s] - t for s, t in load.committed.items() if s in visible and t >= start)
+    missing = [s for s, t in load.committed.items() if t >= start and s not in visible]
+    result = {
+        "rate": rate, "seconds": seconds, "transactions": len(latencies), "not_visible": len(missing),
+        "p50_s": round(statistics.median(latencies), 2) if latencies else None,
+        "p99_s": round(latencies[max(0, int(len(latencies) * 0.99) - 1)], 2) if latencies else None,
+        "max_s": round(latencies[-1], 2) if latencies else None, "load_behind_s": round(load.behind_s, 2),
+        "commits": len(seen),
+    }  # fmt: skip
+    print(json.dumps(result), flush=True)
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rates", type=int, nargs="+", default=[2000, 5000])
+    parser.add_argument("--seconds", type=float, default=120)
+    parser.add_argument("--warmup", type=float, default=30)
+    parser.add_argument("--rows", type=int, default=100_000)
+    parser.add_argument("--work", type=Path, default=REPO / ".bench" / "freshness")
+    args = parser.parse_args(argv)
+    args.work.mkdir(parents=True, exist_ok=True)
+    results = [measure(rate, args.seconds, args.warmup, args.work, args.rows) for rate in args.rates]
+    (args.work / "freshness.json").write_text(json.dumps(results, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
