@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -175,7 +175,7 @@ def ingest_once(config: IngestConfig, *, spark: SparkSession | None = None) -> I
     events = flat.count()
     stored = StoredState(
         tombstones=lambda: _keys_and_order(tombstones.read()),
-        stored_rows=lambda columns: table.read().select(*columns) if table.exists() else None,
+        stored_rows=lambda columns: _stored_columns(table, columns),
     )
     plan = policy.plan(flat.drop(ERROR_COLUMN), key_fields=keys, stored=stored)
     if plan.counts.deletes:
@@ -268,6 +268,14 @@ def _commit_checkpoint_only(
         duration_s=time.monotonic() - started,
         details=batch.details,
     )
+
+
+def _stored_columns(table: HudiTable, columns: Sequence[str]) -> DataFrame | None:
+    """The table's rows with those of ``columns`` it has (a column new in this batch is missing there)."""
+    if not table.exists():
+        return None
+    stored = table.read()
+    return stored.select(*[c for c in columns if c in stored.columns])
 
 
 def _keys_and_order(frame):  # noqa: ANN001, ANN202 - DataFrame | None
