@@ -27,10 +27,13 @@ if ! alive kafka/kafka.pid; then
 fi
 wait_for kafka 60 kafka/kafka.pid grep -q 'Kafka Server started' kafka/kafka.log
 
-# 3. Apicurio Registry 3.0.9 (in-memory H2 storage by default; set APICURIO_DB_URL=jdbc:h2:file:... to persist)
+# 3. Apicurio Registry 3.0.9, H2 in a file under .stack: schema ids must outlive a restart, since
+#    Kafka keeps the messages that carry them (an in-memory registry would hand the ids out again).
 if ! alive apicurio/apicurio.pid; then
+  mkdir -p apicurio/db
   (cd apicurio; setsid nohup $JAVA -Xms128m -Xmx512m -Dquarkus.http.host=127.0.0.1 -Dquarkus.http.port=$APICURIO_PORT \
-     -Dquarkus.http.access-log.enabled=false -Dapicurio.storage.kind=sql -Dapicurio.storage.sql.kind=h2 ${APICURIO_DB_URL:+-Dapicurio.datasource.url=$APICURIO_DB_URL} \
+     -Dquarkus.http.access-log.enabled=false -Dapicurio.storage.kind=sql -Dapicurio.storage.sql.kind=h2 \
+     -Dapicurio.datasource.url="${APICURIO_DB_URL:-jdbc:h2:file:$STACK/apicurio/db/registry}" \
      -jar dist/apicurio-registry-app-3.0.9-runner.jar > apicurio.log 2>&1 < /dev/null & echo $! > apicurio.pid)
 fi
 wait_for apicurio 90 apicurio/apicurio.pid curl -sf http://127.0.0.1:$APICURIO_PORT/health/ready
