@@ -70,7 +70,8 @@ def _decode_partitions(bootstrap: str, registry: str, topic: str, as_arrow: bool
                 consumer.assign([TopicPartition(topic, partition, start)])
                 position, rows, count = start, [], 0
                 while position < end:
-                    for message in consumer.consume(10_000, timeout=5):
+                    # consume(n) waits until n messages are there: never ask for more than the range holds
+                    for message in consumer.consume(min(10_000, end - position), timeout=5):
                         if message.error() or message.offset() >= end:
                             continue
                         position = message.offset() + 1

@@ -49,6 +49,7 @@ class Workload:
     events: int
     keys: int
     partitions: int
+    schema_versions: int = 3
     seed: int = 42
     final: dict[int, dict[str, Any]] = field(default_factory=dict)
     counts: dict[str, int] = field(default_factory=lambda: {"c": 0, "u": 0, "d": 0, "toast": 0})
@@ -61,7 +62,9 @@ class Workload:
         alive, dead = _KeyPool(), _KeyPool(range(self.keys))  # a deleted key can come back
         lsn, ts = 10_000_000, 1_790_000_000_000_000
         for n in range(self.events):
-            version = min(len(VERSIONS) - 1, n * len(VERSIONS) // self.events)
+            # The stream moves through the last ``schema_versions`` versions, in equal thirds.
+            first = len(VERSIONS) - self.schema_versions
+            version = first + min(self.schema_versions - 1, n * self.schema_versions // self.events)
             lsn += rng.randint(40, 400)
             ts += rng.randint(50, 500)
             roll = rng.random()
@@ -105,10 +108,11 @@ class Workload:
         key_schema = {"type": "record", "name": "Key", "namespace": "bench.inventory.customers",
                       "fields": [{"name": "id", "type": "long"}]}  # fmt: skip
         key_framer = Framer(register_schema(registry, f"{self.topic}-key", key_schema), key_schema)
-        framers = []
-        for columns in VERSIONS:
+        framers = {}
+        for version in range(len(VERSIONS) - self.schema_versions, len(VERSIONS)):
+            columns = VERSIONS[version]
             schema = envelope_schema("customers", columns, server="bench", schema="inventory")
-            framers.append(Framer(register_schema(registry, f"{self.topic}-value", schema), schema))
+            framers[version] = Framer(register_schema(registry, f"{self.topic}-value", schema), schema)
 
         def messages() -> Iterator[tuple[bytes | None, bytes | None, int]]:
             for version, event, key in self.changes():

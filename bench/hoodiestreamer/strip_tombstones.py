@@ -31,8 +31,14 @@ def main(argv: list[str]) -> int:
     props.put("bootstrap.servers", bootstrap)
     admin = jvm.org.apache.kafka.clients.admin.AdminClient.create(props)
     try:
-        partitions = admin.describeTopics(jvm.java.util.Collections.singletonList(src)) \
-            .allTopicNames().get().get(src).partitions().size()
+        partitions = (
+            admin.describeTopics(jvm.java.util.Collections.singletonList(src))
+            .allTopicNames()
+            .get()
+            .get(src)
+            .partitions()
+            .size()
+        )
         names = jvm.java.util.Collections.singletonList(dest)
         if admin.listTopics().names().get().contains(dest):
             admin.deleteTopics(names).all().get()
@@ -51,13 +57,23 @@ def main(argv: list[str]) -> int:
     finally:
         admin.close()
 
-    df = (spark.read.format("kafka").option("kafka.bootstrap.servers", bootstrap)
-          .option("subscribe", src).option("startingOffsets", "earliest")
-          .option("endingOffsets", "latest").load())
+    df = (
+        spark.read.format("kafka")
+        .option("kafka.bootstrap.servers", bootstrap)
+        .option("subscribe", src)
+        .option("startingOffsets", "earliest")
+        .option("endingOffsets", "latest")
+        .load()
+    )
     kept = df.where("value IS NOT NULL")
     # same partition number keeps each key's events in their original order
-    (kept.selectExpr("key", "value", "partition").write.format("kafka")
-     .option("kafka.bootstrap.servers", bootstrap).option("topic", dest).save())
+    (
+        kept.selectExpr("key", "value", "partition")
+        .write.format("kafka")
+        .option("kafka.bootstrap.servers", bootstrap)
+        .option("topic", dest)
+        .save()
+    )
     total, copied = df.count(), kept.count()
     print(f"{src} -> {dest}: {copied} of {total} messages copied, {total - copied} tombstones dropped")
     spark.stop()
