@@ -187,19 +187,16 @@ class MergePolicy(ABC):
         events, stored_order = batch, F.lit(None).cast("string")
         if toastable:
             table_rows = stored.stored_rows([*keys, ORDER_COLUMN, *toastable])  # None before the first commit
-            placeholder_keys = (
-                None
-                if table_rows is None
-                else batch.filter(has_placeholder).select(*keys).distinct().localCheckpoint(eager=True)
-            )
-            if table_rows is not None and placeholder_keys is not None and not placeholder_keys.isEmpty():
-                # The stored row joins the key's chain at its own position (arrival NULL sorts
-                # first among equal orders): a placeholder takes the newest value before it.
-                stored_rows = table_rows.join(placeholder_keys, on=keys, how="left_semi")
-                events = events.unionByName(
-                    stored_rows.withColumn(OP_COLUMN, F.lit(_STORED_OP)), allowMissingColumns=True
-                )
-                stored_order = F.max(F.when(is_stored, F.col(ORDER_COLUMN)))
+            if table_rows is not None:
+                placeholder_keys = batch.filter(has_placeholder).select(*keys).distinct().localCheckpoint(eager=True)
+                if not placeholder_keys.isEmpty():
+                    # The stored row joins the key's chain at its own position (arrival NULL sorts
+                    # first among equal orders): a placeholder takes the newest value before it.
+                    stored_rows = table_rows.join(placeholder_keys, on=keys, how="left_semi")
+                    events = events.unionByName(
+                        stored_rows.withColumn(OP_COLUMN, F.lit(_STORED_OP)), allowMissingColumns=True
+                    )
+                    stored_order = F.max(F.when(is_stored, F.col(ORDER_COLUMN)))
 
         # One aggregation per key instead of windows over every event: the winner is the
         # newest position, and each placeholder column's fill is the newest real value,
