@@ -13,7 +13,7 @@ REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 
 HUDI=${HUDI:-1.2.0}
 # Debezium's delete tombstones make DebeziumSource throw a NullPointerException; feed it the
-# tombstone-free copy made by strip_tombstones.py (prefix "hoodiestreamer.").
+# tombstone-free copy bench/run.py makes (strip_tombstones, prefix "hoodiestreamer.").
 TOPIC=${TOPIC:-hoodiestreamer.dbserver1.inventory.customers}
 TABLE_TYPE=${TABLE_TYPE:-COPY_ON_WRITE}
 TARGET=${TARGET:-/tmp/hs/cow}
