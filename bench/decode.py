@@ -52,7 +52,9 @@ def _consume(frame: Any) -> None:
     frame.write.format("noop").mode("overwrite").save()
 
 
-def _decode_partitions(bootstrap: str, registry: str, topic: str, as_arrow: bool, schema: Any = None) -> Any:
+def _decode_partitions(
+    bootstrap: str, registry: str, topic: str, reader_schema: dict[str, Any], as_arrow: bool, arrow_schema: Any = None
+) -> Any:
     def run(batches: Iterator[Any]) -> Iterator[Any]:
         import fastavro
         import pyarrow as pa
@@ -62,7 +64,7 @@ def _decode_partitions(bootstrap: str, registry: str, topic: str, as_arrow: bool
 
         reg = SchemaRegistry(registry)
         writers: dict[int, Any] = {}
-        reader = None
+        reader = fastavro.parse_schema(reader_schema)
         for ranges in batches:
             for partition, start, end in zip(*(ranges.column(i).to_pylist() for i in range(3)), strict=True):
                 consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench", "enable.auto.commit": False,
@@ -81,18 +83,16 @@ def _decode_partitions(bootstrap: str, registry: str, topic: str, as_arrow: bool
                         schema_id = struct.unpack(">I", value[1:5])[0]
                         if schema_id not in writers:
                             writers[schema_id] = fastavro.parse_schema(reg.schema(schema_id))
-                            if reader is None or schema_id > max(writers):
-                                reader = writers[schema_id]
                         record = fastavro.schemaless_reader(io.BytesIO(value[5:]), writers[schema_id], reader)
                         count += 1
                         if as_arrow:
                             rows.append(record)
                             if len(rows) == 20_000:
-                                yield pa.RecordBatch.from_pylist(rows, schema=schema)
+                                yield pa.RecordBatch.from_pylist(rows, schema=arrow_schema)
                                 rows = []
                 consumer.close()
                 if as_arrow and rows:
-                    yield pa.RecordBatch.from_pylist(rows, schema=schema)
+                    yield pa.RecordBatch.from_pylist(rows, schema=arrow_schema)
                 if not as_arrow:
                     yield pa.RecordBatch.from_pylist([{"n": count}])
 
@@ -101,26 +101,22 @@ def _decode_partitions(bootstrap: str, registry: str, topic: str, as_arrow: bool
 
 def python_fastavro(spark: Any, bootstrap: str, registry: str, topic: str, *, as_arrow: bool) -> int:
     from pyspark.sql import functions as F
+    from pyspark.sql.avro.functions import from_avro
     from pyspark.sql.pandas.types import to_arrow_schema
+
+    from hudi_cdc.sources.registry import SchemaRegistry
 
     cores = spark.sparkContext.defaultParallelism
     ranges = spark.createDataFrame(_ranges(bootstrap, topic, cores), "p int, start long, end long").repartition(cores)
+    # Every message is read into the newest writer schema, as the other designs end up with.
+    newest = SchemaRegistry(registry).schema(max(_schema_ids(registry, topic)))
     if not as_arrow:
-        counts = ranges.mapInArrow(_decode_partitions(bootstrap, registry, topic, False), "n long")
+        counts = ranges.mapInArrow(_decode_partitions(bootstrap, registry, topic, newest, False), "n long")
         return int(counts.agg(F.sum("n")).first()[0])
-    # The newest writer schema, as Spark types: what the Arrow batches must carry.
-    config = load_config(
-        source="kafka", topic=topic, bootstrap_servers=bootstrap, schema_registry_url=registry,
-        target_base_path="/tmp/unused", target_table="unused",
-    )  # fmt: skip
-    from pyspark.sql.avro.functions import from_avro
-
-    registry_client = KafkaSource(spark, config)._registry
-    newest = max(_schema_ids(registry, topic))
-    avro = json.dumps(registry_client.schema(newest))
-    spark_schema = spark.range(0).select(from_avro(F.lit(b""), avro).alias("e")).schema["e"].dataType
+    # The Spark types of that schema: what the Arrow batches must carry.
+    spark_schema = spark.range(0).select(from_avro(F.lit(b""), json.dumps(newest)).alias("e")).schema["e"].dataType
     decoded = ranges.mapInArrow(
-        _decode_partitions(bootstrap, registry, topic, True, to_arrow_schema(spark_schema)), spark_schema
+        _decode_partitions(bootstrap, registry, topic, newest, True, to_arrow_schema(spark_schema)), spark_schema
     )
     _consume(decoded)
     return -1  # the same messages as the other designs: the caller knows the count
