@@ -141,6 +141,19 @@ def _source_common(flavor: str, ts_ms: int, snapshot: str, table: str) -> dict[s
     }
 
 
+def _envelope(
+    op: str, source: dict[str, Any], before: Mapping[str, Any] | None, after: Mapping[str, Any] | None, ts_ms: int
+) -> dict[str, Any]:
+    return {
+        "before": dict(before) if before is not None else None,
+        "after": dict(after) if after is not None else None,
+        "source": source,
+        "op": op,
+        "ts_ms": ts_ms + 5,  # Debezium's processing time, just after the source's
+        "transaction": None,
+    }
+
+
 def pg_event(
     op: str,
     *,
@@ -154,14 +167,7 @@ def pg_event(
     """One Postgres change envelope (``op`` in c, u, d, r)."""
     source = _source_common("postgres", ts_ms, "true" if op == "r" else "false", table)
     source.update({"schema": "public", "txId": txid, "lsn": lsn, "xmin": None})
-    return {
-        "before": dict(before) if before is not None else None,
-        "after": dict(after) if after is not None else None,
-        "source": source,
-        "op": op,
-        "ts_ms": ts_ms + 5,
-        "transaction": None,
-    }
+    return _envelope(op, source, before, after, ts_ms)
 
 
 def mysql_event(
@@ -181,14 +187,7 @@ def mysql_event(
     source.update(
         {"server_id": 223344, "gtid": gtid, "file": file, "pos": pos, "row": row, "thread": None, "query": None}
     )
-    return {
-        "before": dict(before) if before is not None else None,
-        "after": dict(after) if after is not None else None,
-        "source": source,
-        "op": op,
-        "ts_ms": ts_ms + 5,
-        "transaction": None,
-    }
+    return _envelope(op, source, before, after, ts_ms)
 
 
 def write_events(path: str | os.PathLike[str], schema: Mapping[str, Any], events: Iterable[Mapping[str, Any]]) -> str:

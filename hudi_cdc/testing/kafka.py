@@ -16,7 +16,7 @@ import urllib.request
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-__all__ = ["create_topic", "end_offsets", "frame", "produce", "register_schema", "wait_until_quiet"]
+__all__ = ["Framer", "create_topic", "end_offsets", "produce", "register_schema", "wait_until_quiet"]
 
 
 def register_schema(registry_url: str, subject: str, schema: Mapping[str, Any]) -> int:
@@ -48,10 +48,6 @@ class Framer:
         out.write(self._header)
         fastavro.schemaless_writer(out, self._schema, dict(record))
         return out.getvalue()
-
-
-def frame(schema_id: int, schema: Mapping[str, Any], record: Mapping[str, Any]) -> bytes:
-    return Framer(schema_id, schema)(record)
 
 
 def create_topic(bootstrap: str, topic: str, *, partitions: int = 1, config: Mapping[str, str] | None = None) -> None:
