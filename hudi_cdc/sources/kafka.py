@@ -221,12 +221,14 @@ class KafkaSource:
         value = F.col("value")
         framed = (F.length(value) >= 5) & (F.substring(value, 1, 1) == F.lit(bytearray(b"\x00")))
         schema_id = F.conv(F.hex(F.substring(value, 2, 4)), 16, 10).cast("int")
-        summary = (
-            frame.filter(value.isNotNull())
-            .groupBy(F.when(framed, schema_id).alias("id"))
+        # One pass: messages per schema id, the unframed ones (id NULL), and the Kafka tombstones.
+        counted = (
+            frame.groupBy(value.isNull().alias("tombstone"), F.when(framed, schema_id).alias("id"))
             .agg(F.count(F.lit(1)).alias("n"), F.min(F.struct("partition", "offset")).alias("first"))
             .collect()
         )
+        tombstones = sum(row["n"] for row in counted if row["tombstone"])
+        summary = [row for row in counted if not row["tombstone"]]
         bad = [row for row in summary if row["id"] is None]
         if bad:
             first = bad[0]["first"]
@@ -235,7 +237,6 @@ class KafkaSource:
                 "Confluent wire format (magic byte 0, 4-byte schema id, Avro): is the topic written by Debezium "
                 "with an Avro converter?"
             )
-        tombstones = frame.filter(value.isNull()).count()
         key_fields = () if self._config.record_key_fields else self._key_fields(frame)
         origin = F.concat(F.lit(self._topic + "-"), F.col("partition"), F.lit("@"), F.col("offset"))
         parts = []
