@@ -224,7 +224,7 @@ def main(argv: list[str] | None = None) -> int:
             "spark.sql.shuffle.partitions": "4",
         },
     )
-    decode = measure(spark, BOOTSTRAP, REGISTRY, topic)
+    decode = measure(spark, BOOTSTRAP, REGISTRY, topic, args.events)
 
     hs_topic = None if args.skip_hoodiestreamer else strip_tombstones(spark, topic)
     runs: list[Run] = []

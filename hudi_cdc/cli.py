@@ -164,12 +164,7 @@ def tombstones(
             tombstone_path=tombstone_path,
             tombstone_retention_hours=tombstone_retention_hours,
         )
-        store = TombstoneStore(
-            spark_session(),
-            config.resolved_tombstone_path,
-            table_name=target_table,
-            key_fields=config.record_key_fields,
-        )
+        store = TombstoneStore(spark_session(), config.resolved_tombstone_path, key_fields=config.record_key_fields)
         purged = 0
         if purge:
             cutoff = datetime.now(UTC) - timedelta(hours=tombstone_retention_hours)

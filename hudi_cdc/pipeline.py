@@ -16,14 +16,14 @@ from typing import TYPE_CHECKING, Any
 
 from hudi_cdc.config import IngestConfig
 from hudi_cdc.envelope.evolution import align_to_table, unify
-from hudi_cdc.envelope.flatten import first_errors, flatten
+from hudi_cdc.envelope.flatten import flatten
 from hudi_cdc.envelope.types import value_conversions
 from hudi_cdc.errors import ConfigError, DecodeError, HudiCdcError
 from hudi_cdc.sink import options as opt
 from hudi_cdc.sink.hudi import HudiTable
 from hudi_cdc.sink.tombstones import TombstoneStore
 from payloads import StoredState, policy_for
-from payloads.base import ERROR_COLUMN, ORDER_COLUMN, TOMBSTONED_AT_COLUMN, is_data_column
+from payloads.base import ORDER_COLUMN, TOMBSTONED_AT_COLUMN, is_data_column
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -106,9 +106,7 @@ def ingest_once(config: IngestConfig, *, spark: SparkSession | None = None) -> I
     keys = config.record_key_fields or table.record_key_fields()
 
     def tombstone_store(key_fields: tuple[str, ...]) -> TombstoneStore:
-        return TombstoneStore(
-            spark, config.resolved_tombstone_path, table_name=config.target_table, key_fields=key_fields
-        )
+        return TombstoneStore(spark, config.resolved_tombstone_path, key_fields=key_fields)
 
     tombstones = tombstone_store(keys)
 
@@ -159,34 +157,33 @@ def ingest_once(config: IngestConfig, *, spark: SparkSession | None = None) -> I
     flat = unify(flats, behavior=config.schema_change_behavior)
     table_schema = table.read().schema if table.exists() else None
     flat = align_to_table(flat, table_schema, behavior=config.schema_change_behavior, where=batch.description)
-    try:
-        # Materialised once: error scan, counts and the plan all read it.
-        flat = policy.with_order(flat).localCheckpoint(eager=True)
-    except Exception as exc:  # corrupt Avro blocks surface only when the data is read
-        from hudi_cdc._jvm import java_message
-
-        raise DecodeError(f"cannot decode {batch.description}: {java_message(exc)}") from exc
-    problems = first_errors(flat, key_fields=keys)
-    if problems:
-        raise DecodeError(
-            f"{config.target_table}: bad change events, nothing committed and the checkpoint did not move: "
-            + "; ".join(problems)
-        )
-    events = flat.count()
+    flat = policy.with_order(flat)
     stored = StoredState(
         tombstones=lambda: _keys_and_order(tombstones.read()),
         stored_rows=lambda columns: _stored_columns(table, columns),
     )
-    plan = policy.plan(flat.drop(ERROR_COLUMN), key_fields=keys, stored=stored)
+    try:
+        # Reading, decoding and deciding run as one Spark job (see MergePolicy.plan).
+        plan = policy.plan(flat, key_fields=keys, stored=stored)
+    except HudiCdcError:
+        raise
+    except Exception as exc:  # corrupt Avro blocks surface only when the data is read
+        from hudi_cdc._jvm import java_message
+
+        raise DecodeError(f"cannot decode {batch.description}: {java_message(exc)}") from exc
+    if plan.errors:
+        raise DecodeError(
+            f"{config.target_table}: bad change events, nothing committed and the checkpoint did not move: "
+            + "; ".join(plan.errors)
+        )
+    events = plan.counts.events
+    if events == 0:  # e.g. only Kafka tombstones: nothing to write, but the checkpoint must move
+        return _commit_checkpoint_only(table, config, batch, keys, tombstones, purged, started)
     if plan.counts.deletes:
         tombstones.record(plan.tombstones)
     held = tombstones.count()
-    stats = {
-        "events": events,
-        **asdict(plan.counts),
-        "tombstones_held": held,
-        **batch.details,
-    }
+    details = _details(batch, events)
+    stats = {**asdict(plan.counts), "tombstones_held": held, **details}
     commit_time = _commit(table, config, keys, plan.upserts, batch, stats)
 
     result = IngestResult(
@@ -204,7 +201,7 @@ def ingest_once(config: IngestConfig, *, spark: SparkSession | None = None) -> I
         tombstones_held=held,
         tombstones_purged=purged,
         duration_s=time.monotonic() - started,
-        details=batch.details,
+        details=details,
     )
     log.info(
         "%s: commit %s: %d events, %d upserts, %d deletes, %d stale, %d superseded (%.1fs)",
@@ -256,7 +253,7 @@ def _commit_checkpoint_only(
     if table.exists():
         current = table.read()
         empty = current.select(*[c for c in current.columns if is_data_column(c)]).limit(0)
-        commit_time = _commit(table, config, keys, empty, batch, {"events": 0, **batch.details})
+        commit_time = _commit(table, config, keys, empty, batch, {"events": 0, **_details(batch, 0)})
     return IngestResult(
         table=config.target_table,
         base_path=config.target_base_path,
@@ -266,8 +263,16 @@ def _commit_checkpoint_only(
         tombstones_held=tombstones.count(),
         tombstones_purged=purged,
         duration_s=time.monotonic() - started,
-        details=batch.details,
+        details=_details(batch, 0),
     )
+
+
+def _details(batch: Batch, events: int) -> dict[str, Any]:
+    """The source's details, plus how many of its messages carried no change event (Kafka tombstones)."""
+    details = dict(batch.details)
+    if "messages" in details:
+        details["messages_without_event"] = details["messages"] - events
+    return details
 
 
 def _stored_columns(table: HudiTable, columns: Sequence[str]) -> DataFrame | None:

@@ -22,7 +22,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -34,6 +34,7 @@ __all__ = [
     "DELETED_COLUMN",
     "ERROR_COLUMN",
     "INTERNAL_PREFIX",
+    "ORIGIN_COLUMN",
     "ORDER_COLUMN",
     "MergePolicy",
     "PlanCounts",
@@ -58,8 +59,10 @@ _HAD_PLACEHOLDER = INTERNAL_PREFIX + "had_placeholder"
 _WINNER = INTERNAL_PREFIX + "winner"
 _EVENTS = INTERNAL_PREFIX + "events"
 _KNOWN = INTERNAL_PREFIX + "known_"
-# _source_op of a table row pulled into a batch to resolve TOAST placeholders.
-_STORED_OP = INTERNAL_PREFIX + "stored"
+_STORED = INTERNAL_PREFIX + "stored_"
+_FIRST_ERROR = INTERNAL_PREFIX + "first_error"
+ORIGIN_COLUMN = INTERNAL_PREFIX + "origin"
+"""Where an event came from (file path, topic-partition@offset), for error messages."""
 
 
 def is_data_column(name: str) -> bool:
@@ -90,6 +93,7 @@ class StoredState:
 
 @dataclass(frozen=True)
 class PlanCounts:
+    events: int = 0
     upserts: int = 0
     deletes: int = 0
     stale: int = 0
@@ -102,14 +106,22 @@ class PlanCounts:
 class WritePlan:
     """What the sink writes for one batch.
 
-    ``decided`` holds each key's winning event with its action, materialised (a local
-    checkpoint), so counting and writing it does not recompute the batch.
+    ``decided`` holds each key's winning event with its action, computed from the
+    materialised per-key aggregation (a local checkpoint), so counting and writing it
+    does not read the source again. A batch with
+    bad events has only ``errors``.
     """
 
-    decided: DataFrame
-    upserts: DataFrame
-    tombstones: DataFrame
+    decided: DataFrame | None
+    upserts: DataFrame | None
+    tombstones: DataFrame | None
     counts: PlanCounts
+    errors: tuple[str, ...] = ()
+    """Bad events (``origin: event op=.. key (..): problem``), up to five; when set, nothing else is."""
+
+    @staticmethod
+    def failed(errors: Sequence[str]) -> WritePlan:
+        return WritePlan(decided=None, upserts=None, tombstones=None, counts=PlanCounts(), errors=tuple(errors))
 
 
 class MergePolicy(ABC):
@@ -165,12 +177,21 @@ class MergePolicy(ABC):
         return F.coalesce(test, F.lit(False))
 
     def plan(self, batch: DataFrame, *, key_fields: Sequence[str], stored: StoredState) -> WritePlan:
-        """Decide every event of ``batch`` (flattened, ordered, validated)."""
+        """Decide every event of ``batch`` (flattened and ordered; may carry the error column).
+
+        One aggregation per key over the events, streaming from the source: the winner is
+        the newest position, each placeholder column's fill the newest real value (which is
+        necessarily before the winner), and the key's first error. Partial aggregation runs
+        before the shuffle, so the events are never held in memory. Only the per-key
+        result is materialised; stored rows are looked up for winners still holding a
+        placeholder, after the aggregation.
+        """
         from pyspark.sql import functions as F
 
         keys = list(key_fields)
+        columns = [c for c in batch.columns if c != ERROR_COLUMN]
+        others = [c for c in columns if c not in keys]
         is_delete = F.col(OP_COLUMN) == F.lit("d")
-        is_stored = F.col(OP_COLUMN) == F.lit(_STORED_OP)
         toastable = {
             name: test
             for name, dtype in ((f.name, f.dataType) for f in batch.schema.fields)
@@ -184,50 +205,66 @@ class MergePolicy(ABC):
             any_placeholder = any_placeholder | test
         has_placeholder = any_placeholder & ~is_delete
 
-        events, stored_order = batch, F.lit(None).cast("string")
-        if toastable:
-            table_rows = stored.stored_rows([*keys, ORDER_COLUMN, *toastable])  # None before the first commit
-            if table_rows is not None:
-                placeholder_keys = batch.filter(has_placeholder).select(*keys).distinct().localCheckpoint(eager=True)
-                if not placeholder_keys.isEmpty():
-                    # The stored row joins the key's chain at its own position (arrival NULL sorts
-                    # first among equal orders): a placeholder takes the newest value before it.
-                    stored_rows = table_rows.join(placeholder_keys, on=keys, how="left_semi")
-                    events = events.unionByName(
-                        stored_rows.withColumn(OP_COLUMN, F.lit(_STORED_OP)), allowMissingColumns=True
-                    )
-                    stored_order = F.max(F.when(is_stored, F.col(ORDER_COLUMN)))
-
-        # One aggregation per key instead of windows over every event: the winner is the
-        # newest position, and each placeholder column's fill is the newest real value,
-        # which is necessarily before the winner. Partial aggregation runs before the shuffle.
         position = F.struct(F.col(ORDER_COLUMN), F.col(ARRIVAL_COLUMN))
-        others = [c for c in batch.columns if c not in keys]
         aggregates = [
-            F.max_by(F.struct(*[F.col(f"`{c}`") for c in others]), F.when(~is_stored, position)).alias(_WINNER),
-            F.count(F.when(~is_stored, F.lit(1))).alias(_EVENTS),
-            stored_order.alias(_STORED_ORDER),
+            F.max_by(F.struct(*[F.col(f"`{c}`") for c in others]), position).alias(_WINNER),
+            F.count(F.lit(1)).alias(_EVENTS),
         ]
+        if ERROR_COLUMN in batch.columns:
+            error = F.col(ERROR_COLUMN)
+            first_error = F.struct(F.col(ORIGIN_COLUMN).alias("origin"), F.col(OP_COLUMN).alias("op"), error.alias("e"))
+            aggregates.append(F.min_by(first_error, F.when(error.isNotNull(), position)).alias(_FIRST_ERROR))
+        else:
+            aggregates.append(F.lit(None).alias(_FIRST_ERROR))
         known = {name: f"{_KNOWN}{i}" for i, name in enumerate(toastable)}
         for name, test in toastable.items():
-            # Wrapped in a struct so that a real NULL is a value and not "nothing known".
-            aggregates.append(
-                F.max_by(F.struct(F.col(f"`{name}`").alias("v")), F.when(~test & ~is_delete, position)).alias(
-                    known[name]
+            # A struct, so that a real NULL is a value and not "nothing known"; with its position.
+            newest_real = F.struct(F.col(f"`{name}`").alias("v"), F.col(ORDER_COLUMN).alias("o"))
+            aggregates.append(F.max_by(newest_real, F.when(~test & ~is_delete, position)).alias(known[name]))
+        winners = (
+            batch.groupBy(*keys)
+            .agg(*aggregates)
+            .select(
+                *keys, *[F.col(f"{_WINNER}.`{c}`").alias(c) for c in others], _EVENTS, _FIRST_ERROR, *known.values()
+            )
+        )
+        # Materialise, cutting the lineage: everything after reads this, not the source again
+        # (and Spark 3.5 deadlocked, on this machine, when cached plans and broadcast joins nested).
+        winners = winners.localCheckpoint(eager=True)
+
+        errors = winners.filter(F.col(_FIRST_ERROR).isNotNull()).select(*keys, _FIRST_ERROR).limit(5).collect()
+        if errors:
+            return WritePlan.failed([_describe_error(row, keys) for row in errors])
+
+        winners = winners.withColumn(_HAD_PLACEHOLDER, has_placeholder)
+        stored_order = F.lit(None).cast("string")
+        from_table: dict[str, str] = {}
+        if toastable:
+            pending = winners.filter(has_placeholder).select(*keys)
+            table_rows = None if pending.isEmpty() else stored.stored_rows([*keys, ORDER_COLUMN, *toastable])
+            if table_rows is not None:  # None before the first commit
+                from_table = {name: f"{_STORED}{known[name]}" for name in toastable if name in table_rows.columns}
+                rows = table_rows.join(pending, on=keys, how="left_semi").select(
+                    *keys,
+                    F.col(ORDER_COLUMN).alias(_STORED_ORDER),
+                    *[F.col(f"`{name}`").alias(alias) for name, alias in from_table.items()],
                 )
-            )
-        winners = events.groupBy(*keys).agg(*aggregates)
-        winners = winners.select(
-            *keys, *[F.col(f"{_WINNER}.`{c}`").alias(c) for c in others], _EVENTS, _STORED_ORDER, *known.values()
-        ).withColumn(_HAD_PLACEHOLDER, has_placeholder)
+                winners = winners.join(rows, on=keys, how="left")
+                stored_order = F.col(_STORED_ORDER)
         for name, is_placeholder in toastable.items():
+            # The newest real value before the placeholder: the batch's, or the stored row's
+            # when that sits later in the key's chain (on equal positions the batch's is newer).
             fill = F.col(known[name])
-            winners = winners.withColumn(
-                name, F.when(is_placeholder & fill.isNotNull(), fill["v"]).otherwise(F.col(f"`{name}`"))
-            )
+            value = F.when(is_placeholder & fill.isNotNull(), fill["v"])
+            if name in from_table:
+                stored_is_newer = stored_order.isNotNull() & (fill.isNull() | (stored_order > fill["o"]))
+                value = F.when(is_placeholder & stored_is_newer, F.col(from_table[name])).when(
+                    is_placeholder & fill.isNotNull(), fill["v"]
+                )
+            winners = winners.withColumn(name, value.otherwise(F.col(f"`{name}`")))
 
         tombstones = stored.tombstones()
-        is_stale = ~is_delete & F.col(_STORED_ORDER).isNotNull() & (F.col(ORDER_COLUMN) < F.col(_STORED_ORDER))
+        is_stale = ~is_delete & stored_order.isNotNull() & (F.col(ORDER_COLUMN) < stored_order)
         if tombstones is not None:
             winners = winners.join(
                 tombstones.select(*keys, F.col(ORDER_COLUMN).alias(_TOMB_ORDER)), on=keys, how="left"
@@ -242,12 +279,10 @@ class MergePolicy(ABC):
             .when(any_placeholder, F.lit(ERROR))
             .otherwise(F.lit(UPSERT))
         )
-        decided = winners.withColumn(ACTION_COLUMN, action).select(
-            *batch.columns, ACTION_COLUMN, _HAD_PLACEHOLDER, _EVENTS
-        )
-        # Materialise, cutting the lineage: Spark 3.5 deadlocked here (seen on this
-        # machine) when cached plans and broadcast joins nested inside each other.
-        decided = decided.localCheckpoint(eager=True)
+        decided = winners.withColumn(ACTION_COLUMN, action).select(*columns, ACTION_COLUMN, _HAD_PLACEHOLDER, _EVENTS)
+        if from_table or tombstones is not None:
+            # Joined with what the table holds: materialised, so the write reads it once more at most.
+            decided = decided.localCheckpoint(eager=True)
 
         unresolved = decided.filter(F.col(ACTION_COLUMN) == F.lit(ERROR)).select(*keys).limit(5).collect()
         if unresolved:
@@ -274,6 +309,7 @@ class MergePolicy(ABC):
             decided.groupBy(ACTION_COLUMN)
             .agg(
                 F.count(F.lit(1)).alias("n"),
+                F.sum(F.col(_EVENTS)).alias("events"),
                 F.sum(F.col(_EVENTS) - 1).alias("superseded"),
                 F.sum(F.col(_HAD_PLACEHOLDER).cast("int")).alias("toast"),
             )
@@ -282,12 +318,19 @@ class MergePolicy(ABC):
         by_action = {r[ACTION_COLUMN]: r for r in rows}
         n = {action: (by_action[action]["n"] if action in by_action else 0) for action in (UPSERT, DELETE, STALE)}
         return PlanCounts(
+            events=sum(int(r["events"] or 0) for r in rows),
             upserts=n[UPSERT],
             deletes=n[DELETE],
             stale=n[STALE],
             superseded=sum(int(r["superseded"] or 0) for r in rows),
             toast_filled=int(by_action[UPSERT]["toast"] or 0) if UPSERT in by_action else 0,
         )
+
+
+def _describe_error(row: Any, keys: Sequence[str]) -> str:
+    problem = row[_FIRST_ERROR]
+    key = ", ".join(f"{k}={row[k]!r}" for k in keys)
+    return f"{problem['origin']}: event op={problem['op']!r} key ({key}): {problem['e']}"
 
 
 def _describe_keys(rows: Sequence[object], keys: Sequence[str]) -> str:

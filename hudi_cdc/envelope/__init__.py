@@ -1,5 +1,5 @@
 """Debezium envelopes to flat rows: pure DataFrame-to-DataFrame functions."""
 
-from hudi_cdc.envelope.flatten import KNOWN_OPS, first_errors, flatten
+from hudi_cdc.envelope.flatten import KNOWN_OPS, flatten
 
-__all__ = ["KNOWN_OPS", "flatten", "first_errors"]
+__all__ = ["KNOWN_OPS", "flatten"]

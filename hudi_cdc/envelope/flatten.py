@@ -12,7 +12,14 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from hudi_cdc.errors import DecodeError
-from payloads.base import DELETED_COLUMN, ERROR_COLUMN, INGESTED_AT_COLUMN, INTERNAL_PREFIX, OP_COLUMN
+from payloads.base import (
+    DELETED_COLUMN,
+    ERROR_COLUMN,
+    INGESTED_AT_COLUMN,
+    INTERNAL_PREFIX,
+    OP_COLUMN,
+    ORIGIN_COLUMN,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -22,11 +29,9 @@ if TYPE_CHECKING:
 
     from hudi_cdc.envelope.types import Conversion
 
-__all__ = ["KNOWN_OPS", "ORIGIN_COLUMN", "flatten", "first_errors"]
+__all__ = ["KNOWN_OPS", "ORIGIN_COLUMN", "flatten"]
 
 KNOWN_OPS = ("c", "u", "d", "r")
-ORIGIN_COLUMN = INTERNAL_PREFIX + "origin"
-"""Where an event came from (file path, topic-partition@offset), for error messages."""
 
 ENVELOPE_FIELDS = ("before", "after", "source", "op")
 
@@ -43,7 +48,7 @@ def flatten(
     """Rows of the changed table plus meta columns, one per envelope.
 
     ``envelopes`` has the envelope fields plus the internal origin/arrival
-    columns; ``value_conversions`` turn physical Avro values into their logical
+    columns, and may have an error column of the source's own; ``value_conversions`` turn physical Avro values into their logical
     types (see :mod:`hudi_cdc.envelope.types`); ``ingested_at`` should be timezone-aware (a naive one is read in the
     Python process's local time). ``source_meta_columns`` comes from the merge policy; ``where``
     names the batch in error messages.
@@ -105,6 +110,8 @@ def flatten(
     )
     for key in key_fields:
         error = error.when(F.col(INTERNAL_PREFIX + "image")[key].isNull(), F.lit(f"record key field '{key}' is null"))
+    if ERROR_COLUMN in names:  # the source's own finding (e.g. undecodable bytes) explains the rest
+        error = F.coalesce(F.col(ERROR_COLUMN), error)
     conversions = value_conversions or {}
 
     def typed(name: str) -> Column:
@@ -114,25 +121,8 @@ def flatten(
 
     return rows.select(
         *[typed(f) for f in value_fields],
-        *[c for c in rows.columns if c != INTERNAL_PREFIX + "image"],
+        *[c for c in rows.columns if c not in (INTERNAL_PREFIX + "image", ERROR_COLUMN)],
         (F.col(OP_COLUMN) == F.lit("d")).alias(DELETED_COLUMN),
         F.lit(ingested_at).cast("timestamp").alias(INGESTED_AT_COLUMN),
         error.alias(ERROR_COLUMN),
     )
-
-
-def first_errors(flat: DataFrame, *, key_fields: Sequence[str], limit: int = 5) -> list[str]:
-    """Up to ``limit`` messages ``origin: key ...: problem`` for events with errors."""
-    from pyspark.sql import functions as F
-
-    rows = (
-        flat.filter(F.col(ERROR_COLUMN).isNotNull())
-        .select(ORIGIN_COLUMN, OP_COLUMN, *key_fields, ERROR_COLUMN)
-        .limit(limit)
-        .collect()
-    )
-    messages = []
-    for row in rows:
-        key = ", ".join(f"{k}={row[k]!r}" for k in key_fields)
-        messages.append(f"{row[ORIGIN_COLUMN]}: event op={row[OP_COLUMN]!r} key ({key}): {row[ERROR_COLUMN]}")
-    return messages

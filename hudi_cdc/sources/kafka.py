@@ -4,8 +4,11 @@ The driver only plans: it asks the brokers for each partition's offsets and
 cuts offset ranges from the checkpoint, capped by ``source_limit`` events
 (split across partitions as HoodieStreamer's KafkaOffsetGen does). Executors
 read the ranges with Spark's Kafka source and decode them in the JVM with
-``from_avro``, one writer schema (registry id) at a time; no record passes
-through the driver. The checkpoint is the next offset of every partition.
+``from_avro``; no record passes through the driver. When the registry
+subject's versions resolve to one reader schema (the usual case) the batch
+decodes in a single pass straight from Kafka, nothing cached; otherwise the
+messages are held once and decoded per writer schema. The checkpoint is the
+next offset of every partition.
 """
 
 from __future__ import annotations
@@ -16,16 +19,17 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from hudi_cdc.envelope.avro_schemas import merged_reader_schema
 from hudi_cdc.envelope.flatten import ORIGIN_COLUMN
 from hudi_cdc.errors import CheckpointError, DecodeError, SourceError, TransientError
 from hudi_cdc.sources.registry import SchemaRegistry
-from payloads.base import ARRIVAL_COLUMN
+from payloads.base import ARRIVAL_COLUMN, ERROR_COLUMN
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame, SparkSession
 
     from hudi_cdc.config import IngestConfig
-    from hudi_cdc.sources.base import Batch
+    from hudi_cdc.sources.base import Batch, BatchPart
 
 __all__ = ["KafkaSource", "OffsetRange", "plan_ranges", "parse_kafka_checkpoint"]
 
@@ -193,10 +197,7 @@ class KafkaSource:
         )
 
     def next_batch(self, checkpoint: dict[str, Any] | None) -> Batch | None:
-        from pyspark.sql import functions as F
-        from pyspark.sql.avro.functions import from_avro
-
-        from hudi_cdc.sources.base import Batch, BatchPart
+        from hudi_cdc.sources.base import Batch
 
         ranges = plan_ranges(
             self._watermarks(),
@@ -216,29 +217,102 @@ class KafkaSource:
             return None
         spans = ", ".join(f"{r.partition}:{r.start}..{r.end}" for r in ranges if r.count)
         description = f"{total} message(s) of {self._topic} [{spans}]"
+        reading = [r for r in ranges if r.count]
+        key_fields = () if self._config.record_key_fields else self._key_fields(reading)
 
-        frame = self._read([r for r in ranges if r.count]).localCheckpoint(eager=True)
+        # The subject's versions are every schema the topic's values can be written with
+        # (TopicNameStrategy, Debezium's default): one reader schema for all of them lets the
+        # batch decode in one pass over Kafka, with nothing cached.
+        subject = f"{self._topic}-value"
+        ids = self._registry.subject_schema_ids(subject) or []
+        writers = {i: self._registry.schema(i) for i in ids}
+        reader = merged_reader_schema([writers[i] for i in ids]) if ids else None
+        if reader is not None:
+            part = self._single_pass(reading, ids, writers, reader, subject)
+            details = {"messages": total, "writer_schemas": len(ids), "decode": "single-pass"}
+            return Batch([part], next_checkpoint, description, details=details, key_fields=key_fields)
+        log.info(
+            "%s: %s; decoding per writer schema",
+            self._topic,
+            f"no registry subject {subject}" if not ids else "its schema versions do not resolve to one reader schema",
+        )
+        parts = self._per_writer_schema(reading)
+        details = {"messages": total, "writer_schemas": len(parts), "decode": "per-writer-schema"}
+        return Batch(parts, next_checkpoint, description, details=details, key_fields=key_fields)
+
+    def _single_pass(
+        self,
+        ranges: list[OffsetRange],
+        ids: list[int],
+        writers: Mapping[int, dict[str, Any]],
+        reader: dict[str, Any],
+        subject: str,
+    ) -> BatchPart:
+        """All messages decoded straight from Kafka into ``reader``; a message that cannot be is an error row."""
+        from pyspark.sql import functions as F
+        from pyspark.sql.avro.functions import from_avro
+
+        from hudi_cdc.sources.base import BatchPart
+
         value = F.col("value")
-        framed = (F.length(value) >= 5) & (F.substring(value, 1, 1) == F.lit(bytearray(b"\x00")))
-        schema_id = F.conv(F.hex(F.substring(value, 2, 4)), 16, 10).cast("int")
+        envelope_schema = self._reader_schema(reader)
+        # PERMISSIVE: a payload that does not decode reads NULL and becomes an error naming its offset.
+        options = {"avroSchema": json.dumps(envelope_schema), "mode": "PERMISSIVE"}
+        decode = None
+        for i in ids:
+            decoded = from_avro(_payload(), json.dumps(self._reader_schema(writers[i])), options)
+            decode = (
+                F.when(_schema_id() == F.lit(i), decoded) if decode is None else decode.when(_schema_id() == i, decoded)
+            )
+        frame = self._read(ranges).filter(value.isNotNull())
+        decoded_frame = frame.select(
+            decode.alias("envelope"),
+            _framed().alias("framed"),
+            _schema_id().alias("schema_id"),
+            _origin(self._topic).alias(ORIGIN_COLUMN),
+            F.struct(F.col("partition"), F.col("offset")).alias(ARRIVAL_COLUMN),
+        )
+        schema_id = F.col("schema_id").cast("string")
+        error = (
+            F.when(~F.col("framed"), F.lit(NOT_FRAMED))
+            .when(
+                ~F.col("schema_id").isin(*ids),
+                F.concat(
+                    F.lit("schema id "),
+                    schema_id,
+                    F.lit(
+                        f" is not a version of registry subject {subject} (versions: ids {', '.join(map(str, ids))})"
+                    ),
+                ),
+            )
+            .when(
+                F.col("envelope").isNull(),
+                F.concat(F.lit("the Avro payload does not decode with its writer schema (id "), schema_id, F.lit(")")),
+            )
+        )
+        envelopes = decoded_frame.select("envelope.*", ORIGIN_COLUMN, ARRIVAL_COLUMN, error.alias(ERROR_COLUMN))
+        return BatchPart(envelopes=envelopes, avro_schema=envelope_schema, where=f"schema ids {ids}")
+
+    def _per_writer_schema(self, ranges: list[OffsetRange]) -> list[BatchPart]:
+        """One part per schema id found in the messages (kept in memory, read once): the general path."""
+        from pyspark.sql import functions as F
+        from pyspark.sql.avro.functions import from_avro
+
+        from hudi_cdc.sources.base import BatchPart
+
+        frame = self._read(ranges).localCheckpoint(eager=True)
+        value = F.col("value")
         # One pass: messages per schema id, the unframed ones (id NULL), and the Kafka tombstones.
         counted = (
-            frame.groupBy(value.isNull().alias("tombstone"), F.when(framed, schema_id).alias("id"))
+            frame.groupBy(value.isNull().alias("tombstone"), F.when(_framed(), _schema_id()).alias("id"))
             .agg(F.count(F.lit(1)).alias("n"), F.min(F.struct("partition", "offset")).alias("first"))
             .collect()
         )
-        tombstones = sum(row["n"] for row in counted if row["tombstone"])
         summary = [row for row in counted if not row["tombstone"]]
         bad = [row for row in summary if row["id"] is None]
         if bad:
             first = bad[0]["first"]
-            raise DecodeError(
-                f"{self._topic}-{first['partition']}@{first['offset']}: {bad[0]['n']} message(s) are not in the "
-                "Confluent wire format (magic byte 0, 4-byte schema id, Avro): is the topic written by Debezium "
-                "with an Avro converter?"
-            )
-        key_fields = () if self._config.record_key_fields else self._key_fields(frame)
-        origin = F.concat(F.lit(self._topic + "-"), F.col("partition"), F.lit("@"), F.col("offset"))
+            raise DecodeError(f"{self._topic}-{first['partition']}@{first['offset']}: {bad[0]['n']} {NOT_FRAMED}")
         parts = []
         for row in sorted(summary, key=lambda r: r["id"]):
             try:
@@ -249,33 +323,66 @@ class KafkaSource:
                     f"{self._topic}-{first['partition']}@{first['offset']} and {row['n'] - 1} later message(s): {exc}"
                 ) from None
             envelope_schema = self._reader_schema(writer_schema)
-            decoded = frame.filter(value.isNotNull() & (schema_id == F.lit(row["id"]))).select(
-                from_avro(F.expr("substring(value, 6)"), json.dumps(envelope_schema)).alias("envelope"),
-                origin.alias(ORIGIN_COLUMN),
+            decoded = frame.filter(value.isNotNull() & (_schema_id() == F.lit(row["id"]))).select(
+                from_avro(_payload(), json.dumps(envelope_schema)).alias("envelope"),
+                _origin(self._topic).alias(ORIGIN_COLUMN),
                 F.struct(F.col("partition"), F.col("offset")).alias(ARRIVAL_COLUMN),
             )
             envelopes = decoded.select("envelope.*", ORIGIN_COLUMN, ARRIVAL_COLUMN)
             parts.append(BatchPart(envelopes=envelopes, avro_schema=envelope_schema, where=f"schema id {row['id']}"))
-        return Batch(
-            parts=parts,
-            next_checkpoint=next_checkpoint,
-            description=description,
-            details={"messages": total, "kafka_tombstones": tombstones, "writer_schemas": len(parts)},
-            key_fields=key_fields,
-        )
+        return parts
 
-    def _key_fields(self, frame: DataFrame) -> tuple[str, ...]:
-        """The fields of the Debezium key schema (the table's primary key), from one keyed message."""
+    def _key_fields(self, ranges: list[OffsetRange]) -> tuple[str, ...]:
+        """The fields of the Debezium key schema (the table's primary key): the key subject's newest
+        version, else the schema of one keyed message."""
         from pyspark.sql import functions as F
 
-        key = F.col("key")
-        sample = (
-            frame.filter(key.isNotNull() & (F.length(key) >= 5) & (F.substring(key, 1, 1) == F.lit(bytearray(b"\x00"))))
-            .select(F.conv(F.hex(F.substring(key, 2, 4)), 16, 10).cast("int").alias("id"))
-            .limit(1)
-            .collect()
-        )
-        if not sample:
-            return ()
-        schema = self._registry.schema(sample[0]["id"])
+        ids = self._registry.subject_schema_ids(f"{self._topic}-key")
+        if ids:
+            schema_id = ids[-1]
+        else:
+            key = F.col("key")
+            framed = (F.length(key) >= 5) & (F.substring(key, 1, 1) == F.lit(bytearray(b"\x00")))
+            sample = (
+                self._read(ranges)
+                .filter(key.isNotNull() & framed)
+                .select(F.conv(F.hex(F.substring(key, 2, 4)), 16, 10).cast("int").alias("id"))
+                .limit(1)
+                .collect()
+            )
+            if not sample:
+                return ()
+            schema_id = sample[0]["id"]
+        schema = self._registry.schema(schema_id)
         return tuple(f["name"] for f in schema.get("fields", []))
+
+
+NOT_FRAMED = (
+    "message(s) are not in the Confluent wire format (magic byte 0, 4-byte schema id, Avro): "
+    "is the topic written by Debezium with an Avro converter?"
+)
+
+
+def _framed() -> Column:
+    from pyspark.sql import functions as F
+
+    value = F.col("value")
+    return (F.length(value) >= 5) & (F.substring(value, 1, 1) == F.lit(bytearray(b"\x00")))
+
+
+def _schema_id() -> Column:
+    from pyspark.sql import functions as F
+
+    return F.conv(F.hex(F.substring(F.col("value"), 2, 4)), 16, 10).cast("int")
+
+
+def _payload() -> Column:
+    from pyspark.sql import functions as F
+
+    return F.expr("substring(value, 6)")
+
+
+def _origin(topic: str) -> Column:
+    from pyspark.sql import functions as F
+
+    return F.concat(F.lit(topic + "-"), F.col("partition"), F.lit("@"), F.col("offset"))

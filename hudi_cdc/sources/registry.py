@@ -45,6 +45,7 @@ class SchemaRegistry:
         self._auth = base64.b64encode(basic_auth.encode()).decode() if basic_auth else None
         self._timeout = timeout_s
         self._cache: dict[int, dict[str, Any]] = {}
+        self._versions: dict[tuple[str, int], int] = {}
 
     def __repr__(self) -> str:
         return f"SchemaRegistry({self._base!r}, auth={'***' if self._auth else None})"
@@ -59,7 +60,21 @@ class SchemaRegistry:
             self._cache[schema_id] = json.loads(body["schema"])
         return self._cache[schema_id]
 
-    def _get(self, path: str, *, what: str) -> dict[str, Any]:
+    def subject_schema_ids(self, subject: str) -> list[int] | None:
+        """The schema ids of every version of ``subject``, oldest first; None if there is no such subject."""
+        quoted = urllib.parse.quote(subject, safe="")
+        versions = self._get(f"/subjects/{quoted}/versions", what=f"subject {subject}", missing_ok=True)
+        if versions is None:
+            return None
+        ids = []
+        for version in sorted(int(v) for v in versions):
+            if (subject, version) not in self._versions:  # a version never changes once registered
+                body = self._get(f"/subjects/{quoted}/versions/{version}", what=f"subject {subject} version {version}")
+                self._versions[subject, version] = int(body["id"])
+            ids.append(self._versions[subject, version])
+        return ids
+
+    def _get(self, path: str, *, what: str, missing_ok: bool = False) -> Any:
         request = urllib.request.Request(self._base + path, headers={"Accept": "application/json"})
         if self._auth:
             request.add_header("Authorization", "Basic " + self._auth)
@@ -67,6 +82,8 @@ class SchemaRegistry:
             with urllib.request.urlopen(request, timeout=self._timeout) as response:
                 return json.loads(response.read())
         except urllib.error.HTTPError as exc:
+            if exc.code == 404 and missing_ok:
+                return None
             if exc.code == 404:
                 raise DecodeError(
                     f"{what} is not in the schema registry at {redact_url(self._base)}: the messages were written "

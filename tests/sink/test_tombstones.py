@@ -1,0 +1,64 @@
+"""The tombstone store on its own: newest delete per key, crash leftovers, consolidation."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from hudi_cdc.sink import tombstones as store_module
+from hudi_cdc.sink.tombstones import TombstoneStore
+
+SCHEMA = "id long, _source_order string, _tombstoned_at timestamp"
+OLD = datetime(2026, 1, 1, tzinfo=UTC)
+NEW = datetime(2026, 6, 1, tzinfo=UTC)
+
+
+def _rows(store: TombstoneStore) -> list[tuple]:
+    frame = store.read()
+    return [] if frame is None else sorted((r["id"], r["_source_order"]) for r in frame.collect())
+
+
+def test_newest_tombstone_per_key_across_batches(spark, tmp_path: Path) -> None:
+    store = TombstoneStore(spark, str(tmp_path / "t"), key_fields=("id",))
+    assert store.read() is None and store.count() == 0 and store.purge(NEW) == 0
+    store.record(spark.createDataFrame([(1, "0005", OLD), (2, "0007", OLD)], SCHEMA))
+    store.record(spark.createDataFrame([(1, "0009", NEW)], SCHEMA))
+    assert _rows(store) == [(1, "0009"), (2, "0007")]
+    assert store.count() == 2
+
+
+def test_an_unfinished_write_is_not_read(spark, tmp_path: Path) -> None:
+    store = TombstoneStore(spark, str(tmp_path / "t"), key_fields=("id",))
+    store.record(spark.createDataFrame([(1, "0005", OLD)], SCHEMA))
+    # What a crash mid-write leaves: files, but no _SUCCESS marker.
+    spark.createDataFrame([(2, "0007", OLD)], SCHEMA).write.parquet(str(tmp_path / "t" / "batch-99999999-crash"))
+    (tmp_path / "t" / "batch-99999999-crash" / "_SUCCESS").unlink()
+    assert _rows(store) == [(1, "0005")]
+
+
+def test_purge_expires_old_tombstones_and_consolidates(spark, tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(store_module, "CONSOLIDATE_AFTER", 2)
+    base = tmp_path / "t"
+    store = TombstoneStore(spark, str(base), key_fields=("id",))
+    store.record(spark.createDataFrame([(1, "0005", OLD)], SCHEMA))
+    store.record(spark.createDataFrame([(2, "0007", NEW)], SCHEMA))
+    assert store.purge(OLD + timedelta(days=1)) == 1
+    assert _rows(store) == [(2, "0007")]
+    assert [p.name.split("-")[0] for p in base.iterdir() if not p.name.startswith(".")] == ["merged"]
+
+    # Nothing expired, but more directories than the threshold: rewritten into one, nothing lost.
+    store.record(spark.createDataFrame([(3, "0008", NEW)], SCHEMA))
+    store.record(spark.createDataFrame([(4, "0009", NEW)], SCHEMA))
+    assert store.purge(OLD) == 0
+    assert _rows(store) == [(2, "0007"), (3, "0008"), (4, "0009")]
+    assert len([p for p in base.iterdir() if not p.name.startswith(".")]) == 1
+
+
+@pytest.mark.parametrize("keys", [(), ("id",)])
+def test_keys_default_to_the_stored_columns(spark, tmp_path: Path, keys: tuple[str, ...]) -> None:
+    TombstoneStore(spark, str(tmp_path / "t"), key_fields=("id",)).record(
+        spark.createDataFrame([(1, "0005", OLD), (1, "0006", OLD)], SCHEMA)
+    )
+    assert _rows(TombstoneStore(spark, str(tmp_path / "t"), key_fields=keys)) == [(1, "0006")]
