@@ -8,7 +8,7 @@ JARS := $(JARS_DIR)/.fetched
 PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help install jars demo demo-files demo-stack test test-nostack bench bench-freshness test-fast lint clean stack-up stack-down stack-reset
+.PHONY: help install jars demo demo-files demo-stack test test-nostack bench bench-scale bench-freshness bench-all test-fast lint clean stack-up stack-down stack-reset
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -68,6 +68,9 @@ $(HS): jars/hoodiestreamer/hudi-0.14-fallback/pom.xml $(INSTALLED)
 
 bench: install stack-up $(HS) ## hudi-cdc vs HoodieStreamer on one Debezium stream; results into docs/benchmarks.md
 	$(PY) -m bench.run --markdown docs/benchmarks.md $(BENCH_ARGS)
+
+bench-scale: install stack-up ## Cost per event at 100k/1M/5M backlogs, per round as the table grows, memory vs --source-limit
+	$(PY) -m bench.scale --markdown docs/benchmarks.md
 
 bench-freshness: install stack-up ## Postgres commit -> visible in a MOR snapshot query, at 2,000 and 5,000 changes/s
 	$(PY) -m bench.freshness

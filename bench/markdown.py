@@ -1,4 +1,4 @@
-"""Replace the generated part of docs/benchmarks.md, keeping the prose around it."""
+"""Replace a generated part of docs/benchmarks.md, keeping the prose around it."""
 
 from __future__ import annotations
 
@@ -7,10 +7,17 @@ from pathlib import Path
 BEGIN, END = "<!-- bench:begin (written by `make bench`) -->", "<!-- bench:end -->"
 
 
-def write_section(path: Path, text: str) -> None:
-    old = path.read_text() if path.exists() else f"# Benchmarks\n\n{BEGIN}\n{END}\n"
-    if BEGIN not in old or END not in old:
-        old = old.rstrip() + f"\n\n{BEGIN}\n{END}\n"
-    head, rest = old.split(BEGIN, 1)
-    _, tail = rest.split(END, 1)
-    path.write_text(f"{head}{BEGIN}\n{text}{END}{tail}")
+def _markers(section: str) -> tuple[str, str]:
+    if section == "main":
+        return BEGIN, END
+    return f"<!-- bench:{section}:begin (written by `make bench-{section}`) -->", f"<!-- bench:{section}:end -->"
+
+
+def write_section(path: Path, text: str, section: str = "main") -> None:
+    begin, end = _markers(section)
+    old = path.read_text() if path.exists() else f"# Benchmarks\n\n{begin}\n{end}\n"
+    if begin not in old or end not in old:
+        old = old.rstrip() + f"\n\n{begin}\n{end}\n"
+    head, rest = old.split(begin, 1)
+    _, tail = rest.split(end, 1)
+    path.write_text(f"{head}{begin}\n{text}{end}{tail}")

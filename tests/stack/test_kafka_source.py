@@ -177,3 +177,33 @@ def test_offsets_past_retention_need_an_explicit_choice(spark, tmp_path: Path) -
     done = ingest(topic, base, "--allow-data-loss")
     assert done.exit_code == 0, done.output
     assert read_rows(spark, base, ["id", "name"]) == [(0, "a"), (1, "a"), (2, "b")]
+
+
+def test_undecodable_payload_is_named_with_its_place(spark, tmp_path: Path) -> None:
+    topic, base = Topic(), str(tmp_path / "t")
+    topic.send([pg_event("c", lsn=10, after=row(1, "a"))])
+    assert ingest(topic, base).exit_code == 0
+    commits = commit_instants(spark, base)
+    good = topic.values[1](pg_event("c", lsn=20, after=row(2, "b")))
+    topic.send_raw([(2, good[:12])])  # a known schema id, then a cut-off Avro body
+    done = ingest(topic, base)
+    assert done.exit_code == 1
+    assert f"{topic.name}-0@1" in done.output and "does not decode with its writer schema (id" in done.output
+    assert commit_instants(spark, base) == commits
+
+
+def test_versions_avro_cannot_resolve_are_decoded_one_by_one(spark, tmp_path: Path) -> None:
+    # tier: int, then string. No single Avro reader schema reads both, so the source decodes
+    # per writer schema and the evolution rules (here: evolve to text) reconcile the versions.
+    topic, base = Topic(), str(tmp_path / "t")
+    v3 = envelope_schema("customers", [*V1, ("tier", ["null", "string"])], schema=topic.name.split(".")[1])
+    topic.values[3] = Framer(register_schema(REGISTRY, f"{topic.name}-value", v3), v3)
+    topic.send(
+        [pg_event("c", lsn=10, after=row(1, "a", tier=2)), pg_event("c", lsn=11, after=row(2, "b", tier=3))], version=2
+    )
+    topic.send([pg_event("u", lsn=20, after=row(2, "b", tier="gold"))], version=3)
+    done = ingest(topic, base, "--schema-change-behavior", "evolve")
+    assert done.exit_code == 0, done.output
+    result = last_result(done.output)
+    assert (result["details"]["decode"], result["details"]["writer_schemas"]) == ("per-writer-schema", 2)
+    assert read_rows(spark, base, ["id", "name", "tier"]) == [(1, "a", "2"), (2, "b", "gold")]

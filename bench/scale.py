@@ -1,0 +1,147 @@
+"""Scale: cost per event as the backlog grows, as the table grows, and memory against ``--source-limit``.
+
+    python -m bench.scale --backlogs 100000 1000000 5000000 --source-limit 1000000
+
+For each backlog size N: produce N change events over N/10 keys (the same
+generator as ``make bench``, one schema version) into a fresh topic, then
+replicate it with one ``hudi-cdc ingest --continuous --source-limit L``
+process (``spark-submit --master local[2]``, COPY_ON_WRITE) that stops after
+the rounds the backlog needs. Per round: events, seconds, and the table's
+row count at that commit (a time-travel query, after the timing). Per run:
+wall seconds, events/s and the peak memory of the whole process tree. The
+largest backlog also runs once without ``--source-limit`` (one batch), to show
+what bounds memory. Every final table is checked against the generator.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import uuid
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from bench.procs import run_measured
+from bench.run import BOOTSTRAP, CORES, DRIVER_MEMORY, REGISTRY, REPO, Run, hudi_cdc_jars, spark_submit, verify
+from bench.workload import Workload
+
+
+def ingest(work: Path, topic: str, name: str, *, source_limit: int | None, rounds: int) -> dict[str, Any]:
+    base = work / "tables" / name
+    command = [
+        spark_submit(), "--master", f"local[{CORES}]", "--driver-memory", DRIVER_MEMORY,
+        "--conf", "spark.ui.enabled=false", "--jars", hudi_cdc_jars(),
+        str(REPO / "examples" / "spark_submit_ingest.py"), "ingest", "--source", "kafka", "--topic", topic,
+        "--bootstrap-servers", BOOTSTRAP, "--schema-registry-url", REGISTRY, "--target-base-path", str(base),
+        "--target-table", name, "--table-type", "COPY_ON_WRITE", "--json",
+        "--continuous", "--max-rounds", str(rounds), "--min-sync-interval-seconds", "0",
+        *(["--source-limit", str(source_limit)] if source_limit else []),
+    ]  # fmt: skip
+    measured = run_measured(command, work / "logs" / f"{name}.log", env={"PYSPARK_PYTHON": sys.executable})
+    rounds_out = [json.loads(line) for line in measured.log.read_text().splitlines() if line.startswith("{")]
+    return {"base": str(base), "measured": measured, "rounds": rounds_out}
+
+
+def table_rows_at(spark: Any, base: str, commit: str) -> int:
+    return spark.read.format("hudi").option("as.of.instant", commit).load(base).count()
+
+
+def run_backlog(spark: Any, work: Path, events: int, source_limit: int | None, label: str) -> dict[str, Any]:
+    topic = f"bench.t{uuid.uuid4().hex[:8]}.customers"
+    workload = Workload(topic, events, max(1, events // 10), 4, 1)
+    workload.produce(BOOTSTRAP, REGISTRY)
+    messages = events + workload.counts["d"]  # each delete is followed by a Kafka tombstone
+    rounds = math.ceil(messages / source_limit) if source_limit else 1
+    print(f"{label}: {events:,} events ({messages:,} messages) in {topic}; {rounds} round(s)", flush=True)
+    out = ingest(work, topic, f"{label}_{events}", source_limit=source_limit, rounds=rounds)
+    m = out["measured"]
+    run = Run("hudi-cdc", "COPY_ON_WRITE", label, measured=m, extra={"base": out["base"]})
+    if m.returncode != 0:
+        run.rows_ok, run.note = False, f"exit {m.returncode}, see {m.log}"
+    else:
+        verify(spark, run, workload.expected_rows())
+    per_round = [
+        {
+            "events": r["events"], "seconds": round(r["duration_s"], 1),
+            "events_per_s": round(r["events"] / r["duration_s"]) if r["duration_s"] else None,
+            "table_rows_after": table_rows_at(spark, out["base"], r["commit_time"]) if r["commit_time"] else None,
+        }
+        for r in out["rounds"]
+    ]  # fmt: skip
+    result = {
+        "label": label, "events": events, "keys": workload.keys, "messages": messages,
+        "source_limit": source_limit, "rounds": per_round, "seconds": round(m.seconds, 1),
+        "events_per_s": round(events / m.seconds), "us_per_event": round(m.seconds / events * 1e6, 1),
+        "peak_rss_mib": round(m.peak_rss_mib), "rows_ok": run.rows_ok, "note": run.note,
+    }  # fmt: skip
+    print(json.dumps(result), flush=True)
+    return result
+
+
+def render(report: dict[str, Any]) -> str:
+    lines = [
+        f"Scale run of {report['started']} on {report['machine']}; "
+        f"{', '.join(f'{k} {v}' for k, v in report['versions'].items())}. "
+        f"COPY_ON_WRITE, `local[{CORES}]`, driver memory {DRIVER_MEMORY}; wall time includes JVM start.",
+        "",
+        "| backlog (events) | keys | --source-limit (messages) | rounds | wall s | events/s | µs/event "
+        "| peak RSS MiB | table correct |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for r in report["runs"]:
+        limit = f"{r['source_limit']:,}" if r["source_limit"] else "none (one batch)"
+        lines.append(
+            f"| {r['events']:,} | {r['keys']:,} | {limit} | {len(r['rounds'])} | {r['seconds']} | "
+            f"{r['events_per_s']:,} | {r['us_per_event']} | {r['peak_rss_mib']:,} | "
+            f"{'yes' if r['rows_ok'] else 'NO: ' + r['note']} |"
+        )
+    lines += ["", "Per round, as the table grows (rounds of the bounded runs):", ""]
+    lines += ["| backlog | round | events | seconds | events/s | table rows after |", "|---:|---:|---:|---:|---:|---:|"]
+    for r in report["runs"]:
+        if not r["source_limit"]:
+            continue
+        for i, rnd in enumerate(r["rounds"], 1):
+            lines.append(
+                f"| {r['events']:,} | {i} | {rnd['events']:,} | {rnd['seconds']} | "
+                f"{(rnd['events_per_s'] or 0):,} | {(rnd['table_rows_after'] or 0):,} |"
+            )
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--backlogs", type=int, nargs="+", default=[100_000, 1_000_000, 5_000_000])
+    parser.add_argument("--source-limit", type=int, default=1_000_000)
+    parser.add_argument("--skip-unbounded", action="store_true", help="skip the one-batch run of the largest backlog")
+    parser.add_argument("--work", type=Path, default=REPO / ".bench" / "scale")
+    parser.add_argument("--markdown", type=Path)
+    args = parser.parse_args(argv)
+
+    import hudi_cdc
+    from bench.run import machine, versions
+
+    started = f"{datetime.now():%Y-%m-%d %H:%M}"
+    work = args.work / datetime.now().strftime("%Y%m%dT%H%M%S")
+    # The checks collect whole tables (450k rows of 3 kB notes at 5M events) into the driver.
+    spark = hudi_cdc.spark_session(
+        app_name="hudi-cdc-scale", conf={"spark.master": f"local[{CORES}]", "spark.driver.memory": "8g"}
+    )
+    runs = [run_backlog(spark, work, n, args.source_limit, "bounded") for n in args.backlogs]
+    if not args.skip_unbounded:
+        runs.append(run_backlog(spark, work, max(args.backlogs), None, "unbounded"))
+    report = {"started": started, "machine": machine(), "versions": versions(), "runs": runs}
+    (work / "scale.json").write_text(json.dumps(report, indent=2))
+    text = render(report)
+    print(text)
+    if args.markdown:
+        from bench.markdown import write_section
+
+        write_section(args.markdown, text, section="scale")
+    return 0 if all(r["rows_ok"] for r in runs) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
