@@ -72,8 +72,10 @@ bench: install stack-up $(HS) ## hudi-cdc vs HoodieStreamer on one Debezium stre
 bench-scale: install stack-up ## Cost per event at 100k/1M/5M backlogs, per round as the table grows, memory vs --source-limit
 	$(PY) -m bench.scale --markdown docs/benchmarks.md
 
+bench-all: bench bench-scale bench-freshness ## All three benchmarks, results into docs/benchmarks.md
+
 bench-freshness: install stack-up ## Postgres commit -> visible in a MOR snapshot query, at 2,000 and 5,000 changes/s
-	$(PY) -m bench.freshness
+	$(PY) -m bench.freshness --markdown docs/benchmarks.md
 
 stack-up: ## Start the local CDC stack: PostgreSQL 15, Kafka (KRaft), Apicurio Registry, Kafka Connect + Debezium (state in .stack/)
 	bash stack/setup.sh

@@ -25,6 +25,7 @@ import sys
 import threading
 import time
 import uuid
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -155,11 +156,37 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warmup", type=float, default=30)
     parser.add_argument("--rows", type=int, default=100_000)
     parser.add_argument("--work", type=Path, default=REPO / ".bench" / "freshness")
+    parser.add_argument("--markdown", type=Path, help="write the results here (docs/benchmarks.md)")
     args = parser.parse_args(argv)
     args.work.mkdir(parents=True, exist_ok=True)
+    started = f"{datetime.now():%Y-%m-%d %H:%M}"
     results = [measure(rate, args.seconds, args.warmup, args.work, args.rows) for rate in args.rates]
     (args.work / "freshness.json").write_text(json.dumps(results, indent=2))
-    return 0
+    text = render(results, started, args.rows)
+    print(text)
+    if args.markdown:
+        from bench.markdown import write_section
+
+        write_section(args.markdown, text, section="freshness")
+    return 0 if all(r["not_visible"] == 0 for r in results) else 1
+
+
+def render(results: list[dict[str, Any]], started: str, rows: int) -> str:
+    from bench.run import machine, versions
+
+    lines = [
+        f"Run of {started} on {machine()}; {', '.join(f'{k} {v}' for k, v in versions().items())}. "
+        f"MERGE_ON_READ, {rows:,}-row table, `local[2]`.",
+        "",
+        "| changes/s | measured window | transactions | commits | p50 | p99 | max | not visible | load behind |",
+        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for r in results:
+        lines.append(
+            f"| {r['rate']:,} | {r['seconds']:.0f} s | {r['transactions']:,} | {r['commits']} | {r['p50_s']} s | "
+            f"{r['p99_s']} s | {r['max_s']} s | {r['not_visible']} | {r['load_behind_s']} s |"
+        )
+    return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """Scale: cost per event as the backlog grows, as the table grows, and memory against ``--source-limit``.
 
-    python -m bench.scale --backlogs 100000 1000000 5000000 --source-limit 1000000
+    python -m bench.scale --backlogs 100000 1000000 5000000 --source-limit 500000
 
 For each backlog size N: produce N change events over N/10 keys (the same
 generator as ``make bench``, one schema version) into a fresh topic, then
@@ -49,18 +49,28 @@ def table_rows_at(spark: Any, base: str, commit: str) -> int:
     return spark.read.format("hudi").option("as.of.instant", commit).load(base).count()
 
 
-def run_backlog(spark: Any, work: Path, events: int, source_limit: int | None, label: str) -> dict[str, Any]:
+def produce(events: int) -> tuple[str, Workload, int]:
     topic = f"bench.t{uuid.uuid4().hex[:8]}.customers"
     workload = Workload(topic, events, max(1, events // 10), 4, 1)
     workload.produce(BOOTSTRAP, REGISTRY)
     messages = events + workload.counts["d"]  # each delete is followed by a Kafka tombstone
+    print(f"{events:,} events ({messages:,} messages) in {topic}", flush=True)
+    return topic, workload, messages
+
+
+def run_backlog(
+    spark: Any, work: Path, stream: tuple[str, Workload, int], source_limit: int | None, label: str
+) -> dict[str, Any]:
+    topic, workload, messages = stream
+    events = workload.events
     rounds = math.ceil(messages / source_limit) if source_limit else 1
-    print(f"{label}: {events:,} events ({messages:,} messages) in {topic}; {rounds} round(s)", flush=True)
     out = ingest(work, topic, f"{label}_{events}", source_limit=source_limit, rounds=rounds)
     m = out["measured"]
     run = Run("hudi-cdc", "COPY_ON_WRITE", label, measured=m, extra={"base": out["base"]})
     if m.returncode != 0:
-        run.rows_ok, run.note = False, f"exit {m.returncode}, see {m.log}"
+        log = m.log.read_text()
+        cause = "out of memory (java.lang.OutOfMemoryError)" if "OutOfMemoryError" in log else f"exit {m.returncode}"
+        run.rows_ok, run.note = False, f"{cause} after {len(out['rounds'])} of {rounds} round(s), see {m.log}"
     else:
         verify(spark, run, workload.expected_rows())
     per_round = [
@@ -73,7 +83,7 @@ def run_backlog(spark: Any, work: Path, events: int, source_limit: int | None, l
     ]  # fmt: skip
     result = {
         "label": label, "events": events, "keys": workload.keys, "messages": messages,
-        "source_limit": source_limit, "rounds": per_round, "seconds": round(m.seconds, 1),
+        "source_limit": source_limit, "rounds_planned": rounds, "rounds": per_round, "seconds": round(m.seconds, 1),
         "events_per_s": round(events / m.seconds), "us_per_event": round(m.seconds / events * 1e6, 1),
         "peak_rss_mib": round(m.peak_rss_mib), "rows_ok": run.rows_ok, "note": run.note,
     }  # fmt: skip
@@ -94,7 +104,7 @@ def render(report: dict[str, Any]) -> str:
     for r in report["runs"]:
         limit = f"{r['source_limit']:,}" if r["source_limit"] else "none (one batch)"
         lines.append(
-            f"| {r['events']:,} | {r['keys']:,} | {limit} | {len(r['rounds'])} | {r['seconds']} | "
+            f"| {r['events']:,} | {r['keys']:,} | {limit} | {len(r['rounds'])} of {r['rounds_planned']} | {r['seconds']} | "
             f"{r['events_per_s']:,} | {r['us_per_event']} | {r['peak_rss_mib']:,} | "
             f"{'yes' if r['rows_ok'] else 'NO: ' + r['note']} |"
         )
@@ -114,7 +124,7 @@ def render(report: dict[str, Any]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--backlogs", type=int, nargs="+", default=[100_000, 1_000_000, 5_000_000])
-    parser.add_argument("--source-limit", type=int, default=1_000_000)
+    parser.add_argument("--source-limit", type=int, default=500_000)
     parser.add_argument("--skip-unbounded", action="store_true", help="skip the one-batch run of the largest backlog")
     parser.add_argument("--work", type=Path, default=REPO / ".bench" / "scale")
     parser.add_argument("--markdown", type=Path)
@@ -129,9 +139,12 @@ def main(argv: list[str] | None = None) -> int:
     spark = hudi_cdc.spark_session(
         app_name="hudi-cdc-scale", conf={"spark.master": f"local[{CORES}]", "spark.driver.memory": "8g"}
     )
-    runs = [run_backlog(spark, work, n, args.source_limit, "bounded") for n in args.backlogs]
-    if not args.skip_unbounded:
-        runs.append(run_backlog(spark, work, max(args.backlogs), None, "unbounded"))
+    runs = []
+    for n in sorted(args.backlogs):
+        stream = produce(n)
+        runs.append(run_backlog(spark, work, stream, args.source_limit, "bounded"))
+        if n == max(args.backlogs) and not args.skip_unbounded:
+            runs.append(run_backlog(spark, work, stream, None, "unbounded"))
     report = {"started": started, "machine": machine(), "versions": versions(), "runs": runs}
     (work / "scale.json").write_text(json.dumps(report, indent=2))
     text = render(report)
@@ -140,7 +153,8 @@ def main(argv: list[str] | None = None) -> int:
         from bench.markdown import write_section
 
         write_section(args.markdown, text, section="scale")
-    return 0 if all(r["rows_ok"] for r in runs) else 1
+    # The one-batch run may fail (that is what it shows); a bounded run may not.
+    return 0 if all(r["rows_ok"] for r in runs if r["label"] == "bounded") else 1
 
 
 if __name__ == "__main__":

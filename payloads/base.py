@@ -108,8 +108,7 @@ class WritePlan:
 
     ``decided`` holds each key's winning event with its action, computed from the
     materialised per-key aggregation (a local checkpoint), so counting and writing it
-    does not read the source again. A batch with
-    bad events has only ``errors``.
+    does not read the source again. A batch with bad events has only ``errors``.
     """
 
     decided: DataFrame | None
@@ -239,6 +238,7 @@ class MergePolicy(ABC):
         winners = winners.withColumn(_HAD_PLACEHOLDER, has_placeholder)
         stored_order = F.lit(None).cast("string")
         from_table: dict[str, str] = {}
+        joined_table = False
         if toastable:
             pending = winners.filter(has_placeholder).select(*keys)
             table_rows = None if pending.isEmpty() else stored.stored_rows([*keys, ORDER_COLUMN, *toastable])
@@ -251,6 +251,7 @@ class MergePolicy(ABC):
                 )
                 winners = winners.join(rows, on=keys, how="left")
                 stored_order = F.col(_STORED_ORDER)
+                joined_table = True
         for name, is_placeholder in toastable.items():
             # The newest real value before the placeholder: the batch's, or the stored row's
             # when that sits later in the key's chain (on equal positions the batch's is newer).
@@ -280,7 +281,7 @@ class MergePolicy(ABC):
             .otherwise(F.lit(UPSERT))
         )
         decided = winners.withColumn(ACTION_COLUMN, action).select(*columns, ACTION_COLUMN, _HAD_PLACEHOLDER, _EVENTS)
-        if from_table or tombstones is not None:
+        if joined_table or tombstones is not None:
             # Joined with what the table holds: materialised, so the write reads it once more at most.
             decided = decided.localCheckpoint(eager=True)
 

@@ -314,7 +314,9 @@ class KafkaSource:
         bad = [row for row in summary if row["id"] is None]
         if bad:
             first = bad[0]["first"]
-            raise DecodeError(f"{self._topic}-{first['partition']}@{first['offset']}: {bad[0]['n']} {NOT_FRAMED}")
+            raise DecodeError(
+                f"{self._topic}-{first['partition']}@{first['offset']}: {bad[0]['n']} message(s) {NOT_FRAMED}"
+            )
         parts = []
         for row in sorted(summary, key=lambda r: r["id"]):
             try:
@@ -360,7 +362,7 @@ class KafkaSource:
 
 
 NOT_FRAMED = (
-    "message(s) are not in the Confluent wire format (magic byte 0, 4-byte schema id, Avro): "
+    "not in the Confluent wire format (magic byte 0, 4-byte schema id, Avro): "
     "is the topic written by Debezium with an Avro converter?"
 )
 
