@@ -137,7 +137,8 @@ def main(argv: list[str] | None = None) -> int:
     work = args.work / datetime.now().strftime("%Y%m%dT%H%M%S")
     # The checks collect whole tables (450k rows of 3 kB notes at 5M events) into the driver.
     spark = hudi_cdc.spark_session(
-        app_name="hudi-cdc-scale", conf={"spark.master": f"local[{CORES}]", "spark.driver.memory": "8g"}
+        app_name="hudi-cdc-scale",
+        conf={"spark.master": f"local[{CORES}]", "spark.driver.memory": "8g", "spark.driver.maxResultSize": "0"},
     )
     runs = []
     for n in sorted(args.backlogs):

@@ -167,10 +167,12 @@ def ingest_once(config: IngestConfig, *, spark: SparkSession | None = None) -> I
         plan = policy.plan(flat, key_fields=keys, stored=stored)
     except HudiCdcError:
         raise
-    except Exception as exc:  # corrupt Avro blocks surface only when the data is read
+    except Exception as exc:  # e.g. corrupt Avro blocks, which surface only when the data is read
         from hudi_cdc._jvm import java_message
 
-        raise DecodeError(f"cannot decode {batch.description}: {java_message(exc)}") from exc
+        raise DecodeError(
+            f"reading, decoding or deciding {batch.description} failed, nothing committed: {java_message(exc)}"
+        ) from exc
     if plan.errors:
         raise DecodeError(
             f"{config.target_table}: bad change events, nothing committed and the checkpoint did not move: "

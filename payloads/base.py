@@ -244,12 +244,14 @@ class MergePolicy(ABC):
             table_rows = None if pending.isEmpty() else stored.stored_rows([*keys, ORDER_COLUMN, *toastable])
             if table_rows is not None:  # None before the first commit
                 from_table = {name: f"{_STORED}{known[name]}" for name in toastable if name in table_rows.columns}
-                rows = table_rows.join(pending, on=keys, how="left_semi").select(
+                # Hints, not estimates: the keys are small, the stored rows may be large (TOAST values);
+                # left to itself Spark broadcast them and ran out of memory at 450k stored rows.
+                rows = table_rows.join(F.broadcast(pending), on=keys, how="left_semi").select(
                     *keys,
                     F.col(ORDER_COLUMN).alias(_STORED_ORDER),
                     *[F.col(f"`{name}`").alias(alias) for name, alias in from_table.items()],
                 )
-                winners = winners.join(rows, on=keys, how="left")
+                winners = winners.join(rows.hint("merge"), on=keys, how="left")
                 stored_order = F.col(_STORED_ORDER)
                 joined_table = True
         for name, is_placeholder in toastable.items():
