@@ -22,6 +22,7 @@ from hudi_cdc.errors import ConfigError, DecodeError, HudiCdcError
 from hudi_cdc.sink import options as opt
 from hudi_cdc.sink.hudi import HudiTable
 from hudi_cdc.sink.tombstones import TombstoneStore
+from hudi_cdc.spark import release
 from payloads import StoredState, policy_for
 from payloads.base import ORDER_COLUMN, TOMBSTONED_AT_COLUMN, is_data_column
 
@@ -173,20 +174,24 @@ def ingest_once(config: IngestConfig, *, spark: SparkSession | None = None) -> I
         raise DecodeError(
             f"reading, decoding or deciding {batch.description} failed, nothing committed: {java_message(exc)}"
         ) from exc
-    if plan.errors:
-        raise DecodeError(
-            f"{config.target_table}: bad change events, nothing committed and the checkpoint did not move: "
-            + "; ".join(plan.errors)
-        )
-    events = plan.counts.events
-    if events == 0:  # e.g. only Kafka tombstones: nothing to write, but the checkpoint must move
-        return _commit_checkpoint_only(table, config, batch, keys, tombstones, purged, started)
-    if plan.counts.deletes:
-        tombstones.record(plan.tombstones)
-    held = tombstones.count()
-    details = _details(batch, events)
-    stats = {**asdict(plan.counts), "tombstones_held": held, **details}
-    commit_time = _commit(table, config, keys, plan.upserts, batch, stats)
+    try:
+        if plan.errors:
+            raise DecodeError(
+                f"{config.target_table}: bad change events, nothing committed and the checkpoint did not move: "
+                + "; ".join(plan.errors)
+            )
+        events = plan.counts.events
+        if events == 0:  # e.g. only Kafka tombstones: nothing to write, but the checkpoint must move
+            return _commit_checkpoint_only(table, config, batch, keys, tombstones, purged, started)
+        if plan.counts.deletes:
+            tombstones.record(plan.tombstones)
+        held = tombstones.count()
+        details = _details(batch, events)
+        stats = {**asdict(plan.counts), "tombstones_held": held, **details}
+        commit_time = _commit(table, config, keys, plan.upserts, batch, stats)
+    finally:
+        # In a continuous process the next round needs that memory (see release).
+        release(*plan.materialised, *(part.envelopes for part in batch.parts))
 
     result = IngestResult(
         table=config.target_table,

@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING
 from hudi_cdc.errors import ConfigError
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["spark_session", "default_jars", "JARS_DIR_ENV"]
+__all__ = ["spark_session", "default_jars", "release", "JARS_DIR_ENV"]
 
 JARS_DIR_ENV = "HUDI_CDC_JARS_DIR"
 
@@ -123,3 +123,21 @@ def _check_hudi_loadable(spark: SparkSession) -> None:
             "the Spark session has no Hudi on its classpath: start it with "
             "hudi_cdc.spark_session(), or pass the jars from `make jars` via --jars"
         ) from exc
+
+
+def release(*frames: DataFrame | None) -> None:
+    """Drop the blocks behind ``frames``' local checkpoints once a round is done with them.
+
+    Checkpointed blocks sit in Spark's storage memory until the JVM garbage-collects
+    their RDDs; Hudi's merge handles take plain heap outside that pool, so in a
+    continuous process the leftovers of earlier rounds starved them (OutOfMemoryError
+    after nine 450k-event rounds into a 500k-row table at 4 GiB).
+    """
+    for frame in frames:
+        if frame is None:
+            continue
+        leaves = frame._jdf.queryExecution().logical().collectLeaves()  # noqa: SLF001 - no Python API for this
+        for i in range(leaves.size()):
+            leaf = leaves.apply(i)
+            if leaf.getClass().getSimpleName() == "LogicalRDD":
+                leaf.rdd().unpersist(False)

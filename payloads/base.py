@@ -117,10 +117,19 @@ class WritePlan:
     counts: PlanCounts
     errors: tuple[str, ...] = ()
     """Bad events (``origin: event op=.. key (..): problem``), up to five; when set, nothing else is."""
+    materialised: tuple[DataFrame, ...] = ()
+    """The local checkpoints the plan made: the caller releases them when the round is done."""
 
     @staticmethod
-    def failed(errors: Sequence[str]) -> WritePlan:
-        return WritePlan(decided=None, upserts=None, tombstones=None, counts=PlanCounts(), errors=tuple(errors))
+    def failed(errors: Sequence[str], materialised: Sequence[DataFrame] = ()) -> WritePlan:
+        return WritePlan(
+            decided=None,
+            upserts=None,
+            tombstones=None,
+            counts=PlanCounts(),
+            errors=tuple(errors),
+            materialised=tuple(materialised),
+        )
 
 
 class MergePolicy(ABC):
@@ -233,7 +242,7 @@ class MergePolicy(ABC):
 
         errors = winners.filter(F.col(_FIRST_ERROR).isNotNull()).select(*keys, _FIRST_ERROR).limit(5).collect()
         if errors:
-            return WritePlan.failed([_describe_error(row, keys) for row in errors])
+            return WritePlan.failed([_describe_error(row, keys) for row in errors], [winners])
 
         winners = winners.withColumn(_HAD_PLACEHOLDER, has_placeholder)
         stored_order = F.lit(None).cast("string")
@@ -302,7 +311,9 @@ class MergePolicy(ABC):
         tombstone_rows = decided.filter(F.col(ACTION_COLUMN) == F.lit(DELETE)).select(
             *keys, ORDER_COLUMN, F.col(INGESTED_AT_COLUMN).alias(TOMBSTONED_AT_COLUMN)
         )
-        return WritePlan(decided=decided, upserts=upserts, tombstones=tombstone_rows, counts=counts)
+        return WritePlan(
+            decided=decided, upserts=upserts, tombstones=tombstone_rows, counts=counts, materialised=(winners, decided)
+        )
 
     @staticmethod
     def _count(decided: DataFrame) -> PlanCounts:

@@ -197,3 +197,16 @@ def test_continuous_mode_runs_rounds(spark, tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     lines = result.output.strip().splitlines()
     assert len(lines) == 2 and "commit" in lines[0] and "nothing new" in lines[1]
+
+
+def test_a_round_leaves_no_cached_blocks_behind(spark, tmp_path: Path) -> None:
+    # A continuous process must not carry one round's materialised data into the next.
+    source, base = tmp_path / "events", str(tmp_path / "table")
+    events, _ = _history(seed=7, keys=30, lsn_start=100)
+    write_events(source / "1.avro", SCHEMA, events[: len(events) // 2])
+    before = spark.sparkContext._jsc.getPersistentRDDs().size()
+    assert run_cli(*ingest_args(str(source), base)).exit_code == 0
+    write_events(source / "2.avro", SCHEMA, events[len(events) // 2 :])  # TOAST fills from the table, deletes
+    assert run_cli(*ingest_args(str(source), base)).exit_code == 0
+    assert spark.sparkContext._jsc.getPersistentRDDs().size() == before
+    assert read_rows(spark, base, COLUMNS) == expected_rows(apply_events(events), COLUMNS)

@@ -32,6 +32,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from hudi_cdc._jvm import hadoop_conf, jvm
+from hudi_cdc.spark import release
 from payloads.base import ORDER_COLUMN, TOMBSTONED_AT_COLUMN
 
 if TYPE_CHECKING:
@@ -109,4 +110,5 @@ class TombstoneStore:
             fs, _ = self._fs()
             for directory in directories:
                 fs.delete(jvm(self._spark).org.apache.hadoop.fs.Path(directory), True)
+        release(current)
         return count
