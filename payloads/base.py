@@ -239,10 +239,11 @@ class MergePolicy(ABC):
         # Materialise, cutting the lineage: everything after reads this, not the source again
         # (and Spark 3.5 deadlocked, on this machine, when cached plans and broadcast joins nested).
         winners = winners.localCheckpoint(eager=True)
+        checkpointed = winners
 
         errors = winners.filter(F.col(_FIRST_ERROR).isNotNull()).select(*keys, _FIRST_ERROR).limit(5).collect()
         if errors:
-            return WritePlan.failed([_describe_error(row, keys) for row in errors], [winners])
+            return WritePlan.failed([_describe_error(row, keys) for row in errors], [checkpointed])
 
         winners = winners.withColumn(_HAD_PLACEHOLDER, has_placeholder)
         stored_order = F.lit(None).cast("string")
@@ -292,9 +293,16 @@ class MergePolicy(ABC):
             .otherwise(F.lit(UPSERT))
         )
         decided = winners.withColumn(ACTION_COLUMN, action).select(*columns, ACTION_COLUMN, _HAD_PLACEHOLDER, _EVENTS)
+        materialised = [checkpointed]
         if joined_table or tombstones is not None:
             # Joined with what the table holds: materialised, so the write reads it once more at most.
             decided = decided.localCheckpoint(eager=True)
+            # The per-key results are in ``decided`` now: free their first copy before Hudi's merge
+            # handles, which take heap outside Spark's memory pool, need it.
+            from hudi_cdc.spark import release
+
+            release(checkpointed)
+            materialised = [decided]
 
         unresolved = decided.filter(F.col(ACTION_COLUMN) == F.lit(ERROR)).select(*keys).limit(5).collect()
         if unresolved:
@@ -312,7 +320,7 @@ class MergePolicy(ABC):
             *keys, ORDER_COLUMN, F.col(INGESTED_AT_COLUMN).alias(TOMBSTONED_AT_COLUMN)
         )
         return WritePlan(
-            decided=decided, upserts=upserts, tombstones=tombstone_rows, counts=counts, materialised=(winners, decided)
+            decided=decided, upserts=upserts, tombstones=tombstone_rows, counts=counts, materialised=tuple(materialised)
         )
 
     @staticmethod
