@@ -180,6 +180,7 @@ def ingest_once(config: IngestConfig, *, spark: SparkSession | None = None) -> I
                 f"{config.target_table}: bad change events, nothing committed and the checkpoint did not move: "
                 + "; ".join(plan.errors)
             )
+        assert plan.upserts is not None and plan.tombstones is not None  # a plan without errors has them
         events = plan.counts.events
         if events == 0:  # e.g. only Kafka tombstones: nothing to write, but the checkpoint must move
             return _commit_checkpoint_only(table, config, batch, keys, tombstones, purged, started)

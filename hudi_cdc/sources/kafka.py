@@ -266,6 +266,7 @@ class KafkaSource:
             decode = (
                 F.when(_schema_id() == F.lit(i), decoded) if decode is None else decode.when(_schema_id() == i, decoded)
             )
+        assert decode is not None, "called with the subject's schema ids, never none"
         frame = self._read(ranges).filter(value.isNotNull())
         decoded_frame = frame.select(
             decode.alias("envelope"),
