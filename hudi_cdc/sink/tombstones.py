@@ -50,8 +50,11 @@ class TombstoneStore:
         self.path = path.rstrip("/")
         self._keys = list(key_fields)
 
+    def _hadoop_path(self, *parts: Any) -> Any:
+        return jvm(self._spark).org.apache.hadoop.fs.Path(*parts)
+
     def _fs(self) -> tuple[Any, Any]:
-        root = jvm(self._spark).org.apache.hadoop.fs.Path(self.path)
+        root = self._hadoop_path(self.path)
         return root.getFileSystem(hadoop_conf(self._spark)), root
 
     def _directories(self) -> list[str]:
@@ -64,7 +67,7 @@ class TombstoneStore:
             path = status.getPath()
             name = path.getName()
             if status.isDirectory() and name.startswith(("batch-", "merged-")):
-                if fs.exists(jvm(self._spark).org.apache.hadoop.fs.Path(path, "_SUCCESS")):
+                if fs.exists(self._hadoop_path(path, "_SUCCESS")):
                     found.append((name.split("-", 1)[1], path.toString()))
         return [p for _, p in sorted(found)]
 
@@ -109,6 +112,6 @@ class TombstoneStore:
             current.filter(~expired).coalesce(1).write.parquet(self._new_directory("merged"))
             fs, _ = self._fs()
             for directory in directories:
-                fs.delete(jvm(self._spark).org.apache.hadoop.fs.Path(directory), True)
+                fs.delete(self._hadoop_path(directory), True)
         release(current)
         return count

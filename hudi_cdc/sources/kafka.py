@@ -260,21 +260,25 @@ class KafkaSource:
         envelope_schema = self._reader_schema(reader)
         # PERMISSIVE: a payload that does not decode reads NULL and becomes an error naming its offset.
         options = {"avroSchema": json.dumps(envelope_schema), "mode": "PERMISSIVE"}
+        # The schema id once per message, as a column: every branch of the decode tests it.
+        messages = (
+            self._read(ranges)
+            .filter(value.isNotNull())
+            .select(
+                "value",
+                _framed().alias("framed"),
+                _schema_id().alias("schema_id"),
+                _origin(self._topic).alias(ORIGIN_COLUMN),
+                F.struct(F.col("partition"), F.col("offset")).alias(ARRIVAL_COLUMN),
+            )
+        )
         decode = None
         for i in ids:
             decoded = from_avro(_payload(), json.dumps(self._reader_schema(writers[i])), options)
-            decode = (
-                F.when(_schema_id() == F.lit(i), decoded) if decode is None else decode.when(_schema_id() == i, decoded)
-            )
+            branch = F.col("schema_id") == F.lit(i)
+            decode = F.when(branch, decoded) if decode is None else decode.when(branch, decoded)
         assert decode is not None, "called with the subject's schema ids, never none"
-        frame = self._read(ranges).filter(value.isNotNull())
-        decoded_frame = frame.select(
-            decode.alias("envelope"),
-            _framed().alias("framed"),
-            _schema_id().alias("schema_id"),
-            _origin(self._topic).alias(ORIGIN_COLUMN),
-            F.struct(F.col("partition"), F.col("offset")).alias(ARRIVAL_COLUMN),
-        )
+        decoded_frame = messages.select(decode.alias("envelope"), "framed", "schema_id", ORIGIN_COLUMN, ARRIVAL_COLUMN)
         schema_id = F.col("schema_id").cast("string")
         error = (
             F.when(~F.col("framed"), F.lit(NOT_FRAMED))
@@ -346,12 +350,10 @@ class KafkaSource:
         if ids:
             schema_id = ids[-1]
         else:
-            key = F.col("key")
-            framed = (F.length(key) >= 5) & (F.substring(key, 1, 1) == F.lit(bytearray(b"\x00")))
             sample = (
                 self._read(ranges)
-                .filter(key.isNotNull() & framed)
-                .select(F.conv(F.hex(F.substring(key, 2, 4)), 16, 10).cast("int").alias("id"))
+                .filter(F.col("key").isNotNull() & _framed("key"))
+                .select(_schema_id("key").alias("id"))
                 .limit(1)
                 .collect()
             )
@@ -379,17 +381,18 @@ def _decode_failed(reader: dict[str, Any]) -> Column:
     return failed | F.col("envelope")[required[0]].isNull() if required else failed
 
 
-def _framed() -> Column:
+def _framed(column: str = "value") -> Column:
+    """True where ``column`` is in the Confluent wire format: magic byte 0, then a 4-byte schema id."""
     from pyspark.sql import functions as F
 
-    value = F.col("value")
-    return (F.length(value) >= 5) & (F.substring(value, 1, 1) == F.lit(bytearray(b"\x00")))
+    data = F.col(column)
+    return (F.length(data) >= 5) & (F.substring(data, 1, 1) == F.lit(bytearray(b"\x00")))
 
 
-def _schema_id() -> Column:
+def _schema_id(column: str = "value") -> Column:
     from pyspark.sql import functions as F
 
-    return F.conv(F.hex(F.substring(F.col("value"), 2, 4)), 16, 10).cast("int")
+    return F.conv(F.hex(F.substring(F.col(column), 2, 4)), 16, 10).cast("int")
 
 
 def _payload() -> Column:

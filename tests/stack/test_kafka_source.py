@@ -122,16 +122,24 @@ def test_partitions_schema_versions_and_source_limit(spark, tmp_path: Path) -> N
     assert rows == sorted((r["id"], r["name"], r.get("tier")) for r in expected.values())
 
 
-def test_unknown_schema_id_stops_with_its_place(spark, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("spoil", "named"),
+    [
+        (lambda good: good[:1] + (987654321).to_bytes(4, "big") + good[5:], "schema id 987654321"),
+        (lambda good: good[:12], "does not decode with its writer schema (id"),  # known id, cut-off Avro body
+    ],
+    ids=["unknown-schema-id", "undecodable-payload"],
+)
+def test_a_bad_message_stops_the_batch_with_its_place(spark, tmp_path: Path, spoil: Any, named: str) -> None:
     topic, base = Topic(), str(tmp_path / "t")
     topic.send([pg_event("c", lsn=10, after=row(1, "a"))])
     assert ingest(topic, base).exit_code == 0
     commits = commit_instants(spark, base)
     good = topic.values[1](pg_event("c", lsn=20, after=row(2, "b")))
-    topic.send_raw([(2, good[:1] + (987654321).to_bytes(4, "big") + good[5:])])
+    topic.send_raw([(2, spoil(good))])
     done = ingest(topic, base)
     assert done.exit_code == 1
-    assert "schema id 987654321" in done.output and f"{topic.name}-0@1" in done.output
+    assert named in done.output and f"{topic.name}-0@1" in done.output
     assert commit_instants(spark, base) == commits
 
 
@@ -177,19 +185,6 @@ def test_offsets_past_retention_need_an_explicit_choice(spark, tmp_path: Path) -
     done = ingest(topic, base, "--allow-data-loss")
     assert done.exit_code == 0, done.output
     assert read_rows(spark, base, ["id", "name"]) == [(0, "a"), (1, "a"), (2, "b")]
-
-
-def test_undecodable_payload_is_named_with_its_place(spark, tmp_path: Path) -> None:
-    topic, base = Topic(), str(tmp_path / "t")
-    topic.send([pg_event("c", lsn=10, after=row(1, "a"))])
-    assert ingest(topic, base).exit_code == 0
-    commits = commit_instants(spark, base)
-    good = topic.values[1](pg_event("c", lsn=20, after=row(2, "b")))
-    topic.send_raw([(2, good[:12])])  # a known schema id, then a cut-off Avro body
-    done = ingest(topic, base)
-    assert done.exit_code == 1
-    assert f"{topic.name}-0@1" in done.output and "does not decode with its writer schema (id" in done.output
-    assert commit_instants(spark, base) == commits
 
 
 def test_versions_avro_cannot_resolve_are_decoded_one_by_one(spark, tmp_path: Path) -> None:
