@@ -29,7 +29,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from bench.run import BOOTSTRAP, REGISTRY, REPO, hudi_cdc_jars, spark_submit
+from bench.run import BOOTSTRAP, LAUNCHER, REGISTRY, REPO, hudi_cdc_jars, spark_submit
 
 
 def _prepare(conn: Any, table: str, rows: int) -> None:
@@ -101,7 +101,7 @@ def measure(rate: int, seconds: float, warmup: float, work: Path, rows: int) -> 
     log = open(work / f"{table}.log", "w")  # noqa: SIM115 - the child writes it until terminated
     ingest = subprocess.Popen(
         [spark_submit(), "--master", "local[2]", "--driver-memory", "4g", "--conf", "spark.ui.enabled=false",
-         "--jars", hudi_cdc_jars(), str(REPO / "examples" / "spark_submit_ingest.py"), "ingest",
+         *hudi_cdc_jars(), str(LAUNCHER), "ingest",
          "--source", "kafka", "--topic", topic, "--bootstrap-servers", BOOTSTRAP, "--schema-registry-url", REGISTRY,
          "--target-base-path", str(base), "--target-table", table, "--table-type", "mor",
          "--continuous", "--min-sync-interval-seconds", "0", "--json"],

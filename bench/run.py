@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import glob
 import json
 import os
 import platform
@@ -32,6 +31,7 @@ from typing import Any
 
 from bench.procs import Measured, run_measured
 from bench.workload import COLUMNS, PLACEHOLDER, Workload
+from hudi_cdc.launcher import SCRIPT as LAUNCHER
 
 REPO = Path(__file__).resolve().parent.parent
 BOOTSTRAP = "127.0.0.1:59092"
@@ -66,8 +66,11 @@ def spark_submit() -> str:
     return str(Path(sys.executable).parent / "spark-submit")
 
 
-def hudi_cdc_jars() -> str:
-    return ",".join(sorted(glob.glob(str(REPO / ".jars" / "hudi" / "*.jar"))))
+def hudi_cdc_jars() -> list[str]:
+    """spark-submit's --jars or --packages arguments, chosen as a hudi-cdc session would."""
+    from hudi_cdc.jars import resolve_jars
+
+    return resolve_jars().submit_args()
 
 
 def run_hudi_cdc(work: Path, topic: str, table_type: str, settings: dict[str, str], name: str) -> Run:
@@ -75,8 +78,8 @@ def run_hudi_cdc(work: Path, topic: str, table_type: str, settings: dict[str, st
     conf = [arg for k, v in settings.items() for arg in ("--hoodie-conf", f"{k}={v}")]
     command = [
         spark_submit(), "--master", f"local[{CORES}]", "--driver-memory", DRIVER_MEMORY,
-        "--conf", "spark.ui.enabled=false", "--jars", hudi_cdc_jars(),
-        str(REPO / "examples" / "spark_submit_ingest.py"), "ingest", "--source", "kafka", "--topic", topic,
+        "--conf", "spark.ui.enabled=false", *hudi_cdc_jars(),
+        str(LAUNCHER), "ingest", "--source", "kafka", "--topic", topic,
         "--bootstrap-servers", BOOTSTRAP, "--schema-registry-url", REGISTRY, "--target-base-path", str(base),
         "--target-table", name, "--table-type", table_type, "--json", *conf,
     ]  # fmt: skip

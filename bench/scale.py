@@ -25,7 +25,18 @@ from pathlib import Path
 from typing import Any
 
 from bench.procs import run_measured
-from bench.run import BOOTSTRAP, CORES, DRIVER_MEMORY, REGISTRY, REPO, Run, hudi_cdc_jars, spark_submit, verify
+from bench.run import (
+    BOOTSTRAP,
+    CORES,
+    DRIVER_MEMORY,
+    LAUNCHER,
+    REGISTRY,
+    REPO,
+    Run,
+    hudi_cdc_jars,
+    spark_submit,
+    verify,
+)
 from bench.workload import Workload
 
 
@@ -33,8 +44,8 @@ def ingest(work: Path, topic: str, name: str, *, source_limit: int | None, round
     base = work / "tables" / name
     command = [
         spark_submit(), "--master", f"local[{CORES}]", "--driver-memory", DRIVER_MEMORY,
-        "--conf", "spark.ui.enabled=false", "--jars", hudi_cdc_jars(),
-        str(REPO / "examples" / "spark_submit_ingest.py"), "ingest", "--source", "kafka", "--topic", topic,
+        "--conf", "spark.ui.enabled=false", *hudi_cdc_jars(),
+        str(LAUNCHER), "ingest", "--source", "kafka", "--topic", topic,
         "--bootstrap-servers", BOOTSTRAP, "--schema-registry-url", REGISTRY, "--target-base-path", str(base),
         "--target-table", name, "--table-type", "COPY_ON_WRITE", "--json",
         "--continuous", "--max-rounds", str(rounds), "--min-sync-interval-seconds", "0",

@@ -1,27 +1,29 @@
 """The Spark session factory.
 
-hudi-cdc never resolves jars at run time: the Hudi bundle and spark-avro are
-fetched once by ``make jars`` (Maven POMs under ``jars/``) and handed to Spark
-through ``spark.jars``. A session the user already has (a notebook, or
-``spark-submit --jars ...`` on a cluster) is used as it is.
+A session hudi-cdc builds gets the Hudi bundle, spark-avro and Spark's Kafka
+source from :mod:`hudi_cdc.jars` (a folder of jars, or Maven coordinates Spark
+resolves and caches), and runs its Python workers on the driver's own
+interpreter. A session the user already has (a notebook, or ``spark-submit
+--packages ...`` on a cluster) is used as it is.
 """
 
 from __future__ import annotations
 
-import glob
+import logging
 import os
+import sys
 from collections.abc import Mapping
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from hudi_cdc.errors import ConfigError
+from hudi_cdc.jars import JarSource, resolve_jars
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["spark_session", "default_jars", "release", "JARS_DIR_ENV"]
+__all__ = ["spark_session", "release", "worker_python"]
 
-JARS_DIR_ENV = "HUDI_CDC_JARS_DIR"
+_log = logging.getLogger(__name__)
 
 # Settings Hudi's Spark integration needs; a user's own session must carry them too.
 _HUDI_SESSION_CONF = {
@@ -48,25 +50,13 @@ _LOCAL_DEFAULTS = {
 }
 
 
-def _jars_dir() -> Path:
-    env = os.environ.get(JARS_DIR_ENV)
-    if env:
-        return Path(env)
-    # A source checkout or editable install: <repo>/.jars/hudi, filled by `make jars`.
-    return Path(__file__).resolve().parent.parent / ".jars" / "hudi"
+def worker_python() -> str:
+    """The interpreter Spark's Python workers run: ``PYSPARK_PYTHON``, else this one.
 
-
-def default_jars() -> list[str]:
-    """The jar files ``make jars`` fetched, or a ConfigError saying how to get them."""
-    directory = _jars_dir()
-    jars = sorted(glob.glob(str(directory / "*.jar")))
-    if not any("hudi-spark" in Path(j).name for j in jars):
-        raise ConfigError(
-            f"no Hudi Spark bundle found in {directory}: run `make jars` in the hudi-cdc "
-            f"checkout, or set {JARS_DIR_ENV} to a folder holding hudi-spark3.5-bundle_2.12 "
-            "and spark-avro_2.12 jars"
-        )
-    return jars
+    PySpark's own default is ``python3`` from ``PATH``, which on most machines is
+    not the environment hudi-cdc (and pyarrow) is installed in.
+    """
+    return os.environ.get("PYSPARK_PYTHON") or sys.executable
 
 
 def spark_session(
@@ -76,11 +66,14 @@ def spark_session(
     conf: Mapping[str, str] | None = None,
     jars: list[str] | None = None,
 ) -> SparkSession:
-    """Return the active SparkSession, or build a local one with Hudi on its classpath.
+    """Return the active SparkSession, or build one with Hudi on its classpath.
 
     An active session (notebook, ``spark-submit``) is reused untouched apart from
     a check that Hudi is loadable; a new one gets ``local[*]`` unless ``master``
-    or ``spark.master`` says otherwise.
+    or ``spark.master`` says otherwise. ``jars`` replaces the jars
+    :func:`hudi_cdc.jars.resolve_jars` would pick. Python workers run on
+    ``PYSPARK_PYTHON`` if it is set, else on the driver's interpreter; on a
+    cluster whose nodes keep Python elsewhere, set ``PYSPARK_PYTHON``.
     """
     from pyspark.sql import SparkSession
 
@@ -89,6 +82,8 @@ def spark_session(
         _check_hudi_loadable(active)
         return active
 
+    # Read by SparkContext when it starts (and only from the environment).
+    os.environ["PYSPARK_PYTHON"] = worker_python()
     builder = SparkSession.builder.appName(app_name)
     in_submit = "spark.master" in os.environ.get("PYSPARK_SUBMIT_ARGS", "") or bool(os.environ.get("SPARK_ENV_LOADED"))
     if master:
@@ -98,8 +93,10 @@ def spark_session(
         for key, value in _LOCAL_DEFAULTS.items():
             builder = builder.config(key, value)
     if not in_submit:
-        jar_list = jars if jars is not None else default_jars()
-        builder = builder.config("spark.jars", ",".join(jar_list))
+        source = JarSource("folder", jars=tuple(jars)) if jars is not None else resolve_jars()
+        _log.info("hudi-cdc jars: %s", source.spark_conf())
+        for key, value in source.spark_conf().items():
+            builder = builder.config(key, value)
     for key, value in _HUDI_SESSION_CONF.items():
         builder = builder.config(key, value)
     for key, value in (conf or {}).items():
@@ -121,7 +118,7 @@ def _check_hudi_loadable(spark: SparkSession) -> None:
     except Exception as exc:  # py4j raises its own error type for ClassNotFoundException
         raise ConfigError(
             "the Spark session has no Hudi on its classpath: start it with "
-            "hudi_cdc.spark_session(), or pass the jars from `make jars` via --jars"
+            "hudi_cdc.spark_session(), or give spark-submit the line `hudi-cdc jars --submit-args` prints"
         ) from exc
 
 
