@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import shlex
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC
 from typing import Any
 
@@ -33,16 +36,33 @@ def main(verbose: int) -> None:
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
 
 
-def _session_with_quiet_stdout():  # noqa: ANN202 - SparkSession
-    """The Spark session, with the JVM's System.out sent to stderr.
+@contextmanager
+def _stdout_to_stderr() -> Iterator[None]:
+    """Point file descriptor 1 at stderr while the block runs; processes started in it keep that."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    os.dup2(2, 1)
+    try:
+        yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
 
-    stdout belongs to the command's output (--json lines); libraries inside the
-    JVM (Hudi's shaded JOL, for one) print warnings there otherwise.
+
+def _session_with_quiet_stdout():  # noqa: ANN202 - SparkSession
+    """The Spark session, with everything the JVM prints sent to stderr.
+
+    stdout belongs to the command's output (--json lines). A JVM started here
+    (and Spark's launcher before it, which prints Ivy's resolution) inherits
+    stderr as its stdout; a running one gets System.out pointed at System.err,
+    for libraries inside it (Hudi's shaded JOL) that print there.
     """
     from hudi_cdc._jvm import jvm
     from hudi_cdc.spark import spark_session
 
-    spark = spark_session()
+    with _stdout_to_stderr():
+        spark = spark_session()
     system = jvm(spark).java.lang.System
     system.setOut(system.err)
     return spark
