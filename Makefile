@@ -8,7 +8,7 @@ JARS := $(JARS_DIR)/.fetched
 PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help install jars demo demo-files demo-stack test test-nostack bench bench-scale bench-freshness bench-all test-fast lint clean stack-up stack-down stack-reset
+.PHONY: help install jars airflow demo demo-files demo-stack test test-nostack bench bench-scale bench-freshness bench-all test-fast lint clean stack-up stack-down stack-reset
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -25,6 +25,21 @@ $(JARS): jars/hudi/pom.xml
 	mvn -q -B -f jars/hudi/pom.xml dependency:copy-dependencies -DoutputDirectory=$(abspath $(JARS_DIR))
 	touch $@
 
+# Airflow pins its own dependencies (they clash with ours): its own venv, with hudi-cdc's
+# module installed without dependencies; the tasks run hudi-cdc from .venv.
+AIRFLOW_VENV := .venv-airflow
+AIRFLOW_INSTALLED := $(AIRFLOW_VENV)/.installed
+AIRFLOW_PINS := apache-airflow==3.3.2 apache-airflow-providers-apache-spark==6.3.4
+
+$(AIRFLOW_INSTALLED): setup.cfg
+	$(PYTHON) -m venv $(AIRFLOW_VENV)
+	$(AIRFLOW_VENV)/bin/python -m pip install -q --upgrade pip
+	$(AIRFLOW_VENV)/bin/python -m pip install -q $(AIRFLOW_PINS)
+	$(AIRFLOW_VENV)/bin/python -m pip install -q --no-deps -e .
+	touch $@
+
+airflow: $(AIRFLOW_INSTALLED) ## Airflow 3 and its Spark provider in .venv-airflow, for examples/airflow/ and its tests
+
 install: $(INSTALLED) $(JARS) ## Create .venv with hudi-cdc (editable) and fetch the Spark-side jars
 
 jars: $(JARS) ## Fetch the Hudi bundle and spark-avro jars into .jars/ (Maven Central)
@@ -37,7 +52,7 @@ demo-files: install ## Embedded default: write Debezium Avro files, replicate th
 demo-stack: install stack-up ## Real pipeline: Postgres -> Debezium -> Kafka + Apicurio -> hudi-cdc -> Hudi, compared with Postgres
 	$(PY) examples/stack_demo.py
 
-test: install stack-up ## Start the local stack, run the whole test suite (real Spark, Hudi, Postgres, Kafka, Debezium)
+test: install airflow stack-up ## Start the local stack, run the whole test suite (real Spark, Hudi, Postgres, Kafka, Debezium, Airflow)
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 test-nostack: install ## The test suite without the local stack (its tests are skipped)
@@ -51,7 +66,7 @@ lint: install ## ruff and mypy
 	$(VENV)/bin/mypy hudi_cdc payloads
 
 clean: ## Remove the venv, fetched jars and demo output
-	rm -rf $(VENV) .jars demo-output .pytest_cache .hypothesis
+	rm -rf $(VENV) $(AIRFLOW_VENV) .jars demo-output .pytest_cache .hypothesis
 
 # One writer schema: HoodieStreamer 0.14 fails on a stream with several (docs/benchmarks.md).
 BENCH_ARGS ?= --events 1000000 --keys 100000 --schema-versions 1

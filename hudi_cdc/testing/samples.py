@@ -1,7 +1,7 @@
 """A sample Postgres ``customers`` table's Debezium stream, as Kafka Connect's storage sinks write it.
 
 For the demo, the notebook and the install checks: each call writes one Avro
-file of Debezium envelopes under ``<root>/dbserver1.public.customers/`` and
+file of Debezium envelopes under ``<root>/<topic>/partition=0/`` and
 updates :attr:`SampleCustomers.state`, the source table those events lead to.
 """
 
@@ -22,9 +22,10 @@ COLUMNS = [("id", "long"), ("name", ["null", "string"]), ("email", ["null", "str
 class SampleCustomers:
     """Snapshot and change rounds of ``dbserver1.public.customers``, with the state they lead to."""
 
-    def __init__(self, root: str | Path, *, keys: int = 30) -> None:
+    def __init__(self, root: str | Path, *, keys: int = 30, topic: str = "dbserver1.public.customers") -> None:
         self.root = Path(root)
-        self.folder = self.root / "dbserver1.public.customers" / "partition=0"
+        self.topic = topic
+        self.folder = self.root / topic / "partition=0"
         self.keys = keys
         self.schema = envelope_schema("customers", COLUMNS)
         self.state: dict[int, dict[str, Any]] = {}
@@ -35,11 +36,11 @@ class SampleCustomers:
     @property
     def source_path(self) -> str:
         """What ``--source-path`` takes: the folder of the topic's files."""
-        return str(self.root)
+        return str(self.root / self.topic)
 
     def write(self, events: list[dict[str, Any]]) -> int:
         """One more sink file holding ``events`` (named by its first offset, as the sinks do)."""
-        write_events(self.folder / f"dbserver1.public.customers+0+{self._offset:010d}.avro", self.schema, events)
+        write_events(self.folder / f"{self.topic}+0+{self._offset:010d}.avro", self.schema, events)
         self._offset += len(events)
         return len(events)
 

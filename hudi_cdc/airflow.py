@@ -1,0 +1,188 @@
+"""Airflow: one hudi-cdc round for one table as a task.
+
+``HudiCdcIngestOperator`` runs ``hudi-cdc ingest --json`` (or the same through
+``spark-submit``) as a child process, so the Airflow worker needs neither
+Spark nor a JVM and hudi-cdc may live in a venv of its own (Airflow's pins and
+PySpark's rarely agree). The outcome is decided by the exit status the CLI
+derives from hudi-cdc's error classes, never by reading messages:
+
+- 0: the round's result (``IngestResult.to_dict()``) is the task's return
+  value, so it lands in XCom;
+- 75, a transient error (broker or registry down, a failed write): the task
+  fails and Airflow retries it as its ``retries`` say; a process killed by a
+  signal is treated the same, since the next round finishes the job;
+- 1, a terminal error (bad configuration, undecodable input, an incompatible
+  schema change): ``AirflowFailException``, failed at once without retries.
+
+The command helpers need no Airflow; the operator class is built on first use
+and says which ``pip install`` is missing when Airflow is not there.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import threading
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+from hudi_cdc.config import redact
+
+# HudiCdcIngestOperator is built on first access (module __getattr__), so Airflow is imported only then.
+__all__ = ["EXIT_TRANSIENT", "HudiCdcIngestOperator", "ingest_command", "outcome_of"]  # noqa: F822
+
+EXIT_TRANSIENT = 75  # EX_TEMPFAIL, what `hudi-cdc` exits with on a TransientError
+
+# Option names as ``hudi_cdc.ingest()`` takes them, where the CLI flag differs.
+_FLAG_NAMES = {"record_key_fields": "record-key-field", "props_file": "props", "config_file": "config"}
+
+
+def ingest_command(options: Mapping[str, Any], *, command: Sequence[str] = ("hudi-cdc",)) -> list[str]:
+    """The ``hudi-cdc ingest ... --json`` argument list for ``options`` (the keywords of ``hudi_cdc.ingest``).
+
+    ``hoodie_conf`` is a mapping of Hudi settings; ``True`` is a bare flag;
+    ``None`` and ``False`` are left out; a list becomes a comma-separated value.
+    An option the CLI does not know raises ValueError naming it, when the DAG is parsed.
+    """
+    from hudi_cdc.cli import ingest as ingest_cli
+
+    known = {opt for param in ingest_cli.params for opt in param.opts}
+    argv = [*command, "ingest"]
+    for name, value in options.items():
+        flag = "--" + _FLAG_NAMES.get(name, name.replace("_", "-"))
+        if flag not in known or flag == "--json":
+            raise ValueError(f"hudi-cdc ingest has no option {name!r} (flag {flag}); see `hudi-cdc ingest --help`")
+        if value is None or value is False:
+            continue
+        if name == "hoodie_conf":
+            for key, setting in dict(value).items():
+                argv += [flag, f"{key}={setting}"]
+        elif value is True:
+            argv.append(flag)
+        elif isinstance(value, (list, tuple)):
+            argv += [flag, ",".join(map(str, value))]
+        else:
+            argv += [flag, str(value)]
+    return [*argv, "--json"]
+
+
+def outcome_of(returncode: int) -> Literal["ok", "retry", "fail"]:
+    """What an exit status of ``hudi-cdc ingest`` means for a scheduler."""
+    if returncode == 0:
+        return "ok"
+    if returncode == EXIT_TRANSIENT or returncode < 0:  # < 0: killed by a signal
+        return "retry"
+    return "fail"
+
+
+def _printable(argv: Sequence[str]) -> str:
+    """``argv`` for the task log: secret-looking settings and URL credentials hidden."""
+    shown = []
+    for arg in argv:
+        key, sep, value = arg.partition("=")
+        arg = f"{key}={redact({key: value})[key]}" if sep else arg
+        shown.append(re.sub(r"//[^/@\s]+@", "//***@", arg))
+    return " ".join(shown)
+
+
+def _build_operator() -> type:
+    try:
+        from airflow.sdk import BaseOperator  # Airflow 3
+        from airflow.sdk.exceptions import AirflowException, AirflowFailException
+    except ImportError:
+        try:
+            from airflow.exceptions import AirflowException, AirflowFailException  # Airflow 2
+            from airflow.models import BaseOperator
+        except ImportError as exc:
+            raise ImportError(
+                "hudi_cdc.airflow.HudiCdcIngestOperator needs Apache Airflow in the environment that parses the "
+                "DAG: pip install 'hudi-cdc[airflow]' (or apache-airflow)"
+            ) from exc
+
+    class HudiCdcIngestOperator(BaseOperator):  # type: ignore[misc, valid-type]
+        """One ``hudi-cdc ingest`` round for one table; its result goes to XCom.
+
+        ``options`` are the keywords of ``hudi_cdc.ingest`` (``source``,
+        ``topic``, ``target_base_path``, ``hoodie_conf``...), templated.
+        ``command`` starts hudi-cdc: ``["hudi-cdc"]`` from ``PATH``, the
+        ``hudi-cdc`` of another venv, or a ``spark-submit ... <launcher>`` list
+        for a cluster (``hudi-cdc jars`` prints one). ``env`` is added to the
+        worker's environment (``PYSPARK_PYTHON``, ``HUDI_CDC_JARS_DIR``, secrets).
+        """
+
+        template_fields = ("options", "env")
+        ui_color = "#e8f4fd"
+
+        def __init__(
+            self,
+            *,
+            options: Mapping[str, Any],
+            command: Sequence[str] = ("hudi-cdc",),
+            env: Mapping[str, str] | None = None,
+            **kwargs: Any,
+        ) -> None:
+            super().__init__(**kwargs)
+            self.options = dict(options)
+            self.command = list(command)
+            self.env = dict(env or {})
+            ingest_command(self.options, command=self.command)  # unknown options fail when the DAG is parsed
+            self._process: subprocess.Popen[str] | None = None
+
+        def execute(self, context: Any) -> dict[str, Any]:
+            argv = ingest_command(self.options, command=self.command)
+            self.log.info("running %s", _printable(argv))
+            process = subprocess.Popen(
+                argv,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                env={**os.environ, **self.env},
+                start_new_session=True,  # on_kill stops Spark's JVM and Python workers too
+            )
+            self._process = process
+            last_error: list[str] = []
+
+            def relay() -> None:
+                assert process.stderr is not None
+                for line in process.stderr:
+                    self.log.info("%s", line.rstrip())
+                    if line.startswith("hudi-cdc: "):
+                        last_error[:] = [line.strip()]
+
+            relayer = threading.Thread(target=relay, daemon=True)
+            relayer.start()
+            assert process.stdout is not None
+            results = [json.loads(line) for line in process.stdout if line.startswith("{")]
+            returncode = process.wait()
+            relayer.join()
+            reason = last_error[0] if last_error else f"hudi-cdc exited with status {returncode}"
+            outcome = outcome_of(returncode)
+            if outcome == "fail":
+                raise AirflowFailException(reason)
+            if outcome == "retry":
+                raise AirflowException(reason)
+            if not results:
+                raise AirflowFailException("hudi-cdc exited 0 but printed no result")
+            return results[-1]
+
+        def on_kill(self) -> None:
+            if self._process is not None and self._process.poll() is None:
+                os.killpg(self._process.pid, signal.SIGTERM)
+
+    HudiCdcIngestOperator.__module__ = __name__
+    return HudiCdcIngestOperator
+
+
+_operator: type | None = None
+
+
+def __getattr__(name: str) -> Any:
+    global _operator
+    if name == "HudiCdcIngestOperator":
+        if _operator is None:
+            _operator = _build_operator()
+        return _operator
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
