@@ -106,7 +106,7 @@ with DAG(
             task_id=table,
             conn_id="spark_cluster",
             application=str(SCRIPT),
-            application_args=ingest_command(table_options(table, source), command=())[1:],
+            application_args=ingest_command(table_options(table, source), command=()),
             packages=",".join(jars.packages) or None,
             exclude_packages=",".join(EXCLUDES) if jars.packages else None,
             jars=",".join(jars.jars) or None,
