@@ -7,10 +7,9 @@ import logging
 import os
 import shlex
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import UTC
-from typing import Any
+from pathlib import Path
+from typing import Any, NoReturn
 
 import click
 
@@ -29,43 +28,48 @@ def _hoodie_conf(values: tuple[str, ...]) -> dict[str, str]:
 
 
 @click.group()
-@click.option("-v", "--verbose", count=True, help="More log output (-v info, -vv debug).")
-def main(verbose: int) -> None:
+@click.option("-v", "--verbose", count=True, help="More log output, Spark's included (-v info, -vv debug).")
+@click.pass_context
+def main(ctx: click.Context, verbose: int) -> None:
     """Replicate relational tables into Apache Hudi from Debezium change events."""
     level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    for handler in logging.getLogger().handlers:
+        handler.setLevel(level)  # a progress line may lower hudi_cdc's logger level; the terminal keeps this one
+    if verbose == 0:
+        logging.getLogger("librdkafka").setLevel(logging.CRITICAL)  # our own error says what failed
+    ctx.obj = {"verbose": verbose}
 
 
-@contextmanager
-def _stdout_to_stderr() -> Iterator[None]:
-    """Point file descriptor 1 at stderr while the block runs; processes started in it keep that."""
-    sys.stdout.flush()
-    saved = os.dup(1)
-    os.dup2(2, 1)
-    try:
-        yield
-    finally:
-        sys.stdout.flush()
-        os.dup2(saved, 1)
-        os.close(saved)
-
-
-def _session_with_quiet_stdout():  # noqa: ANN202 - SparkSession
-    """The Spark session, with everything the JVM prints sent to stderr.
+def _session(verbose: int) -> tuple[Any, Path | None]:
+    """The Spark session, and the file the JVM writes to if this run started it (None with -v).
 
     stdout belongs to the command's output (--json lines). A JVM started here
-    (and Spark's launcher before it, which prints Ivy's resolution) inherits
-    stderr as its stdout; a running one gets System.out pointed at System.err,
-    for libraries inside it (Hudi's shaded JOL) that print there.
+    (and Spark's launcher before it, which prints Ivy's resolution) inherits a
+    log file as its stdout and stderr, or with -v stderr as its stdout; a
+    running one gets System.out pointed at System.err, for libraries inside it
+    (Hudi's shaded JOL) that print there.
     """
+    from pyspark.sql import SparkSession
+
     from hudi_cdc._jvm import jvm
+    from hudi_cdc.console import jvm_log_path, process_output_to, stdout_to_stderr
     from hudi_cdc.spark import spark_session
 
-    with _stdout_to_stderr():
+    starts_jvm = SparkSession.getActiveSession() is None and "PYSPARK_GATEWAY_PORT" not in os.environ
+    log_path = jvm_log_path() if starts_jvm and verbose == 0 else None
+    with process_output_to(log_path) if log_path else stdout_to_stderr():
         spark = spark_session()
     system = jvm(spark).java.lang.System
     system.setOut(system.err)
-    return spark
+    return spark, log_path
+
+
+def _fail(message: str, code: int, log_path: Path | None) -> NoReturn:
+    if log_path is not None and log_path.exists() and log_path.stat().st_size:
+        message += f" (Spark's log: {log_path})"
+    click.echo(message, err=True)
+    sys.exit(code)
 
 
 @main.command()
@@ -114,13 +118,22 @@ def _session_with_quiet_stdout():  # noqa: ANN202 - SparkSession
 @click.option("--props", "props_file", type=click.Path(dir_okay=False), help="Java properties file of Hudi settings.")
 @click.option("--config", "config_file", type=click.Path(dir_okay=False), help="TOML file of hudi-cdc settings.")
 @click.option("--json", "as_json", is_flag=True, help="Print each round's result as one JSON line.")
+@click.pass_obj
 def ingest(
-    props_file: str | None, config_file: str | None, hoodie_conf: tuple[str, ...], as_json: bool, **kw: Any
+    obj: dict[str, Any],
+    props_file: str | None,
+    config_file: str | None,
+    hoodie_conf: tuple[str, ...],
+    as_json: bool,
+    **kw: Any,
 ) -> None:
     """Ingest new change events into a Hudi table (one round, or --continuous)."""
+    from hudi_cdc.console import TerminalProgress
     from hudi_cdc.pipeline import run
 
+    verbose = obj["verbose"] if obj else 0
     kw["record_key_fields"] = kw.pop("record_key_field")
+    log_path: Path | None = None
     try:
         config = load_config(
             config_file=config_file,
@@ -128,7 +141,16 @@ def ingest(
             hoodie_conf=_hoodie_conf(hoodie_conf),
             **kw,
         )
-        for result in run(config, spark=_session_with_quiet_stdout()):
+        spark, log_path = _session(verbose)
+        rounds = run(config, spark=spark)
+        while True:
+            if TerminalProgress.wanted(sys.stderr, as_json=as_json, verbose=verbose):
+                with TerminalProgress(spark, sys.stderr):
+                    result = next(rounds, None)
+            else:
+                result = next(rounds, None)
+            if result is None:
+                break
             if as_json:
                 click.echo(json.dumps(result.to_dict(), sort_keys=True, default=str))
             elif result.committed:
@@ -142,14 +164,14 @@ def ingest(
                 click.echo(f"{result.table}: nothing new")
     except HudiCdcError as exc:
         kind = "transient" if exc.transient else "error"
-        click.echo(f"hudi-cdc: {kind}: {exc}", err=True)
-        sys.exit(75 if exc.transient else 1)  # 75 = EX_TEMPFAIL: schedulers may retry
+        _fail(f"hudi-cdc: {kind}: {exc}", 75 if exc.transient else 1, log_path)  # 75 = EX_TEMPFAIL: may retry
     except Exception as exc:  # one line for the shell; the traceback with -v
         from hudi_cdc._jvm import java_message
 
         logging.getLogger("hudi_cdc").info("unexpected failure", exc_info=True)
-        click.echo(f"hudi-cdc: unexpected error: {java_message(exc)}", err=True)
-        sys.exit(1)
+        _fail(f"hudi-cdc: unexpected error: {java_message(exc)}", 1, log_path)
+    if log_path is not None:
+        log_path.unlink(missing_ok=True)  # kept only when the run failed
 
 
 @main.command()

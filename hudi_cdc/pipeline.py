@@ -165,6 +165,7 @@ def ingest_once(config: IngestConfig, *, spark: SparkSession | None = None) -> I
     )
     try:
         # Reading, decoding and deciding run as one Spark job (see MergePolicy.plan).
+        log.info("%s: reading, decoding and deciding each key's change", config.target_table)
         plan = policy.plan(flat, key_fields=keys, stored=stored)
     except HudiCdcError:
         raise
@@ -189,6 +190,13 @@ def ingest_once(config: IngestConfig, *, spark: SparkSession | None = None) -> I
         held = tombstones.count()
         details = _details(batch, events)
         stats = {**asdict(plan.counts), "tombstones_held": held, **details}
+        log.info(
+            "%s: %d events decided: writing %d upserts and %d deletes to Hudi",
+            config.target_table,
+            events,
+            plan.counts.upserts,
+            plan.counts.deletes,
+        )
         commit_time = _commit(table, config, keys, plan.upserts, batch, stats)
     finally:
         # In a continuous process the next round needs that memory (see release).
