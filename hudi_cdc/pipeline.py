@@ -156,7 +156,7 @@ def ingest_once(config: IngestConfig, *, spark: SparkSession | None = None) -> I
         for part in batch.parts
     ]
     flat = unify(flats, behavior=config.schema_change_behavior)
-    table_schema = table.read().schema if table.exists() else None
+    table_schema = table.read().schema if table.has_commits() else None
     flat = align_to_table(flat, table_schema, behavior=config.schema_change_behavior, where=batch.description)
     flat = policy.with_order(flat)
     stored = StoredState(
@@ -266,7 +266,7 @@ def _commit_checkpoint_only(
 ) -> IngestResult:
     """Commit no rows with the batch's checkpoint (the table must exist to hold it)."""
     commit_time = None
-    if table.exists():
+    if table.has_commits():
         current = table.read()
         empty = current.select(*[c for c in current.columns if is_data_column(c)]).limit(0)
         commit_time = _commit(table, config, keys, empty, batch, {"events": 0, **_details(batch, 0)})
@@ -293,7 +293,7 @@ def _details(batch: Batch, events: int) -> dict[str, Any]:
 
 def _stored_columns(table: HudiTable, columns: Sequence[str]) -> DataFrame | None:
     """The table's rows with those of ``columns`` it has (a column new in this batch is missing there)."""
-    if not table.exists():
+    if not table.has_commits():
         return None
     stored = table.read()
     return stored.select(*[c for c in columns if c in stored.columns])

@@ -39,6 +39,11 @@ class HudiTable:
         props = jvm(self._spark).org.apache.hadoop.fs.Path(self.base_path.rstrip("/") + "/.hoodie/hoodie.properties")
         return bool(props.getFileSystem(hconf).exists(props))
 
+    def has_commits(self) -> bool:
+        """Whether a write ever completed. A writer killed during the table's first commit leaves
+        ``.hoodie`` with only a pending instant: the table exists, but there is nothing to read yet."""
+        return bool(self._instant_times())
+
     def _meta_client(self):  # noqa: ANN202 - py4j HoodieTableMetaClient
         gateway = jvm(self._spark)
         storage_conf = gateway.org.apache.hudi.storage.hadoop.HadoopStorageConfiguration(hadoop_conf(self._spark))

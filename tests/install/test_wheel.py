@@ -56,3 +56,39 @@ def test_wheel_installed_outside_the_checkout_ingests_files(
     table = spark.read.format("hudi").load(str(base))
     got = {r["id"]: r.asDict() for r in table.select("id", "name", "email", "notes").collect()}
     assert got == sample.state
+
+
+def test_a_fetched_jar_folder_serves_a_machine_without_maven_central(
+    spark, wheel_venv: Path, bare_python: Path, tmp_path: Path
+) -> None:
+    env = user_env(wheel_venv / "bin", bare_python)
+    env["SPARK_SUBMIT_OPTS"] = f"-Duser.home={tmp_path / 'home-online'}"
+    jars_dir = tmp_path / "jars"
+    fetched = subprocess.run(
+        ["hudi-cdc", "jars", "--fetch", str(jars_dir)], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
+    assert fetched.returncode == 0, fetched.stderr[-3000:]
+    assert any("hudi-spark3.5-bundle_2.12-1.2.0" in p.name for p in jars_dir.glob("*.jar"))
+
+    # A home with no Ivy cache: nothing may be resolved, the folder must be enough.
+    env["SPARK_SUBMIT_OPTS"] = f"-Duser.home={tmp_path / 'home-offline'}"
+    env["HUDI_CDC_JARS_DIR"] = str(jars_dir)
+    info = json.loads(subprocess.run(["hudi-cdc", "jars", "--json"], env=env, capture_output=True, text=True).stdout)
+    assert info["source"] == "folder" and info["submit_args"][0] == "--jars"
+    sample = SampleCustomers(tmp_path / "events")
+    sample.snapshot()
+    base = tmp_path / "lake"
+    done = subprocess.run(
+        [
+            "hudi-cdc", "ingest", "--source", "files", "--source-path", sample.source_path,
+            "--target-base-path", base, "--target-table", "customers", "--record-key-field", "id",
+        ],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert not (tmp_path / "home-offline" / ".ivy2").exists(), "the offline run resolved packages"
+    rows = {r["id"]: r.asDict() for r in spark.read.format("hudi").load(str(base)).select(*_COLUMNS).collect()}
+    assert rows == sample.state
+
+
+_COLUMNS = ("id", "name", "email", "notes")
