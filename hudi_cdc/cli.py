@@ -41,28 +41,34 @@ def main(ctx: click.Context, verbose: int) -> None:
     ctx.obj = {"verbose": verbose}
 
 
-def _session(verbose: int) -> tuple[Any, Path | None]:
-    """The Spark session, and the file the JVM writes to if this run started it (None with -v).
-
-    stdout belongs to the command's output (--json lines). A JVM started here
-    (and Spark's launcher before it, which prints Ivy's resolution) inherits a
-    log file as its stdout and stderr, or with -v stderr as its stdout; a
-    running one gets System.out pointed at System.err, for libraries inside it
-    (Hudi's shaded JOL) that print there.
-    """
+def _jvm_log(verbose: int) -> Path | None:
+    """Where the JVM this run starts writes (None with -v, or when a JVM is already running)."""
     from pyspark.sql import SparkSession
 
-    from hudi_cdc._jvm import jvm
-    from hudi_cdc.console import jvm_log_path, process_output_to, stdout_to_stderr
-    from hudi_cdc.spark import spark_session
+    from hudi_cdc.console import jvm_log_path
 
     starts_jvm = SparkSession.getActiveSession() is None and "PYSPARK_GATEWAY_PORT" not in os.environ
-    log_path = jvm_log_path() if starts_jvm and verbose == 0 else None
+    return jvm_log_path() if starts_jvm and verbose == 0 else None
+
+
+def _session(log_path: Path | None):  # noqa: ANN202 - SparkSession
+    """The Spark session, its JVM writing to ``log_path`` (or, without one, stdout sent to stderr).
+
+    stdout belongs to the command's output (--json lines). A JVM started here
+    (and Spark's launcher before it, which prints Ivy's resolution) inherits the
+    log file as its stdout and stderr, or stderr as its stdout; a running one
+    gets System.out pointed at System.err, for libraries inside it (Hudi's
+    shaded JOL) that print there.
+    """
+    from hudi_cdc._jvm import jvm
+    from hudi_cdc.console import process_output_to, stdout_to_stderr
+    from hudi_cdc.spark import spark_session
+
     with process_output_to(log_path) if log_path else stdout_to_stderr():
         spark = spark_session()
     system = jvm(spark).java.lang.System
     system.setOut(system.err)
-    return spark, log_path
+    return spark
 
 
 def _fail(message: str, code: int, log_path: Path | None) -> NoReturn:
@@ -141,7 +147,8 @@ def ingest(
             hoodie_conf=_hoodie_conf(hoodie_conf),
             **kw,
         )
-        spark, log_path = _session(verbose)
+        log_path = _jvm_log(verbose)  # named in the error line if the JVM fails to start, too
+        spark = _session(log_path)
         rounds = run(config, spark=spark)
         while True:
             if TerminalProgress.wanted(sys.stderr, as_json=as_json, verbose=verbose):
