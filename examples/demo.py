@@ -25,7 +25,8 @@ def main() -> int:
     snapshot = sample.snapshot()
     first = sample.changes(seed=1)
 
-    spark = hudi_cdc.spark_session(app_name="hudi-cdc-demo")
+    # Spark's and Hudi's own warnings go to a file, not between the demo's lines.
+    spark = hudi_cdc.spark_session(app_name="hudi-cdc-demo", jvm_log=OUT / "spark.log")
     tables = {
         table_type: dict(
             source_path=sample.source_path,
@@ -69,6 +70,7 @@ def main() -> int:
         ok &= matches
         verdict = "MATCH: the table equals the source" if matches else "MISMATCH"
         print(f"{table_type}: {len(got)} rows, source has {len(sample.state)}: {verdict}")
+    print(f"\n(Spark's log: {OUT / 'spark.log'})")
     return 0 if ok else 1
 
 

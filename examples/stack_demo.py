@@ -64,7 +64,7 @@ def replicate_and_compare(spark, conn, title: str) -> bool:  # noqa: ANN001
 
 def main() -> int:
     shutil.rmtree(OUT, ignore_errors=True)
-    spark = hudi_cdc.spark_session(app_name="hudi-cdc-stack-demo")
+    spark = hudi_cdc.spark_session(app_name="hudi-cdc-stack-demo", jvm_log=OUT / "spark.log")
     rng, run = random.Random(), uuid.uuid4().hex[:8]
     ok = True
     with connect() as conn:
@@ -80,6 +80,7 @@ def main() -> int:
                 f"published by Debezium in {time.monotonic() - t0:.1f}s",
             )
     print("\nEvery Hudi table equals its Postgres table." if ok else "\nSOME TABLES DIFFER")
+    print(f"(Spark's log: {OUT / 'spark.log'})")
     return 0 if ok else 1
 
 

@@ -61,11 +61,14 @@ def _session(log_path: Path | None):  # noqa: ANN202 - SparkSession
     shaded JOL) that print there.
     """
     from hudi_cdc._jvm import jvm
-    from hudi_cdc.console import process_output_to, stdout_to_stderr
+    from hudi_cdc.console import stdout_to_stderr
     from hudi_cdc.spark import spark_session
 
-    with process_output_to(log_path) if log_path else stdout_to_stderr():
-        spark = spark_session()
+    if log_path is not None:
+        spark = spark_session(jvm_log=log_path)
+    else:
+        with stdout_to_stderr():
+            spark = spark_session()
     system = jvm(spark).java.lang.System
     system.setOut(system.err)
     return spark

@@ -13,6 +13,7 @@ import logging
 import os
 import sys
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from hudi_cdc.errors import ConfigError
@@ -65,6 +66,7 @@ def spark_session(
     app_name: str = "hudi-cdc",
     conf: Mapping[str, str] | None = None,
     jars: list[str] | None = None,
+    jvm_log: str | os.PathLike[str] | None = None,
 ) -> SparkSession:
     """Return the active SparkSession, or build one with Hudi on its classpath.
 
@@ -74,6 +76,8 @@ def spark_session(
     :func:`hudi_cdc.jars.resolve_jars` would pick. Python workers run on
     ``PYSPARK_PYTHON`` if it is set, else on the driver's interpreter; on a
     cluster whose nodes keep Python elsewhere, set ``PYSPARK_PYTHON``.
+    With ``jvm_log``, a JVM started here writes its output (Spark's, Hudi's
+    and Ivy's warnings) to that file instead of this process's stdout and stderr.
     """
     from pyspark.sql import SparkSession
 
@@ -101,7 +105,14 @@ def spark_session(
         builder = builder.config(key, value)
     for key, value in (conf or {}).items():
         builder = builder.config(key, value)
-    spark = builder.getOrCreate()
+    if jvm_log is None:
+        spark = builder.getOrCreate()
+    else:
+        from hudi_cdc.console import process_output_to
+
+        Path(jvm_log).parent.mkdir(parents=True, exist_ok=True)
+        with process_output_to(Path(jvm_log)):
+            spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(os.environ.get("HUDI_CDC_SPARK_LOG_LEVEL", "ERROR"))
     _check_hudi_loadable(spark)
     return spark
