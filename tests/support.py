@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import time
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
+import pytest
 from click.testing import CliRunner, Result
 
 from hudi_cdc.cli import main
@@ -110,3 +116,35 @@ def compact(spark: Any, base: str) -> None:
         "options => 'hoodie.compact.inline.max.delta.commits=1')"
     ).collect()
     assert rows and all(r["state"] == "COMPLETED" for r in rows), rows
+
+
+def pending_instants(timeline: Path, action: str) -> list[str]:
+    """Instants of ``action`` requested or inflight and not completed."""
+    if not timeline.is_dir():
+        return []
+    names = os.listdir(timeline)
+    completed = {n.split("_")[0] for n in names if "_" in n}
+    return [
+        n
+        for n in names
+        if n.endswith((".requested", ".inflight")) and action in n and n.split(".")[0] not in completed
+    ]
+
+
+def kill_when_pending(command: list[str], timeline: Path, action: str) -> list[str]:
+    """Run ``command`` in a process group of its own; SIGKILL the group once an ``action`` instant is pending."""
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + 300
+    try:
+        while time.monotonic() < deadline and process.poll() is None:
+            pending = pending_instants(timeline, action)
+            if pending:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+                return pending
+            time.sleep(0.02)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+    pytest.fail(f"no pending {action} instant appeared before the run ended (exit {process.returncode})")

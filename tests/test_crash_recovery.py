@@ -9,15 +9,14 @@ that once wedged every later run.
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from hudi_cdc.testing.samples import SampleCustomers
+from tests.support import kill_when_pending, pending_instants
 
 pytestmark = [pytest.mark.spark, pytest.mark.hudi]
 
@@ -33,37 +32,6 @@ def _command(sample: SampleCustomers, base: Path, table_type: str, *extra: str) 
     ]  # fmt: skip
 
 
-def _pending(timeline: Path, action: str) -> list[str]:
-    """Instants of ``action`` requested or inflight and not completed."""
-    if not timeline.is_dir():
-        return []
-    names = os.listdir(timeline)
-    completed = {n.split("_")[0] for n in names if "_" in n}
-    return [
-        n
-        for n in names
-        if n.endswith((".requested", ".inflight")) and action in n and n.split(".")[0] not in completed
-    ]
-
-
-def _kill_when_pending(command: list[str], timeline: Path, action: str) -> list[str]:
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    deadline = time.monotonic() + 300
-    try:
-        while time.monotonic() < deadline and process.poll() is None:
-            pending = _pending(timeline, action)
-            if pending:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait()
-                return pending
-            time.sleep(0.02)
-    finally:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
-    pytest.fail(f"no pending {action} instant appeared before the run ended (exit {process.returncode})")
-
-
 def _table(spark, base: Path) -> dict:  # noqa: ANN001
     frame = spark.read.format("hudi").load(str(base))
     return {r["id"]: r.asDict() for r in frame.select(*COLUMNS).collect()}
@@ -75,7 +43,7 @@ def test_killed_during_the_first_commit_the_next_run_finishes(spark, tmp_path: P
     sample.snapshot(rows=200)
     sample.changes(seed=1)
     base = tmp_path / "table"
-    pending = _kill_when_pending(_command(sample, base, table_type), base / ".hoodie" / "timeline", action)
+    pending = kill_when_pending(_command(sample, base, table_type), base / ".hoodie" / "timeline", action)
     assert pending and not any("_" in n for n in os.listdir(base / ".hoodie" / "timeline") if action in n)
 
     done = subprocess.run(_command(sample, base, table_type, "--json"), capture_output=True, text=True)
@@ -99,10 +67,23 @@ def test_killed_during_a_compaction_the_next_run_finishes(spark, tmp_path: Path)
 
     sample.changes(seed=2)
     timeline = base / ".hoodie" / "timeline"
-    _kill_when_pending(_command(sample, base, "mor", *compact_each_round), timeline, "compaction")
+    kill_when_pending(_command(sample, base, "mor", *compact_each_round), timeline, "compaction")
 
     sample.changes(seed=3)
     again = subprocess.run(_command(sample, base, "mor", *compact_each_round), capture_output=True, text=True)
     assert again.returncode == 0, again.stderr
     assert _table(spark, base) == sample.state
-    assert not _pending(timeline, "commit") and not _pending(timeline, "compaction")
+    assert not pending_instants(timeline, "commit") and not pending_instants(timeline, "compaction")
+
+
+def test_killed_during_a_later_commit_the_next_run_finishes(spark, tmp_path: Path) -> None:
+    sample = SampleCustomers(tmp_path / "events", keys=300)
+    sample.snapshot(rows=200)
+    base = tmp_path / "table"
+    first = subprocess.run(_command(sample, base, "cow"), capture_output=True, text=True)
+    assert first.returncode == 0, first.stderr
+    sample.changes(seed=5)
+    kill_when_pending(_command(sample, base, "cow"), base / ".hoodie" / "timeline", "commit")
+    again = subprocess.run(_command(sample, base, "cow", "--json"), capture_output=True, text=True)
+    assert again.returncode == 0, again.stderr
+    assert _table(spark, base) == sample.state
