@@ -7,6 +7,7 @@ import logging
 import os
 import shlex
 import sys
+from contextlib import nullcontext
 from datetime import UTC
 from pathlib import Path
 from typing import Any, NoReturn
@@ -153,11 +154,10 @@ def ingest(
         log_path = _jvm_log(verbose)  # named in the error line if the JVM fails to start, too
         spark = _session(log_path)
         rounds = run(config, spark=spark)
+        progress = TerminalProgress.wanted(sys.stderr, as_json=as_json, verbose=verbose)
         while True:
-            if TerminalProgress.wanted(sys.stderr, as_json=as_json, verbose=verbose):
-                with TerminalProgress(spark, sys.stderr):
-                    result = next(rounds, None)
-            else:
+            # A progress line per round: it draws while the round runs, and is erased before its result prints.
+            with TerminalProgress(spark, sys.stderr) if progress else nullcontext():
                 result = next(rounds, None)
             if result is None:
                 break

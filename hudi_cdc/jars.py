@@ -134,15 +134,11 @@ def fetch_jars(directory: str | os.PathLike[str]) -> tuple[str, ...]:
 
     if SparkSession.getActiveSession() is not None:
         raise ConfigError("fetch_jars starts its own Spark session: call it before any other session starts")
+    builder = SparkSession.builder.master("local[1]").appName("hudi-cdc-fetch-jars").config("spark.ui.enabled", "false")
+    for key, value in JarSource("packages", packages=PACKAGES).spark_conf().items():
+        builder = builder.config(key, value)
     try:
-        spark = (
-            SparkSession.builder.master("local[1]")
-            .appName("hudi-cdc-fetch-jars")
-            .config("spark.ui.enabled", "false")
-            .config("spark.jars.packages", ",".join(PACKAGES))
-            .config("spark.jars.excludes", ",".join(EXCLUDES))
-            .getOrCreate()
-        )
+        spark = builder.getOrCreate()
     except Exception as exc:
         raise TransientError(
             f"Spark could not resolve {', '.join(PACKAGES)} from Maven Central: {str(exc).strip().splitlines()[-1]}"

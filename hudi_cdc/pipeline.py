@@ -138,8 +138,11 @@ def ingest_once(config: IngestConfig, *, spark: SparkSession | None = None) -> I
         log.info("%s: record key from the Debezium key schema: %s", config.target_table, ", ".join(keys))
         tombstones = tombstone_store(keys)
 
+    # Only a completed commit has anything to read: a writer killed during the table's
+    # first commit leaves .hoodie with a pending instant alone. Asked once per round.
+    committed = table.has_commits()
     if not batch.parts:  # only Kafka tombstones: nothing to write, but the checkpoint must move
-        return _commit_checkpoint_only(table, config, batch, keys, tombstones, purged, started)
+        return _commit_checkpoint_only(table, committed, config, batch, keys, tombstones, purged, started)
 
     flats = [
         (
@@ -156,12 +159,12 @@ def ingest_once(config: IngestConfig, *, spark: SparkSession | None = None) -> I
         for part in batch.parts
     ]
     flat = unify(flats, behavior=config.schema_change_behavior)
-    table_schema = table.read().schema if table.has_commits() else None
+    table_schema = table.read().schema if committed else None
     flat = align_to_table(flat, table_schema, behavior=config.schema_change_behavior, where=batch.description)
     flat = policy.with_order(flat)
     stored = StoredState(
         tombstones=lambda: _keys_and_order(tombstones.read()),
-        stored_rows=lambda columns: _stored_columns(table, columns),
+        stored_rows=lambda columns: _stored_columns(table, columns) if committed else None,
     )
     try:
         # Reading, decoding and deciding run as one Spark job (see MergePolicy.plan).
@@ -184,7 +187,7 @@ def ingest_once(config: IngestConfig, *, spark: SparkSession | None = None) -> I
         assert plan.upserts is not None and plan.tombstones is not None  # a plan without errors has them
         events = plan.counts.events
         if events == 0:  # e.g. only Kafka tombstones: nothing to write, but the checkpoint must move
-            return _commit_checkpoint_only(table, config, batch, keys, tombstones, purged, started)
+            return _commit_checkpoint_only(table, committed, config, batch, keys, tombstones, purged, started)
         if plan.counts.deletes:
             tombstones.record(plan.tombstones)
         held = tombstones.count()
@@ -257,6 +260,7 @@ def _commit(
 
 def _commit_checkpoint_only(
     table: HudiTable,
+    committed: bool,
     config: IngestConfig,
     batch: Batch,
     keys: tuple[str, ...],
@@ -264,9 +268,9 @@ def _commit_checkpoint_only(
     purged: int,
     started: float,
 ) -> IngestResult:
-    """Commit no rows with the batch's checkpoint (the table must exist to hold it)."""
+    """Commit no rows with the batch's checkpoint (the table must have a commit to hold it)."""
     commit_time = None
-    if table.has_commits():
+    if committed:
         current = table.read()
         empty = current.select(*[c for c in current.columns if is_data_column(c)]).limit(0)
         commit_time = _commit(table, config, keys, empty, batch, {"events": 0, **_details(batch, 0)})
@@ -291,10 +295,8 @@ def _details(batch: Batch, events: int) -> dict[str, Any]:
     return details
 
 
-def _stored_columns(table: HudiTable, columns: Sequence[str]) -> DataFrame | None:
+def _stored_columns(table: HudiTable, columns: Sequence[str]) -> DataFrame:
     """The table's rows with those of ``columns`` it has (a column new in this batch is missing there)."""
-    if not table.has_commits():
-        return None
     stored = table.read()
     return stored.select(*[c for c in columns if c in stored.columns])
 
