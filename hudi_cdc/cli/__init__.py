@@ -1,0 +1,32 @@
+"""``hudi-cdc`` command line: one module per command. Flag names follow HoodieStreamer's where one exists."""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+import click
+
+from hudi_cdc.cli.ingest import ingest
+from hudi_cdc.cli.jars import jars
+from hudi_cdc.cli.tombstones import tombstones
+
+__all__ = ["ingest", "main"]
+
+
+@click.group()
+@click.option("-v", "--verbose", count=True, help="More log output, Spark's included (-v info, -vv debug).")
+@click.pass_context
+def main(ctx: click.Context, verbose: int) -> None:
+    """Replicate relational tables into Apache Hudi from Debezium change events."""
+    level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    for handler in logging.getLogger().handlers:
+        handler.setLevel(level)  # a progress line may lower hudi_cdc's logger level; the terminal keeps this one
+    if verbose == 0:
+        logging.getLogger("librdkafka").setLevel(logging.CRITICAL)  # our own error says what failed
+    ctx.obj = {"verbose": verbose}
+
+
+for _command in (ingest, tombstones, jars):
+    main.add_command(_command)

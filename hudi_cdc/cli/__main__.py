@@ -1,0 +1,3 @@
+from hudi_cdc.cli import main
+
+main()

@@ -1,0 +1,118 @@
+"""``hudi-cdc ingest``: one round, or --continuous."""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from contextlib import nullcontext
+from pathlib import Path
+from typing import Any
+
+import click
+
+from hudi_cdc.cli._common import fail, jvm_log, parse_hoodie_conf, session
+from hudi_cdc.config import load_config
+from hudi_cdc.errors import HudiCdcError
+
+
+@click.command()
+@click.option("--source", type=click.Choice(["files", "kafka"]), default=None, help="Where change events come from.")
+@click.option("--source-path", help="Files source: folder (local or Hadoop URI) of Debezium Avro files.")
+@click.option("--topic", help="Kafka source: the Debezium topic of one table.")
+@click.option("--bootstrap-servers", help="Kafka source: host:port[,host:port].")
+@click.option("--schema-registry-url", help="Kafka source: a Confluent-compatible schema registry.")
+@click.option(
+    "--kafka-starting-offsets",
+    type=click.Choice(["earliest", "latest"]),
+    help="Kafka source: where a table without a checkpoint starts (default earliest).",
+)
+@click.option(
+    "--allow-data-loss",
+    is_flag=True,
+    default=None,
+    help="Kafka source: continue when the checkpoint is older than what Kafka retains.",
+)
+@click.option("--flavor", type=click.Choice(["postgres", "mysql"], case_sensitive=False), help="Source database.")
+@click.option("--target-base-path", help="Base path of the Hudi table.")
+@click.option("--target-table", help="Name of the Hudi table.")
+@click.option(
+    "--table-type",
+    type=click.Choice(["COPY_ON_WRITE", "MERGE_ON_READ", "cow", "mor"], case_sensitive=False),
+    help="Hudi table type (cow/mor accepted).",
+)
+@click.option("--record-key-field", help="Record key column(s), comma separated.")
+@click.option("--partition-path-field", help="Partition column, if the table is partitioned.")
+@click.option("--source-limit", type=int, help="Most bytes of new files (files) or messages (kafka) per round.")
+@click.option("--checkpoint", help="Start from this checkpoint ('earliest' or a stored JSON checkpoint).")
+@click.option("--continuous", is_flag=True, default=None, help="Keep ingesting in rounds.")
+@click.option("--min-sync-interval-seconds", type=float, help="Continuous mode: least seconds between rounds.")
+@click.option("--max-rounds", type=int, help="Continuous mode: stop after this many rounds.")
+@click.option("--toast-placeholder", help="Debezium's unavailable.value.placeholder.")
+@click.option("--tombstone-retention-hours", type=float, help="How long delete tombstones are kept.")
+@click.option(
+    "--tombstone-path", help="Where delete tombstones live (default: <target-base-path>_hudi_cdc_tombstones)."
+)
+@click.option(
+    "--schema-change-behavior",
+    type=click.Choice(["fail", "evolve", "ignore"]),
+    help="What an incompatible column type change does (default fail).",
+)
+@click.option("--hoodie-conf", multiple=True, help="A Hudi setting k=v; repeatable.")
+@click.option("--props", "props_file", type=click.Path(dir_okay=False), help="Java properties file of Hudi settings.")
+@click.option("--config", "config_file", type=click.Path(dir_okay=False), help="TOML file of hudi-cdc settings.")
+@click.option("--json", "as_json", is_flag=True, help="Print each round's result as one JSON line.")
+@click.pass_obj
+def ingest(
+    obj: dict[str, Any],
+    props_file: str | None,
+    config_file: str | None,
+    hoodie_conf: tuple[str, ...],
+    as_json: bool,
+    **kw: Any,
+) -> None:
+    """Ingest new change events into a Hudi table (one round, or --continuous)."""
+    from hudi_cdc.console import TerminalProgress
+    from hudi_cdc.pipeline import run
+
+    verbose = obj["verbose"] if obj else 0
+    kw["record_key_fields"] = kw.pop("record_key_field")
+    log_path: Path | None = None
+    try:
+        config = load_config(
+            config_file=config_file,
+            props_file=props_file,
+            hoodie_conf=parse_hoodie_conf(hoodie_conf),
+            **kw,
+        )
+        log_path = jvm_log(verbose)  # named in the error line if the JVM fails to start, too
+        spark = session(log_path)
+        rounds = run(config, spark=spark)
+        progress = TerminalProgress.wanted(sys.stderr, as_json=as_json, verbose=verbose)
+        while True:
+            # A progress line per round: it draws while the round runs, and is erased before its result prints.
+            with TerminalProgress(spark, sys.stderr) if progress else nullcontext():
+                result = next(rounds, None)
+            if result is None:
+                break
+            if as_json:
+                click.echo(json.dumps(result.to_dict(), sort_keys=True, default=str))
+            elif result.committed:
+                click.echo(
+                    f"{result.table}: commit {result.commit_time}: {result.events} events -> "
+                    f"{result.upserts} upserts, {result.deletes} deletes, {result.stale} stale, "
+                    f"{result.superseded} superseded; {result.tombstones_held} tombstones held "
+                    f"({result.duration_s:.1f}s)"
+                )
+            else:
+                click.echo(f"{result.table}: nothing new")
+    except HudiCdcError as exc:
+        kind = "transient" if exc.transient else "error"
+        fail(f"hudi-cdc: {kind}: {exc}", 75 if exc.transient else 1, log_path)  # 75 = EX_TEMPFAIL: may retry
+    except Exception as exc:  # one line for the shell; the traceback with -v
+        from hudi_cdc._jvm import java_message
+
+        logging.getLogger("hudi_cdc").info("unexpected failure", exc_info=True)
+        fail(f"hudi-cdc: unexpected error: {java_message(exc)}", 1, log_path)
+    if log_path is not None:
+        log_path.unlink(missing_ok=True)  # kept only when the run failed

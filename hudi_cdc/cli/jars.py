@@ -1,0 +1,68 @@
+"""``hudi-cdc jars``: where the Spark jars come from, and the spark-submit line that uses them."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+
+import click
+
+from hudi_cdc.errors import HudiCdcError
+
+
+@click.command()
+@click.option("--packages", "show", flag_value="packages", help="Print only the Maven coordinates, comma separated.")
+@click.option(
+    "--submit-args",
+    "show",
+    flag_value="submit-args",
+    help="Print only the spark-submit arguments that put the jars on the classpath.",
+)
+@click.option("--launcher", "show", flag_value="launcher", help="Print only the path of the spark-submit script.")
+@click.option(
+    "--fetch",
+    "fetch_dir",
+    type=click.Path(file_okay=False),
+    help="Resolve the coordinates with Spark's Ivy and copy the jars into this folder (for air-gapped clusters).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print everything as one JSON object.")
+def jars(show: str | None, fetch_dir: str | None, as_json: bool) -> None:
+    """Where hudi-cdc's Spark jars come from, and the spark-submit line that uses them."""
+    from hudi_cdc import jars as jarmod
+    from hudi_cdc.launcher import SCRIPT
+
+    try:
+        if fetch_dir:
+            fetched = jarmod.fetch_jars(fetch_dir)
+            click.echo(f"{len(fetched)} jars in {fetch_dir}; use them with {jarmod.JARS_DIR_ENV}={fetch_dir}", err=True)
+        source = jarmod.resolve_jars()
+    except HudiCdcError as exc:
+        click.echo(f"hudi-cdc: error: {exc}", err=True)
+        sys.exit(75 if exc.transient else 1)
+    submit = " ".join(shlex.quote(a) for a in source.submit_args())
+    if show == "packages":
+        click.echo(",".join(jarmod.PACKAGES))
+    elif show == "submit-args":
+        click.echo(submit)
+    elif show == "launcher":
+        click.echo(str(SCRIPT))
+    elif as_json:
+        info = {
+            "source": source.kind,
+            "folder": source.folder,
+            "jars": list(source.jars),
+            "packages": list(jarmod.PACKAGES),
+            "submit_args": source.submit_args(),
+            "launcher": str(SCRIPT),
+        }
+        click.echo(json.dumps(info, sort_keys=True))
+    else:
+        where = f"the jars in {source.folder}" if source.kind == "folder" else "Maven coordinates Spark resolves"
+        click.echo(f"A session hudi-cdc builds uses {where}.")
+        click.echo("Maven coordinates:")
+        for coordinate in jarmod.PACKAGES:
+            click.echo(f"  {coordinate}")
+        click.echo("spark-submit:")
+        click.echo(f'  PYSPARK_PYTHON="$(command -v python)" spark-submit {submit} \\')
+        click.echo(f"    {shlex.quote(str(SCRIPT))} ingest ...")
