@@ -1,0 +1,92 @@
+"""The source database an operator command talks to: a URL, and a password kept off the command line.
+
+``postgresql://user@host:port/dbname`` (libpq's URI; ``?sslmode=...`` and the
+other libpq parameters pass through). The password comes, first match wins,
+from ``password_file``, from the environment variable ``password_env``, or
+from libpq's own ``PGPASSWORD`` / ``~/.pgpass``. A password written into the
+URL works but is never printed: :attr:`SourceDatabase.display` redacts it.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from hudi_cdc.errors import ConfigError, TransientError
+
+__all__ = ["SourceDatabase", "redact_url"]
+
+# Refusals a retry will not fix (libpq's wording).
+_TERMINAL = ("authentication failed", "does not exist", "no password supplied", "no pg_hba.conf entry")
+_SCHEMES = {"postgresql": "postgres", "postgres": "postgres"}
+
+
+def redact_url(url: str) -> str:
+    """``url`` with any password replaced by ``***``."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.hostname or ""
+    netloc = f"{parts.username}:***@{host}" + (f":{parts.port}" if parts.port else "")
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+@dataclass(frozen=True)
+class SourceDatabase:
+    url: str
+    password_file: str | None = None
+    password_env: str | None = None
+
+    def __post_init__(self) -> None:
+        scheme = urlsplit(self.url).scheme
+        if scheme not in _SCHEMES:
+            raise ConfigError(
+                f"source database URL {self.display!r}: expected postgresql://user@host:port/dbname"
+                " (MySQL/MariaDB is not supported yet)"
+            )
+
+    @property
+    def kind(self) -> str:
+        return _SCHEMES[urlsplit(self.url).scheme]
+
+    @property
+    def display(self) -> str:
+        return redact_url(self.url)
+
+    def __repr__(self) -> str:
+        return f"SourceDatabase({self.display!r})"
+
+    def _password(self) -> str | None:
+        if self.password_file:
+            try:
+                return Path(self.password_file).read_text().rstrip("\r\n")
+            except OSError as exc:
+                raise ConfigError(f"cannot read the password file {self.password_file}: {exc.strerror}") from None
+        if self.password_env:
+            if self.password_env not in os.environ:
+                raise ConfigError(f"environment variable {self.password_env} (the password) is not set")
+            return os.environ[self.password_env]
+        return None  # libpq: the URL, PGPASSWORD or ~/.pgpass
+
+    def connect(self, *, application: str = "hudi-cdc") -> Any:
+        """An autocommit, read-only psycopg connection."""
+        import psycopg
+
+        extra: dict[str, Any] = {"application_name": application, "connect_timeout": 10}
+        password = self._password()
+        if password is not None:
+            extra["password"] = password
+        try:
+            conn = psycopg.connect(self.url, autocommit=True, **extra)
+        except psycopg.OperationalError as exc:
+            # libpq's message names host, port and the reason; it never contains the password.
+            reason = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
+            message = f"cannot connect to {self.display}: {reason}"
+            if any(word in reason for word in _TERMINAL):
+                raise ConfigError(message) from None
+            raise TransientError(message) from None
+        conn.read_only = True
+        return conn
