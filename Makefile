@@ -92,7 +92,7 @@ bench-all: bench bench-scale bench-freshness ## All three benchmarks, results in
 bench-freshness: install stack-up ## Postgres commit -> visible in a MOR snapshot query, at 2,000 and 5,000 changes/s
 	$(PY) -m bench.freshness --markdown docs/benchmarks.md
 
-stack-up: ## Start the local CDC stack: PostgreSQL 15, Kafka (KRaft), Apicurio Registry, Kafka Connect + Debezium (state in .stack/)
+stack-up: $(INSTALLED) ## Start the local CDC stack: PostgreSQL 15, Kafka (KRaft), Apicurio Registry, Kafka Connect + Debezium (state in .stack/)
 	bash stack/setup.sh
 	bash stack/start.sh
 

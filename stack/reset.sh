@@ -3,4 +3,4 @@
 . "$(dirname "$0")/env.sh"
 "$(dirname "$0")/stop.sh"
 cd "$STACK" 2>/dev/null || exit 0
-rm -rf pg/data pg/run apicurio/db kafka/data kafka/cluster.id connect/data/* kafka/kafka.log apicurio/apicurio.log connect/connect.log
+rm -rf pg/data pg/run apicurio/db kafka/data kafka/cluster.id connect/data/* kafka/kafka.log apicurio/apicurio.log connect/connect.log connect/supervisor.log

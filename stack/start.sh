@@ -1,5 +1,6 @@
 #!/bin/bash
-# Start Postgres -> Kafka (KRaft) -> Apicurio -> Kafka Connect (standalone + Debezium), each with a readiness check.
+# Start Postgres -> Kafka (KRaft) -> Apicurio -> Kafka Connect (standalone + Debezium) -> the Connect
+# supervisor, each with a readiness check.
 set -euo pipefail
 . "$(dirname "$0")/env.sh"
 cd "$STACK"
@@ -43,6 +44,20 @@ if ! alive connect/connect.pid; then
   (cd connect; setsid nohup $JAVA -Xms128m -Xmx512m -XX:+UseG1GC -Dlog4j2.configurationFile=$STACK/connect/log4j2.properties \
      -cp "$STACK/connect/lib/*" org.apache.kafka.connect.cli.ConnectStandalone \
      connect-standalone.properties inventory-connector.properties > connect.log 2>&1 < /dev/null & echo $! > connect.pid)
+fi
+wait_for connect-rest 120 connect/connect.pid curl -sf http://127.0.0.1:$CONNECT_PORT/connectors
+
+# 5. The supervisor: Connect never restarts a FAILED task (a registry outage fails the Debezium task for
+#    good), so it polls Connect and restarts failed tasks with backoff (docs/setup-postgres.md). Started
+#    before waiting for the task, which may be FAILED already when this script runs.
+PY=${HUDI_CDC_PYTHON:-$REPO/.venv/bin/python}
+if alive connect/supervisor.pid; then :
+elif [ -x "$PY" ]; then
+  (cd connect; setsid nohup "$PY" -m hudi_cdc.ops.connect supervise --connect-url http://127.0.0.1:$CONNECT_PORT \
+     --interval 5 --max-backoff 60 > supervisor.log 2>&1 < /dev/null & echo $! > supervisor.pid)
+  wait_for supervisor 30 connect/supervisor.pid grep -q 'supervising Kafka Connect' connect/supervisor.log
+else
+  echo "warning: no python at $PY (make install, or set HUDI_CDC_PYTHON): failed Connect tasks will not be restarted" >&2
 fi
 task_running() { curl -sf http://127.0.0.1:$CONNECT_PORT/connectors/inventory-connector/status | grep -q '"tasks":\[{"id":0,"state":"RUNNING"'; }
 wait_for connect 120 connect/connect.pid task_running

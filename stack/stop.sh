@@ -1,9 +1,10 @@
 #!/bin/bash
-# Stop Connect -> Apicurio -> Kafka (by the pids recorded at start) -> Postgres (pg_ctl).
+# Stop the Connect supervisor -> Connect -> Apicurio -> Kafka (by the pids recorded at start) -> Postgres (pg_ctl).
 . "$(dirname "$0")/env.sh"
 cd "$STACK"
-for c in connect apicurio kafka; do
-  f=$c/$c.pid
+# The supervisor first: it would restart what stopping Connect fails.
+for f in connect/supervisor.pid connect/connect.pid apicurio/apicurio.pid kafka/kafka.pid; do
+  c=$(basename $f .pid)
   if [ -f $f ] && kill -0 "$(cat $f)" 2>/dev/null; then
     p=$(cat $f); kill -TERM "$p"
     for _ in $(seq 1 40); do kill -0 "$p" 2>/dev/null || break; sleep 0.5; done
