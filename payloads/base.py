@@ -19,9 +19,10 @@ keeps the newer of stored and incoming, deletes included.
 
 from __future__ import annotations
 
+import itertools
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -61,6 +62,10 @@ _EVENTS = INTERNAL_PREFIX + "events"
 _KNOWN = INTERNAL_PREFIX + "known_"
 _STORED = INTERNAL_PREFIX + "stored_"
 _FIRST_ERROR = INTERNAL_PREFIX + "first_error"
+_PAIR = INTERNAL_PREFIX + "pair"
+_OLD = INTERNAL_PREFIX + "old_"
+_MOVED = INTERNAL_PREFIX + "moved_"
+_PAST_COMMITS = 5  # how far back a moved key's old values are looked for (the move's delete is usually last round's)
 ORIGIN_COLUMN = INTERNAL_PREFIX + "origin"
 """Where an event came from (file path, topic-partition@offset), for error messages."""
 
@@ -85,6 +90,8 @@ class StoredState:
 
     tombstones: Callable[[], DataFrame | None]
     stored_rows: Callable[[Sequence[str]], DataFrame | None]
+    past_rows: Callable[[Sequence[str]], Iterator[DataFrame]] = field(default=lambda columns: iter(()))
+    """The table's rows as of each earlier commit still retained, newest first (time travel)."""
 
     @staticmethod
     def empty() -> StoredState:
@@ -306,6 +313,10 @@ class MergePolicy(ABC):
 
         unresolved = decided.filter(F.col(ACTION_COLUMN) == F.lit(ERROR)).select(*keys).limit(5).collect()
         if unresolved:
+            decided = self._fill_moved(batch, decided, keys, toastable, stored).localCheckpoint(eager=True)
+            materialised.append(decided)
+            unresolved = decided.filter(F.col(ACTION_COLUMN) == F.lit(ERROR)).select(*keys).limit(5).collect()
+        if unresolved:
             from hudi_cdc.errors import MergeError
 
             raise MergeError(
@@ -322,6 +333,77 @@ class MergePolicy(ABC):
         return WritePlan(
             decided=decided, upserts=upserts, tombstones=tombstone_rows, counts=counts, materialised=tuple(materialised)
         )
+
+    @staticmethod
+    def _fill_moved(
+        batch: DataFrame, decided: DataFrame, keys: list[str], toastable: dict[str, Column], stored: StoredState
+    ) -> DataFrame:
+        """Placeholders of rows whose key changed: the values come from the old key.
+
+        A primary-key update reaches Debezium as a delete of the old key and a
+        create of the new one, both at the update's position; an out-of-line
+        value the update left alone is a placeholder in the create, and the new
+        key has no past. The old key has: its newest real values below that
+        position, in this batch, in the table, or (when its delete was applied
+        by an earlier round) in the table as of an earlier commit.
+        """
+        from pyspark.sql import functions as F
+
+        is_error = F.col(ACTION_COLUMN) == F.lit(ERROR)
+        moved = decided.filter(is_error)
+        pairs = moved.select(F.col(ORDER_COLUMN).alias(_PAIR)).distinct()
+        old = {k: f"{_OLD}{i}" for i, k in enumerate(keys)}
+
+        def halves(deletes: DataFrame) -> DataFrame:  # the delete at the same position, under another key
+            return deletes.join(F.broadcast(pairs), F.col(ORDER_COLUMN) == F.col(_PAIR)).select(
+                _PAIR, *[F.col(k).alias(old[k]) for k in keys]
+            )
+
+        partners = halves(batch.filter(F.col(OP_COLUMN) == F.lit("d")))
+        tombstones = stored.tombstones()
+        if tombstones is not None:
+            partners = partners.unionByName(halves(tombstones))
+        partners = partners.distinct().localCheckpoint(eager=True)
+        names = list(toastable)
+        wanted = [*keys, ORDER_COLUMN, *names]
+
+        def before_move(rows: DataFrame) -> DataFrame:  # the old key's rows below the move
+            on = [rows[k] == partners[old[k]] for k in keys]
+            joined = rows.select(*[c for c in wanted if c in rows.columns]).join(F.broadcast(partners), on)
+            return joined.filter(F.col(ORDER_COLUMN) < F.col(_PAIR)).select(
+                _PAIR, ORDER_COLUMN, *[F.col(f"`{n}`") if n in rows.columns else F.lit(None).alias(n) for n in names]
+            )
+
+        sources = [before_move(batch.filter(F.col(OP_COLUMN) != F.lit("d")))]
+        current = stored.stored_rows(wanted)
+        if current is not None:
+            sources.append(before_move(current))
+        # An old key deleted by an earlier round is only in the table's past: newest retained commits first.
+        found = set()
+        for past in itertools.islice(stored.past_rows(wanted), _PAST_COMMITS):
+            rows = before_move(past).localCheckpoint(eager=True)
+            sources.append(rows)
+            found |= {r[_PAIR] for r in rows.select(_PAIR).distinct().collect()}
+            if found >= {r[_PAIR] for r in pairs.collect()}:
+                break
+        candidates = sources[0]
+        for more in sources[1:]:
+            candidates = candidates.unionByName(more, allowMissingColumns=True)
+        fills = candidates.groupBy(_PAIR).agg(
+            *[
+                F.max_by(F.struct(F.col(f"`{n}`").alias("v")), F.when(~test, F.col(ORDER_COLUMN))).alias(f"{_MOVED}{i}")
+                for i, (n, test) in enumerate(toastable.items())
+            ]
+        )
+        filled = moved.join(fills, F.col(ORDER_COLUMN) == F.col(_PAIR), "left")
+        for i, (name, test) in enumerate(toastable.items()):
+            fill = F.col(f"{_MOVED}{i}")
+            filled = filled.withColumn(name, F.when(test & fill.isNotNull(), fill["v"]).otherwise(F.col(f"`{name}`")))
+        left = F.lit(False)
+        for test in toastable.values():
+            left = left | test
+        filled = filled.withColumn(ACTION_COLUMN, F.when(left, F.lit(ERROR)).otherwise(F.lit(UPSERT)))
+        return decided.filter(~is_error).unionByName(filled.select(*decided.columns))
 
     @staticmethod
     def _count(decided: DataFrame) -> PlanCounts:

@@ -37,3 +37,18 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if "spark" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.spark)
+    _needs_stack([item for item in items if "tests/stack/" in item.nodeid or item.get_closest_marker("stack")])
+
+
+def _needs_stack(mine: list[pytest.Item]) -> None:
+    from tests.stack.conftest import stack_down
+
+    for item in mine:
+        item.add_marker(pytest.mark.spark)  # all of them run Spark, in process or through spark-submit
+    down = stack_down() if mine else []
+    if not down:
+        return
+    if os.environ.get("CI") == "true":
+        raise pytest.UsageError(f"CI=true but the local stack is down ({', '.join(down)}): run `make stack-up` first")
+    for item in mine:
+        item.add_marker(pytest.mark.skip(reason=f"the local CDC stack is down ({', '.join(down)}): make stack-up"))

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import signal
 import subprocess
 import time
 from collections.abc import Iterable, Sequence
@@ -14,6 +12,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from hudi_cdc.cli import main
+from hudi_cdc.testing.faults import kill_group, pending_instants
 
 PLACEHOLDER = "__debezium_unavailable_value"
 CUSTOMERS = [("id", "long"), ("name", ["null", "string"]), ("bio", ["null", "string"])]
@@ -64,14 +63,16 @@ def commit_instants(spark: Any, base: str) -> list[str]:
 def apply_events(events: Iterable[dict[str, Any]], key: str = "id") -> dict[Any, dict[str, Any]]:
     """The source table after ``events`` in LSN order (placeholders keep the old value)."""
     state: dict[Any, dict[str, Any]] = {}
-    for event in sorted(events, key=lambda e: (e["source"]["lsn"] or 0, e["op"] != "r")):
+    gone: dict[Any, dict[str, Any]] = {}  # rows deleted, by the position of their delete
+    for event in sorted(events, key=lambda e: (e["source"]["lsn"] or 0, e["op"] != "r", e["op"] != "d")):
         if event["op"] == "d":
-            state.pop(event["before"][key], None)
+            gone[event["source"]["lsn"]] = state.pop(event["before"][key], {})
         else:
             row = dict(event["after"])
-            old = state.get(row[key], {})
+            # A primary-key change: the delete of the old key at the same position holds the unchanged values.
+            old = state.get(row[key]) or gone.get(event["source"]["lsn"], {})
             for column, value in row.items():
-                if value == PLACEHOLDER:
+                if value in (PLACEHOLDER, PLACEHOLDER.encode(), [PLACEHOLDER]):
                     row[column] = old[column]
             state[row[key]] = row
     return state
@@ -118,19 +119,6 @@ def compact(spark: Any, base: str) -> None:
     assert rows and all(r["state"] == "COMPLETED" for r in rows), rows
 
 
-def pending_instants(timeline: Path, action: str) -> list[str]:
-    """Instants of ``action`` requested or inflight and not completed."""
-    if not timeline.is_dir():
-        return []
-    names = os.listdir(timeline)
-    completed = {n.split("_")[0] for n in names if "_" in n}
-    return [
-        n
-        for n in names
-        if n.endswith((".requested", ".inflight")) and action in n and n.split(".")[0] not in completed
-    ]
-
-
 def kill_when_pending(command: list[str], timeline: Path, action: str) -> list[str]:
     """Run ``command`` in a process group of its own; SIGKILL the group once an ``action`` instant is pending."""
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
@@ -139,12 +127,9 @@ def kill_when_pending(command: list[str], timeline: Path, action: str) -> list[s
         while time.monotonic() < deadline and process.poll() is None:
             pending = pending_instants(timeline, action)
             if pending:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait()
+                kill_group(process)
                 return pending
             time.sleep(0.02)
     finally:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
+        kill_group(process)
     pytest.fail(f"no pending {action} instant appeared before the run ended (exit {process.returncode})")

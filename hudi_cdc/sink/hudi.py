@@ -116,3 +116,7 @@ class HudiTable:
 
     def read(self) -> DataFrame:
         return self._spark.read.format("hudi").load(self.base_path)
+
+    def read_as_of(self, instant: str) -> DataFrame:
+        """The table as it was when ``instant`` completed (time travel; needs its files not yet cleaned)."""
+        return self._spark.read.format("hudi").option("as.of.instant", instant).load(self.base_path)

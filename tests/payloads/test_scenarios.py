@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from hudi_cdc.testing import envelope_schema, mysql_event, pg_event, write_events
-from tests.support import compact, ingest_args, ingest_batches, run_cli, table_state
+from tests.support import apply_events, compact, ingest_args, ingest_batches, run_cli, table_state
 
 pytestmark = pytest.mark.hudi
 
@@ -339,3 +339,31 @@ def test_placeholder_for_an_unseen_key_fails_the_batch(spark, tmp_path: Path) ->
     assert result.exit_code == 1
     assert "TOAST placeholder" in result.output and "id=2" in result.output and "never seen" in result.output
     assert table_state(spark, base, NAMES) == {1: (1, "a", "bio", b"d", ["t"])}
+
+
+@pytest.mark.parametrize("table_type", ["cow", "mor"])
+@pytest.mark.parametrize("split", [False, True], ids=["one-round", "halves-in-two-rounds"])
+def test_primary_key_change_keeps_unchanged_out_of_line_values(
+    spark, tmp_path: Path, table_type: str, split: bool
+) -> None:
+    """``UPDATE t SET id = 2 WHERE id = 1`` under REPLICA IDENTITY DEFAULT, leaving TOASTed values alone.
+
+    Debezium sends a delete of key 1 and a create of key 2, both at the update's
+    LSN; the create carries placeholders, and key 2 has no past. The values are
+    key 1's: from the same round, or, when the delete was applied a round
+    earlier, from the table as of an earlier commit.
+    """
+    schema = envelope_schema("customers", COLUMNS)
+    first = [
+        pg_event("c", lsn=10, after={"id": 1, **row("a", bio="long bio", data=b"blob", tags=["x"])}),
+        pg_event("u", lsn=15, after={"id": 1, **row("a2", bio=PH, data=PH_BYTES, tags=[PH])}),
+        pg_event("c", lsn=16, after={"id": 5, **row("other", bio="bio5")}),
+    ]
+    delete = pg_event("d", lsn=20, before={"id": 1, **row(None, bio=None, data=None, tags=None)})
+    create = pg_event("c", lsn=20, after={"id": 2, **row("moved", bio=PH, data=PH_BYTES, tags=[PH])})
+    later = [pg_event("u", lsn=30, after={"id": 5, **row("other2", bio=PH)})]  # a commit after the move's delete
+    batches = [first, [delete, create]] if not split else [first, [delete], later, [create]]
+    base = ingest_batches(spark, tmp_path, schema, batches, table_type=table_type)
+    expected = apply_events([event for batch in batches for event in batch])
+    assert expected[2] == {"id": 2, **row("moved", bio="long bio", data=b"blob", tags=["x"])}
+    assert table_state(spark, base, NAMES) == {k: tuple(v[n] for n in NAMES) for k, v in expected.items()}

@@ -1,0 +1,431 @@
+"""Chaos: kill the ingest and restart the stack under it, then prove both tables equal Postgres.
+
+A randomized workload writes to a table of its own in the stack's Postgres
+(multi-row transactions; inserts; updates that leave the TOASTed column alone
+and updates that change it; deletes; re-inserts of deleted keys; primary-key
+changes). ``hudi-cdc ingest --continuous`` follows its Debezium topic into a
+COPY_ON_WRITE and a MERGE_ON_READ table, each in a process of its own.
+
+1. Kills: each ingest's process group (Python and its JVM) is SIGKILLed, by
+   turns at a random moment and the moment a Hudi instant is pending (inside a
+   commit), from the table's very first round on; the harness starts it again.
+2. Restarts: with both ingests running, the Kafka broker, the schema registry
+   and Kafka Connect are stopped and started, one at a time. Each ingest must
+   ride through by itself (not exit), and both tables must commit again.
+3. Catch-up: the workload stops, the ingests reach the topic's end, and
+   ``hudi-cdc verify`` must find both tables equal to Postgres.
+
+``python -m chaos.run`` (``make chaos``); ``--kills 5 --restarts kafka`` is the
+short form CI runs (tests/stack/test_chaos.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import string
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+from hudi_cdc.ops.verify import checkpoint_covers, kafka_end_offsets
+from hudi_cdc.sink.options import CHECKPOINT_KEY
+from hudi_cdc.testing.faults import kill_group, pending_instants, restart_service, timeline_of
+from hudi_cdc.testing.kafka import wait_until_quiet
+from hudi_cdc.testing.postgres import connect
+
+REPO = Path(__file__).resolve().parent.parent
+BOOTSTRAP = "127.0.0.1:59092"
+REGISTRY = "http://127.0.0.1:58080/apis/ccompat/v7"
+SOURCE_URL = "postgresql://debezium@127.0.0.1:55432/inventory"
+SERVICES = {"kafka": "kafka", "registry": "apicurio", "connect": "connect"}
+_LETTERS = string.ascii_letters + string.digits
+
+
+# --- the workload ------------------------------------------------------------------------------------
+
+
+class Workload(threading.Thread):
+    """Random transactions on one table until stopped; the only writer of that table."""
+
+    def __init__(self, table: str, seed: int, pause_s: float) -> None:
+        super().__init__(daemon=True, name="workload")
+        self.table = table
+        self.rng = random.Random(seed)
+        self.pause_s = pause_s
+        self.changes = 0
+        self.transactions = 0
+        self.error: BaseException | None = None
+        self._stop = threading.Event()
+        self._live: list[int] = []
+        self._deleted: list[int] = []
+        self._next_id = 1
+
+    def create(self) -> None:
+        with connect() as conn:
+            conn.execute(
+                f"create table inventory.{self.table} (id bigint primary key, version int not null, name text not null,"
+                " amount numeric(12,2), body text, updated_at timestamptz not null default now());"
+                f" alter table inventory.{self.table} alter column body set storage external"
+            )
+
+    def stop(self) -> None:
+        self._stop.set()
+        self.join(60)
+        if self.error is not None:
+            raise RuntimeError(f"the workload failed: {self.error}") from self.error
+
+    def _body(self) -> str | None:
+        roll = self.rng.random()
+        if roll < 0.6:  # out of line (TOAST): updates that leave it alone carry Debezium's placeholder
+            return "".join(self.rng.choices(_LETTERS, k=self.rng.randint(3_000, 9_000)))
+        return None if roll < 0.8 else f"short {self.rng.random():.6f}"
+
+    def _take(self, pool: list[int]) -> int:
+        i = self.rng.randrange(len(pool))
+        pool[i], pool[-1] = pool[-1], pool[i]
+        return pool.pop()
+
+    def _one(self, cur: Any) -> None:  # noqa: ANN401
+        t, roll = f"inventory.{self.table}", self.rng.random()
+        amount = Decimal(self.rng.randint(-(10**7), 10**7)) / 100
+        if roll < 0.40 or len(self._live) < 20:
+            key, self._next_id = self._next_id, self._next_id + 1
+            cur.execute(f"insert into {t} (id, version, name, amount, body) values (%s, 1, %s, %s, %s)",
+                        (key, f"n{key}", amount, self._body()))  # fmt: skip
+            self._live.append(key)
+        elif roll < 0.65:
+            key = self.rng.choice(self._live)
+            cur.execute(f"update {t} set version = version + 1, name = %s, amount = %s, updated_at = now()"
+                        " where id = %s", (f"u{self.changes}", amount, key))  # fmt: skip
+        elif roll < 0.73:
+            key = self.rng.choice(self._live)
+            cur.execute(f"update {t} set body = %s, version = version + 1 where id = %s", (self._body(), key))
+        elif roll < 0.85:
+            key = self._take(self._live)
+            cur.execute(f"delete from {t} where id = %s", (key,))
+            self._deleted.append(key)
+        elif roll < 0.93 and self._deleted:
+            key = self._take(self._deleted)  # a key deleted before comes back
+            cur.execute(f"insert into {t} (id, version, name, amount, body) values (%s, 1, %s, %s, %s)",
+                        (key, f"again{key}", amount, self._body()))  # fmt: skip
+            self._live.append(key)
+        else:
+            key, new = self._take(self._live), self._next_id  # a primary-key change: delete + create in Debezium
+            self._next_id += 1
+            cur.execute(f"update {t} set id = %s, version = version + 1 where id = %s", (new, key))
+            self._deleted.append(key)
+            self._live.append(new)
+
+    def run(self) -> None:
+        try:
+            with connect() as conn:
+                while not self._stop.is_set():
+                    live, deleted, next_id = list(self._live), list(self._deleted), self._next_id
+                    try:
+                        with conn.transaction(), conn.cursor() as cur:
+                            for _ in range(self.rng.randint(1, 6)):
+                                self._one(cur)
+                                self.changes += 1
+                        self.transactions += 1
+                    except Exception:
+                        # The transaction rolled back: so does our picture of the table.
+                        self._live, self._deleted, self._next_id = live, deleted, next_id
+                        raise
+                    time.sleep(self.pause_s)
+        except BaseException as exc:  # noqa: BLE001 - reported by stop()
+            self.error = exc
+
+
+# --- one ingest --------------------------------------------------------------------------------------
+
+
+@dataclass
+class TableRun:
+    table_type: str
+    base_path: str
+    kills: int = 0
+    kills_in_commit: int = 0  # killed the moment an instant was pending
+    kills_left_pending: int = 0  # an instant was still requested/inflight after the kill
+    kills_before_first_commit: int = 0
+    exits: list[str] = field(default_factory=list)  # the ingest ended by itself (it must not)
+    recovery_s: dict[str, float] = field(default_factory=dict)  # service -> seconds to the next commit
+    catch_up_s: float = 0.0
+    rows: int = 0
+    equal: bool | None = None
+    differences: list[str] = field(default_factory=list)
+
+
+class Ingest:
+    def __init__(self, topic: str, table: str, table_type: str, work: Path) -> None:
+        self.base_path = str(work / f"{table}_{table_type}")
+        self.table_type = table_type
+        self.logs = work / "logs"
+        self.logs.mkdir(parents=True, exist_ok=True)
+        self.starts = 0
+        self.process: subprocess.Popen | None = None
+        self.command = [
+            sys.executable, "-m", "hudi_cdc", "ingest", "--source", "kafka", "--topic", topic,
+            "--bootstrap-servers", BOOTSTRAP, "--schema-registry-url", REGISTRY,
+            "--target-base-path", self.base_path, "--target-table", f"{table}_{table_type}",
+            "--table-type", table_type, "--continuous", "--source-limit", "3000",
+            "--min-sync-interval-seconds", "2", "--retry-timeout-seconds", "900",
+        ]  # fmt: skip
+
+    @property
+    def timeline(self) -> Path:
+        return timeline_of(self.base_path)
+
+    def start(self) -> None:
+        self.starts += 1
+        log = open(self.logs / f"{self.table_type}-{self.starts:03d}.log", "wb")  # noqa: SIM115 - the child owns it
+        env = {**os.environ, "HUDI_CDC_LOG_DIR": str(self.logs)}
+        self.process = subprocess.Popen(
+            [*self.command[:3], "-v", *self.command[3:]], stdout=log, stderr=subprocess.STDOUT, env=env,
+            start_new_session=True,
+        )  # fmt: skip
+        log.close()
+
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def kill(self) -> None:
+        if self.process is not None:
+            kill_group(self.process)
+
+    def completed(self) -> set[str]:
+        if not self.timeline.is_dir():
+            return set()
+        return {n.split("_")[0] for n in os.listdir(self.timeline) if n.endswith((".commit", ".deltacommit"))}
+
+    def last_exit(self) -> str:
+        log = self.logs / f"{self.table_type}-{self.starts:03d}.log"
+        lines = [line for line in log.read_text(errors="replace").splitlines() if "hudi-cdc:" in line]
+        code = self.process.returncode if self.process else None
+        return f"exit {code}: {lines[-1] if lines else '(no error line)'}"
+
+
+def _kill_loop(ingest: Ingest, run: TableRun, kills: int, rng: random.Random) -> None:
+    """Kill the ingest ``kills`` times: inside a commit and at a random moment, by turns; start it again each time."""
+    for i in range(kills):
+        if not ingest.alive():
+            if ingest.process is not None and ingest.process.returncode not in (None, -9):
+                run.exits.append(ingest.last_exit())
+            ingest.start()
+        in_commit = i % 2 == 0  # the first kill lands in the table's very first commit
+        deadline = time.monotonic() + (180 if in_commit else rng.uniform(3, 30))
+        while time.monotonic() < deadline and ingest.alive():
+            if in_commit and pending_instants(ingest.timeline):
+                break
+            time.sleep(0.02 if in_commit else 0.2)
+        committed_before = bool(ingest.completed())
+        ingest.kill()
+        run.kills += 1
+        run.kills_in_commit += in_commit
+        run.kills_before_first_commit += not committed_before
+        run.kills_left_pending += bool(pending_instants(ingest.timeline))
+    ingest.start()  # left running for the restarts and the catch-up
+
+
+def _wait_for_commit(ingests: list[Ingest], since: dict[str, set[str]], timeout_s: float) -> dict[str, float]:
+    started, seconds = time.monotonic(), {}
+    while len(seconds) < len(ingests) and time.monotonic() - started < timeout_s:
+        for ingest in ingests:
+            if ingest.table_type not in seconds and ingest.completed() - since[ingest.table_type]:
+                seconds[ingest.table_type] = time.monotonic() - started
+        time.sleep(0.5)
+    return seconds
+
+
+def _catch_up(ingest: Ingest, topic: str, timeout_s: float) -> float:
+    started = time.monotonic()
+    ends = kafka_end_offsets(topic, BOOTSTRAP)
+    while time.monotonic() - started < timeout_s:
+        if checkpoint_covers(_latest_checkpoint(ingest.timeline), ends):
+            return time.monotonic() - started
+        if not ingest.alive():
+            raise RuntimeError(f"{ingest.table_type} ingest ended during the catch-up: {ingest.last_exit()}")
+        time.sleep(1)
+    raise TimeoutError(f"{ingest.table_type} ingest did not reach {topic} offsets {ends} within {timeout_s:.0f}s")
+
+
+def _latest_checkpoint(timeline: Path) -> str | None:
+    """The checkpoint in the newest completed commit that has one.
+
+    Read from the timeline's files (Hudi 1.x writes commit metadata as Avro data
+    files) rather than through Spark: the harness runs no JVM while it watches.
+    """
+    import fastavro
+
+    if not timeline.is_dir():
+        return None
+    done = sorted(n for n in os.listdir(timeline) if n.endswith((".commit", ".deltacommit")))
+    for name in reversed(done):
+        with open(timeline / name, "rb") as f:
+            meta = next(iter(fastavro.reader(f)), None)
+        checkpoint = ((meta or {}).get("extraMetadata") or {}).get(CHECKPOINT_KEY)
+        if checkpoint:
+            return str(checkpoint)
+    return None
+
+
+# --- the run -----------------------------------------------------------------------------------------
+
+
+@dataclass
+class ChaosReport:
+    started: str
+    commit: str
+    table: str
+    changes: int = 0
+    transactions: int = 0
+    restarts: dict[str, float] = field(default_factory=dict)  # service -> seconds down and back ready
+    tables: list[TableRun] = field(default_factory=list)
+    duration_s: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.tables) and all(t.equal and not t.exits for t in self.tables)
+
+
+def run_chaos(
+    *,
+    kills: int = 20,
+    restarts: tuple[str, ...] = ("kafka", "registry", "connect"),
+    table_types: tuple[str, ...] = ("cow", "mor"),
+    work: Path,
+    seed: int | None = None,
+    pause_s: float = 0.02,
+    catch_up_timeout_s: float = 900.0,
+    keep_table: bool = False,
+) -> ChaosReport:
+    from hudi_cdc.ops.database import SourceDatabase
+    from hudi_cdc.ops.verify import verify
+    from hudi_cdc.spark import spark_session
+
+    seed = random.randrange(2**32) if seed is None else seed
+    rng = random.Random(seed)
+    table = f"chaos_{uuid.uuid4().hex[:8]}"
+    topic = f"dbserver1.inventory.{table}"
+    report = ChaosReport(datetime.now(UTC).strftime("%Y-%m-%d %H:%M"), _git_commit(), table)
+    started = time.monotonic()
+    workload = Workload(table, seed, pause_s)
+    workload.create()
+    ingests = [Ingest(topic, table, t, work) for t in table_types]
+    runs = {i.table_type: TableRun(i.table_type, i.base_path) for i in ingests}
+    try:
+        workload.start()
+        # 1. Kills, both tables at once.
+        threads = [
+            threading.Thread(target=_kill_loop, args=(i, runs[i.table_type], kills, random.Random(rng.random())))
+            for i in ingests
+        ]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        # 2. Service restarts under running ingests, each after both tables committed again.
+        _wait_for_commit(ingests, {i.table_type: set() for i in ingests}, 300)
+        for name in restarts:
+            report.restarts[name] = restart_service(REPO, SERVICES[name])
+            after = {i.table_type: i.completed() for i in ingests}
+            recovered = _wait_for_commit(ingests, after, 600)
+            for ingest in ingests:
+                run = runs[ingest.table_type]
+                run.recovery_s[name] = round(recovered.get(ingest.table_type, float("nan")), 1)
+                if not ingest.alive():
+                    run.exits.append(f"after the {name} restart: {ingest.last_exit()}")
+                    ingest.start()
+        # 3. Catch up and compare.
+        workload.stop()
+        report.changes, report.transactions = workload.changes, workload.transactions
+        wait_until_quiet(BOOTSTRAP, [topic], quiet_s=5, timeout_s=300)
+        for ingest in ingests:
+            runs[ingest.table_type].catch_up_s = round(_catch_up(ingest, topic, catch_up_timeout_s), 1)
+        for ingest in ingests:
+            ingest.kill()
+        spark = spark_session(app_name="hudi-cdc-chaos")
+        os.environ.setdefault("HUDI_CDC_CHAOS_PASSWORD", "dbz")
+        database = SourceDatabase(SOURCE_URL, password_env="HUDI_CDC_CHAOS_PASSWORD")
+        for ingest in ingests:
+            result = verify(spark, ingest.base_path, database, f"inventory.{table}")
+            run = runs[ingest.table_type]
+            run.rows, run.equal = result.source_rows, result.equal
+            run.differences = result.describe().splitlines()[1:21]
+    finally:
+        if workload.is_alive():
+            workload._stop.set()
+        for ingest in ingests:
+            ingest.kill()
+        if not keep_table:
+            with connect() as conn:
+                conn.execute(f"drop table if exists inventory.{table}")
+    report.tables = [runs[t] for t in table_types]
+    report.duration_s = round(time.monotonic() - started, 1)
+    return report
+
+
+def _git_commit() -> str:
+    try:
+        out = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+        return out.stdout.strip() or "unknown"
+    except OSError:
+        return "unknown"
+
+
+def markdown_rows(report: ChaosReport) -> list[str]:
+    rows = []
+    for t in report.tables:
+        recovery = ", ".join(f"{k} {v:.0f}s" for k, v in t.recovery_s.items()) or "-"
+        rows.append(
+            f"| {report.started} | {report.commit} | {t.table_type} | {report.changes} | {t.kills} "
+            f"({t.kills_in_commit} in a commit, {t.kills_before_first_commit} before the first commit) "
+            f"| {t.kills_left_pending} | {', '.join(report.restarts) or '-'} | {recovery} | {len(t.exits)} "
+            f"| {t.catch_up_s:.0f}s | {t.rows} | {'equal' if t.equal else 'DIFFERENT'} | {report.duration_s / 60:.0f} min |"
+        )
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--kills", type=int, default=20, help="kills per table type")
+    parser.add_argument("--restarts", default="kafka,registry,connect", help="services to restart, comma separated")
+    parser.add_argument("--table-types", default="cow,mor")
+    parser.add_argument("--seed", type=int)
+    parser.add_argument("--work", type=Path, help="where the tables and logs go (default: a new folder in /tmp)")
+    parser.add_argument("--markdown", type=Path, help="append a row per table type to this file's results table")
+    parser.add_argument("--keep-table", action="store_true", help="leave the Postgres table in place")
+    args = parser.parse_args(argv)
+    work = args.work or Path(f"/tmp/hudi-cdc-chaos-{datetime.now(UTC):%Y%m%d-%H%M%S}")
+    report = run_chaos(
+        kills=args.kills,
+        restarts=tuple(r for r in args.restarts.split(",") if r),
+        table_types=tuple(args.table_types.split(",")),
+        work=work,
+        seed=args.seed,
+        keep_table=args.keep_table,
+    )
+    print(json.dumps(asdict(report), indent=2, default=str))
+    if args.markdown:
+        _append(args.markdown, markdown_rows(report))
+    return 0 if report.ok else 1
+
+
+def _append(path: Path, rows: list[str]) -> None:
+    """Add rows at the end of the results table (the table is the last thing in its section)."""
+    text = path.read_text()
+    marker = "<!-- chaos results end -->"
+    path.write_text(text.replace(marker, "\n".join(rows) + "\n" + marker))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

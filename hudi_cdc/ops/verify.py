@@ -1,0 +1,474 @@
+"""``hudi-cdc verify``: is the Hudi table equal to its source table, row for row and value for value?
+
+How, without moving either table (data-diff's approach, with exact values):
+
+1. Each side hashes every row where it lives (Postgres in SQL, Hudi in Spark)
+   into ``(bucket, count, sum of row hashes)``; only those sums travel. The
+   bucket is a hash of the key, so buckets split any key (uuid, composite)
+   evenly, and a missing, extra, changed or doubled row changes its bucket.
+2. Buckets that differ are split 64 ways and hashed again, until the rows in
+   them are few enough to fetch (``fetch_limit`` per side). Only those rows
+   reach the driver, as canonical text (:mod:`hudi_cdc.ops.canonical`).
+3. The fetched rows name each differing key: missing, extra, duplicate, or
+   changed with the columns that differ (a surviving TOAST placeholder is named).
+4. The source keeps changing while the table follows it. A first pass that
+   finds differences waits until the ingest has passed the source position
+   the first pass saw (the WAL position, then the Kafka offsets that hold it,
+   then a Hudi commit whose checkpoint covers them) and runs again; only
+   differences found both times are reported.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from hudi_cdc.errors import ConfigError, SourceError
+from hudi_cdc.ops import canonical
+from hudi_cdc.ops.database import SourceDatabase
+from payloads.postgres import DEFAULT_TOAST_PLACEHOLDER
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+__all__ = ["Difference", "VerifyResult", "checkpoint_covers", "kafka_end_offsets", "verify", "wait_for_ingest"]
+
+FIRST_BUCKETS = 256
+SPLIT = 64
+_MAX_MODULUS = 1 << 40
+
+
+@dataclass(frozen=True)
+class Difference:
+    key: dict[str, str | None]  # key columns as canonical text
+    kind: str  # missing (in Hudi) | extra (in Hudi) | duplicate (in Hudi) | changed
+    columns: tuple[str, ...] = ()  # changed: the columns that differ
+    note: str | None = None
+
+
+@dataclass
+class VerifyResult:
+    table: str
+    source: str
+    target: str
+    key_fields: tuple[str, ...]
+    source_rows: int = 0
+    target_rows: int = 0
+    compared_columns: tuple[str, ...] = ()
+    skipped_columns: dict[str, str] = field(default_factory=dict)  # column -> why it was not compared
+    missing_columns: tuple[str, ...] = ()  # in the source, not in the Hudi table
+    differences: list[Difference] = field(default_factory=list)
+    differing_buckets: int = 0
+    truncated: bool = False  # more differences exist than were examined
+    passes: int = 1
+    recheck: str | None = None  # what the second pass waited for
+    duration_s: float = 0.0
+
+    @property
+    def equal(self) -> bool:
+        return not self.differences and not self.missing_columns and not self.differing_buckets
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.equal else 1
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["equal"] = self.equal
+        out["differences"] = [asdict(d) for d in self.differences]
+        return out
+
+    def describe(self) -> str:
+        lines = [
+            f"{self.table}: source {self.source_rows} rows, hudi {self.target_rows} rows: "
+            + ("EQUAL" if self.equal else "DIFFERENT")
+        ]
+        if self.missing_columns:
+            lines.append(f"  columns missing in Hudi: {', '.join(self.missing_columns)}")
+        for name, why in self.skipped_columns.items():
+            lines.append(f"  not compared: {name} ({why})")
+        for d in self.differences:
+            key = ", ".join(f"{k}={v}" for k, v in d.key.items())
+            what = d.kind + (f": {', '.join(d.columns)}" if d.columns else "") + (f" ({d.note})" if d.note else "")
+            lines.append(f"  {key}: {what}")
+        if self.truncated:
+            lines.append("  ... more differences not shown (raise --max-diffs)")
+        if self.recheck:
+            lines.append(f"  rechecked: {self.recheck}")
+        return "\n".join(lines)
+
+
+# --- the two sides ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Plan:
+    key_fields: tuple[str, ...]
+    mappings: tuple[canonical.Mapping, ...]  # key columns first
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        return tuple(m.name for m in self.mappings)
+
+
+class _PostgresSide:
+    def __init__(self, conn: Any, relation: str, where: str | None) -> None:
+        self._conn = conn
+        self._relation = relation
+        self._where = where.replace("%", "%%") if where else None  # psycopg takes % for parameters
+
+    def _rows_sql(self, plan: _Plan) -> str:
+        keys = [m.source_sql for m in plan.mappings[: len(plan.key_fields)]]
+        everything = [m.source_sql for m in plan.mappings]
+        where = f" where {self._where}" if self._where else ""
+        h = canonical.key_hash(canonical.row_text(keys, spark=False), spark=False)
+        v = canonical.key_hash(canonical.row_text(everything, spark=False), spark=False)
+        return f"select {h} as h, {v} as v, {', '.join(f'{e} as c{i}' for i, e in enumerate(everything))} from {self._relation}{where}"  # noqa: E501, S608
+
+    def buckets(self, plan: _Plan, modulus: int, parent: tuple[int, set[int]] | None) -> dict[int, tuple[int, int]]:
+        sql = f"select h % {modulus}, count(*), coalesce(sum(v), 0) from ({self._rows_sql(plan)}) r"  # noqa: S608
+        params: list[Any] = []
+        if parent:
+            sql += f" where h % {parent[0]} = any(%s)"
+            params.append(sorted(parent[1]))
+        with self._conn.cursor() as cur:
+            cur.execute(sql + " group by 1", params)
+            return {int(b): (int(n), int(s)) for b, n, s in cur.fetchall()}
+
+    def rows(self, plan: _Plan, modulus: int, buckets: set[int]) -> list[tuple[Any, ...]]:
+        sql = f"select * from ({self._rows_sql(plan)}) r where h % {modulus} = any(%s)"  # noqa: S608
+        with self._conn.cursor() as cur:
+            cur.execute(sql, [sorted(buckets)])
+            return [tuple(row[2:]) for row in cur.fetchall()]
+
+
+class _SparkSide:
+    def __init__(self, frame: DataFrame, where: str | None) -> None:
+        self._frame = frame if not where else frame.where(where)
+
+    def _rows(self, plan: _Plan) -> DataFrame:
+        from pyspark.sql import functions as F
+
+        keys = [m.spark_sql for m in plan.mappings[: len(plan.key_fields)]]
+        everything = [m.spark_sql for m in plan.mappings]
+        return self._frame.select(
+            F.expr(canonical.key_hash(canonical.row_text(keys, spark=True), spark=True)).alias("h"),
+            F.expr(canonical.key_hash(canonical.row_text(everything, spark=True), spark=True)).alias("v"),
+            *[F.expr(e).alias(f"c{i}") for i, e in enumerate(everything)],
+        )
+
+    def buckets(self, plan: _Plan, modulus: int, parent: tuple[int, set[int]] | None) -> dict[int, tuple[int, int]]:
+        from pyspark.sql import functions as F
+
+        rows = self._rows(plan)
+        if parent:
+            rows = rows.where((F.col("h") % parent[0]).isin(sorted(parent[1])))
+        grouped = rows.groupBy((F.col("h") % modulus).alias("b")).agg(
+            F.count(F.lit(1)).alias("n"), F.sum(F.col("v").cast("decimal(38,0)")).alias("s")
+        )
+        return {int(r["b"]): (int(r["n"]), int(r["s"] or 0)) for r in grouped.collect()}
+
+    def rows(self, plan: _Plan, modulus: int, buckets: set[int]) -> list[tuple[Any, ...]]:
+        from pyspark.sql import functions as F
+
+        rows = self._rows(plan).where((F.col("h") % modulus).isin(sorted(buckets)))
+        return [tuple(r)[2:] for r in rows.collect()]
+
+
+# --- the comparison -----------------------------------------------------------------------------------
+
+
+def _catalog(
+    conn: Any, schema: str, table: str
+) -> tuple[list[tuple[str, str, str, int | None, int | None]], tuple[str, ...]]:
+    with conn.cursor() as cur:
+        cur.execute(
+            "select column_name, data_type, udt_name, numeric_precision, numeric_scale from information_schema.columns"
+            " where table_schema = %s and table_name = %s order by ordinal_position",
+            (schema, table),
+        )
+        columns = cur.fetchall()
+        cur.execute(
+            "select a.attname from pg_index i join pg_attribute a on a.attrelid = i.indrelid and a.attnum = any(i.indkey)"
+            " where i.indisprimary and i.indrelid = (quote_ident(%s) || '.' || quote_ident(%s))::regclass"
+            " order by array_position(i.indkey, a.attnum)",
+            (schema, table),
+        )
+        primary_key = tuple(r[0] for r in cur.fetchall())
+    return columns, primary_key
+
+
+def _plan(
+    conn: Any,
+    frame: DataFrame,
+    schema: str,
+    table: str,
+    key_fields: Sequence[str],
+    columns: Sequence[str] | None,
+    result: VerifyResult,
+) -> _Plan:
+    catalog, primary_key = _catalog(conn, schema, table)
+    if not catalog:
+        raise SourceError(f"table {schema}.{table} does not exist in {result.source} (or the user cannot see it)")
+    keys = tuple(key_fields) or primary_key
+    if not keys:
+        raise ConfigError(f"{schema}.{table} has no primary key: name the key with --record-key-field")
+    hudi_types = {f.name: f.dataType.simpleString() for f in frame.schema.fields}
+    by_name = {c[0]: c for c in catalog}
+    for name in (*keys, *(columns or ())):
+        if name not in by_name:
+            raise ConfigError(f"column {name!r} is not in {schema}.{table} (columns: {', '.join(by_name)})")
+    wanted = list(keys) + [c[0] for c in catalog if c[0] not in keys and (not columns or c[0] in columns)]
+    result.missing_columns = tuple(n for n in wanted if n not in hudi_types)
+    mappings = []
+    for name in wanted:
+        if name not in hudi_types:
+            continue
+        mapped = canonical.map_column(*by_name[name], hudi_types[name])
+        if isinstance(mapped, str):
+            if name in keys:
+                raise ConfigError(f"key column {name}: {mapped}; verify cannot pair rows without it")
+            result.skipped_columns[name] = mapped
+        else:
+            mappings.append(mapped)
+    if any(k in result.missing_columns for k in keys):
+        raise SourceError(f"the Hudi table {result.target} has no key column {', '.join(keys)}")
+    result.key_fields = keys
+    result.compared_columns = tuple(m.name for m in mappings)
+    return _Plan(keys, tuple(mappings))
+
+
+def _differing(a: dict[int, tuple[int, int]], b: dict[int, tuple[int, int]]) -> dict[int, int]:
+    """Buckets whose count or sum differ, with the larger row count of the two sides."""
+    return {
+        k: max(a.get(k, (0, 0))[0], b.get(k, (0, 0))[0])
+        for k in set(a) | set(b)
+        if a.get(k, (0, 0)) != b.get(k, (0, 0))
+    }
+
+
+def _narrow(
+    source: _PostgresSide, target: _SparkSide, plan: _Plan, fetch_limit: int, result: VerifyResult
+) -> tuple[int, set[int]]:
+    """Buckets, small enough to fetch, that hold differences (empty when the sides are equal)."""
+    modulus = FIRST_BUCKETS
+    a, b = source.buckets(plan, modulus, None), target.buckets(plan, modulus, None)
+    result.source_rows = sum(n for n, _ in a.values())
+    result.target_rows = sum(n for n, _ in b.values())
+    differing = _differing(a, b)
+    result.differing_buckets = len(differing)
+    while differing:
+        chosen: set[int] = set()
+        rows = 0
+        for bucket, n in sorted(differing.items()):
+            if chosen and rows + n > fetch_limit:
+                result.truncated = True
+                break
+            chosen.add(bucket)
+            rows += n
+        if rows <= fetch_limit or modulus >= _MAX_MODULUS:
+            return modulus, chosen
+        # One bucket alone is too big: split it and the others chosen with it.
+        parent, modulus = (modulus, chosen), modulus * SPLIT
+        differing = _differing(source.buckets(plan, modulus, parent), target.buckets(plan, modulus, parent))
+    return modulus, set()
+
+
+def _compare_rows(
+    plan: _Plan, source_rows: list[tuple[Any, ...]], target_rows: list[tuple[Any, ...]], placeholder: str
+) -> list[Difference]:
+    n = len(plan.key_fields)
+    names = plan.columns
+    src: dict[tuple[Any, ...], tuple[Any, ...]] = {}
+    for row in source_rows:
+        src[row[:n]] = row
+    tgt: dict[tuple[Any, ...], list[tuple[Any, ...]]] = {}
+    for row in target_rows:
+        tgt.setdefault(row[:n], []).append(row)
+    marks = {placeholder, placeholder.encode().hex(), f'["{placeholder}"]'}
+    out = []
+    for key in sorted(set(src) | set(tgt), key=lambda k: tuple("" if v is None else str(v) for v in k)):
+        shown = dict(zip(plan.key_fields, key, strict=True))
+        if key not in tgt:
+            out.append(Difference(shown, "missing"))
+        elif key not in src:
+            out.append(Difference(shown, "extra", note=f"{len(tgt[key])} rows in Hudi" if len(tgt[key]) > 1 else None))
+        elif len(tgt[key]) > 1:
+            out.append(Difference(shown, "duplicate", note=f"{len(tgt[key])} rows in Hudi"))
+        else:
+            wanted, got = src[key], tgt[key][0]
+            changed = tuple(names[i] for i in range(n, len(names)) if wanted[i] != got[i])
+            if changed:
+                toast = [names[i] for i in range(n, len(names)) if got[i] in marks and wanted[i] not in marks]
+                note = f"TOAST placeholder in {', '.join(toast)}" if toast else None
+                out.append(Difference(shown, "changed", changed, note))
+    return out
+
+
+def _one_pass(
+    conn: Any, spark: SparkSession, base_path: str, schema: str, table: str, opts: dict[str, Any], result: VerifyResult
+) -> list[Difference]:
+    frame = spark.read.format("hudi").load(base_path)
+    plan = _plan(conn, frame, schema, table, opts["key_fields"], opts["columns"], result)
+    source = _PostgresSide(conn, f"{canonical.sql_ident(schema)}.{canonical.sql_ident(table)}", opts["where"])
+    target = _SparkSide(frame, opts["where"])
+    modulus, buckets = _narrow(source, target, plan, opts["fetch_limit"], result)
+    if not buckets:
+        return []
+    diffs = _compare_rows(plan, source.rows(plan, modulus, buckets), target.rows(plan, modulus, buckets), opts["toast"])
+    if len(diffs) > opts["max_diffs"]:
+        result.truncated = True
+    return diffs
+
+
+def verify(
+    spark: SparkSession,
+    base_path: str,
+    database: SourceDatabase,
+    table: str,
+    *,
+    key_fields: Sequence[str] = (),
+    columns: Sequence[str] | None = None,
+    where: str | None = None,
+    max_diffs: int = 20,
+    fetch_limit: int = 50_000,
+    toast_placeholder: str = DEFAULT_TOAST_PLACEHOLDER,
+    recheck: Callable[[Any, str], str] | None = None,
+) -> VerifyResult:
+    """Compare the Hudi table at ``base_path`` with ``table`` (``schema.table``) of ``database``.
+
+    ``recheck(conn, position)`` is called when the first pass finds differences:
+    it returns once the table has caught up with ``position`` (the source's WAL
+    position when the first pass began) and says what it waited for; only
+    differences found again afterwards are reported. Without it, one pass.
+    """
+    started = time.monotonic()
+    schema, _, name = table.rpartition(".")
+    if not schema:
+        raise ConfigError(f"name the source table with its schema, e.g. public.{table}")
+    opts = {
+        "key_fields": tuple(key_fields),
+        "columns": columns,
+        "where": where,
+        "fetch_limit": fetch_limit,
+        "max_diffs": max_diffs,
+        "toast": toast_placeholder,
+    }
+    result = VerifyResult(table=table, source=database.display, target=base_path, key_fields=tuple(key_fields))
+    with database.connect(application="hudi-cdc verify") as conn:
+        position = str(conn.execute("select pg_current_wal_lsn()").fetchone()[0])
+        diffs = _one_pass(conn, spark, base_path, schema, name, opts, result)
+        if (diffs or result.differing_buckets) and recheck is not None:
+            result.recheck = recheck(conn, position)
+            first = {(tuple(d.key.items()), d.kind, d.columns) for d in diffs}
+            again = _one_pass(conn, spark, base_path, schema, name, opts, result)
+            result.passes = 2
+            diffs = [d for d in again if (tuple(d.key.items()), d.kind, d.columns) in first]
+            if not diffs and not result.truncated:
+                result.differing_buckets = 0  # what differed the first time was only lag
+    result.differences = diffs[:max_diffs]
+    result.duration_s = time.monotonic() - started
+    return result
+
+
+# --- waiting for the ingest before the second pass ----------------------------------------------------
+
+
+def wait_for_ingest(
+    spark: SparkSession,
+    base_path: str,
+    *,
+    bootstrap_servers: str | None = None,
+    slot: str | None = None,
+    timeout_s: float = 600.0,
+    poll_s: float = 2.0,
+    kafka_conf: dict[str, str] | None = None,
+) -> Callable[[Any, str], str]:
+    """A ``recheck`` for :func:`verify`: wait until the Hudi table holds every change up to a WAL position.
+
+    The chain: the replication slot (``slot``, or every logical slot of the
+    database) has confirmed the position, so Debezium has published it; the
+    table's Kafka topic (from its checkpoint) then ends at offsets that hold it;
+    a Hudi commit whose checkpoint reaches those offsets holds it too. Without
+    ``bootstrap_servers`` the last link becomes "a commit made after the slot
+    confirmed the position". Debezium confirms positions only as it sees
+    changes or heartbeats: on a quiet database set ``heartbeat.interval.ms``,
+    or the slot step gives up after half the timeout (and says so).
+    """
+    from hudi_cdc.sink.hudi import HudiTable
+
+    def wait(conn: Any, position: str) -> str:
+        deadline = time.monotonic() + timeout_s
+        steps = []
+        slot_deadline = time.monotonic() + timeout_s / 2
+        while not _slot_passed(conn, slot, position):
+            if time.monotonic() > slot_deadline:
+                steps.append(f"the replication slot did not confirm {position} within {timeout_s / 2:.0f}s")
+                break
+            time.sleep(poll_s)
+        else:
+            steps.append(f"slot confirmed {position}")
+        table = HudiTable(spark, base_path)
+        before = {c.instant for c in table.commits()}
+        target = _topic_ends(table.latest_checkpoint(), bootstrap_servers, kafka_conf or {})
+        while True:
+            checkpoint = table.latest_checkpoint()
+            if target is not None and checkpoint_covers(checkpoint, target[1]):
+                steps.append(f"a commit reached {target[0]} offsets {target[1]}")
+                return "; ".join(steps)
+            if target is None and {c.instant for c in table.commits()} - before:
+                steps.append("a new commit")
+                return "; ".join(steps)
+            if time.monotonic() > deadline:
+                steps.append(f"no commit caught up within {timeout_s:.0f}s: the ingest may be stopped or failing")
+                return "; ".join(steps)
+            time.sleep(poll_s)
+
+    return wait
+
+
+def _slot_passed(conn: Any, slot: str | None, position: str) -> bool:
+    with conn.cursor() as cur:
+        cur.execute(
+            "select coalesce(bool_and(confirmed_flush_lsn >= %s::pg_lsn), false) from pg_replication_slots"
+            " where slot_type = 'logical' and database = current_database() and (%s::text is null or slot_name = %s)",
+            (position, slot, slot),
+        )
+        return bool(cur.fetchone()[0])
+
+
+def _topic_ends(
+    checkpoint: str | None, bootstrap_servers: str | None, conf: dict[str, str]
+) -> tuple[str, dict[str, int]] | None:
+    import json
+
+    if not checkpoint or not bootstrap_servers or not checkpoint.lstrip().startswith("{"):
+        return None
+    topic = json.loads(checkpoint).get("topic")
+    if not topic:
+        return None
+    return topic, kafka_end_offsets(topic, bootstrap_servers, conf)
+
+
+def kafka_end_offsets(topic: str, bootstrap_servers: str, conf: dict[str, str] | None = None) -> dict[str, int]:
+    """The next offset to be written, per partition (as the checkpoint keys them)."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": bootstrap_servers, "group.id": "hudi-cdc-verify", **(conf or {})})
+    try:
+        partitions = consumer.list_topics(topic, timeout=15).topics[topic].partitions
+        return {str(p): consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=15)[1] for p in partitions}
+    finally:
+        consumer.close()
+
+
+def checkpoint_covers(checkpoint: str | None, ends: dict[str, int]) -> bool:
+    """Whether a Kafka checkpoint has read every partition up to ``ends``."""
+    import json
+
+    if not checkpoint or not checkpoint.lstrip().startswith("{"):
+        return False
+    offsets = json.loads(checkpoint).get("offsets", {})
+    return all(int(offsets.get(p, 0)) >= end for p, end in ends.items())
