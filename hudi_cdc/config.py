@@ -68,6 +68,9 @@ class IngestConfig:
     min_sync_interval_seconds: float = 0.0
     max_rounds: int | None = None
     """Continuous mode stops after this many rounds (None: until stopped)."""
+    retry_timeout_seconds: float = 900.0
+    """Continuous mode: how long transient failures (a broker or registry restarting) are retried, with
+    backoff, before the run gives up; counted from the first failure of a series."""
     toast_placeholder: str = DEFAULT_TOAST_PLACEHOLDER
     tombstone_retention_hours: float = 168.0
     tombstone_path: str | None = None
@@ -97,6 +100,8 @@ class IngestConfig:
             raise ConfigError(f"source_limit must be positive, got {self.source_limit}")
         if self.tombstone_retention_hours < 0:
             raise ConfigError("tombstone_retention_hours must be >= 0")
+        if self.retry_timeout_seconds < 0:
+            raise ConfigError("retry_timeout_seconds must be >= 0")
         if self.min_sync_interval_seconds < 0:
             raise ConfigError("min_sync_interval_seconds must be >= 0")
 
@@ -156,7 +161,9 @@ def _normalise(values: dict[str, Any], origin: str) -> dict[str, Any]:
             value = value.lower()
         elif key in ("source_limit", "max_rounds") and isinstance(value, str):
             value = _parse_number(key, value, int, origin)
-        elif key in ("min_sync_interval_seconds", "tombstone_retention_hours") and isinstance(value, str):
+        elif key in ("min_sync_interval_seconds", "tombstone_retention_hours", "retry_timeout_seconds") and isinstance(
+            value, str
+        ):
             value = _parse_number(key, value, float, origin)
         elif key in ("continuous", "allow_data_loss") and isinstance(value, str):
             value = value.strip().lower() in ("1", "true", "yes", "on")

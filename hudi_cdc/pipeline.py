@@ -165,6 +165,7 @@ def ingest_once(config: IngestConfig, *, spark: SparkSession | None = None) -> I
     stored = StoredState(
         tombstones=lambda: _keys_and_order(tombstones.read()),
         stored_rows=lambda columns: _stored_columns(table, columns) if committed else None,
+        past_rows=lambda columns: _past_columns(table, columns) if committed else iter(()),
     )
     try:
         # Reading, decoding and deciding run as one Spark job (see MergePolicy.plan).
@@ -301,6 +302,13 @@ def _stored_columns(table: HudiTable, columns: Sequence[str]) -> DataFrame:
     return stored.select(*[c for c in columns if c in stored.columns])
 
 
+def _past_columns(table: HudiTable, columns: Sequence[str]) -> Iterator[DataFrame]:
+    """The table as of each earlier completed commit, newest first (the newest is the current table)."""
+    for commit in table.commits()[1:]:
+        past = table.read_as_of(commit.instant)
+        yield past.select(*[c for c in columns if c in past.columns])
+
+
 def _keys_and_order(frame):  # noqa: ANN001, ANN202 - DataFrame | None
     return None if frame is None else frame.drop(TOMBSTONED_AT_COLUMN)
 
@@ -314,21 +322,34 @@ def run(
     """Yield one result per round: one round, or a loop when ``config.continuous``.
 
     In the loop a round starts at most every ``min_sync_interval_seconds``;
-    transient errors are retried with backoff, terminal ones end the loop.
+    transient errors are retried with backoff for up to ``retry_timeout_seconds``,
+    terminal ones end the loop.
     """
+    from hudi_cdc.ops.validate import preflight
+    from hudi_cdc.spark import spark_session
+
     rounds = 0
     failures = 0
+    failing_since = 0.0
+    checked = False
     while True:
         started = time.monotonic()
         try:
+            if not checked:  # the cheap preflight, before the first round only; a transient failure is retried
+                preflight(config, spark=spark or spark_session())
+                checked = True
             result = ingest_once(config, spark=spark)
             failures = 0
         except HudiCdcError as exc:
-            if not (config.continuous and exc.transient) or failures >= 5:
+            failing_since = started if failures == 0 else failing_since
+            failing_for = time.monotonic() - failing_since
+            if not (config.continuous and exc.transient) or failing_for >= config.retry_timeout_seconds:
                 raise
             failures += 1
-            wait = min(60.0, 2.0**failures)
-            log.warning("transient failure (%s), retry %d in %.0fs", exc, failures, wait)
+            wait = min(60.0, 2.0**failures, max(1.0, config.retry_timeout_seconds - failing_for))
+            log.warning(
+                "transient failure (%s), retry %d in %.0fs (failing for %.0fs)", exc, failures, wait, failing_for
+            )
             sleep(wait)
             continue
         yield result

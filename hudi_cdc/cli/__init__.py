@@ -10,6 +10,8 @@ import click
 from hudi_cdc.cli.ingest import ingest
 from hudi_cdc.cli.jars import jars
 from hudi_cdc.cli.tombstones import tombstones
+from hudi_cdc.cli.validate import validate
+from hudi_cdc.cli.verify import verify
 
 __all__ = ["ingest", "main"]
 
@@ -28,5 +30,5 @@ def main(ctx: click.Context, verbose: int) -> None:
     ctx.obj = {"verbose": verbose}
 
 
-for _command in (ingest, tombstones, jars):
+for _command in (ingest, tombstones, jars, verify, validate):
     main.add_command(_command)

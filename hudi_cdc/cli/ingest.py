@@ -11,56 +11,13 @@ from typing import Any
 
 import click
 
-from hudi_cdc.cli._common import fail, jvm_log, parse_hoodie_conf, session
+from hudi_cdc.cli._common import config_options, fail, jvm_log, parse_hoodie_conf, session
 from hudi_cdc.config import load_config
 from hudi_cdc.errors import HudiCdcError
 
 
 @click.command()
-@click.option("--source", type=click.Choice(["files", "kafka"]), default=None, help="Where change events come from.")
-@click.option("--source-path", help="Files source: folder (local or Hadoop URI) of Debezium Avro files.")
-@click.option("--topic", help="Kafka source: the Debezium topic of one table.")
-@click.option("--bootstrap-servers", help="Kafka source: host:port[,host:port].")
-@click.option("--schema-registry-url", help="Kafka source: a Confluent-compatible schema registry.")
-@click.option(
-    "--kafka-starting-offsets",
-    type=click.Choice(["earliest", "latest"]),
-    help="Kafka source: where a table without a checkpoint starts (default earliest).",
-)
-@click.option(
-    "--allow-data-loss",
-    is_flag=True,
-    default=None,
-    help="Kafka source: continue when the checkpoint is older than what Kafka retains.",
-)
-@click.option("--flavor", type=click.Choice(["postgres", "mysql"], case_sensitive=False), help="Source database.")
-@click.option("--target-base-path", help="Base path of the Hudi table.")
-@click.option("--target-table", help="Name of the Hudi table.")
-@click.option(
-    "--table-type",
-    type=click.Choice(["COPY_ON_WRITE", "MERGE_ON_READ", "cow", "mor"], case_sensitive=False),
-    help="Hudi table type (cow/mor accepted).",
-)
-@click.option("--record-key-field", help="Record key column(s), comma separated.")
-@click.option("--partition-path-field", help="Partition column, if the table is partitioned.")
-@click.option("--source-limit", type=int, help="Most bytes of new files (files) or messages (kafka) per round.")
-@click.option("--checkpoint", help="Start from this checkpoint ('earliest' or a stored JSON checkpoint).")
-@click.option("--continuous", is_flag=True, default=None, help="Keep ingesting in rounds.")
-@click.option("--min-sync-interval-seconds", type=float, help="Continuous mode: least seconds between rounds.")
-@click.option("--max-rounds", type=int, help="Continuous mode: stop after this many rounds.")
-@click.option("--toast-placeholder", help="Debezium's unavailable.value.placeholder.")
-@click.option("--tombstone-retention-hours", type=float, help="How long delete tombstones are kept.")
-@click.option(
-    "--tombstone-path", help="Where delete tombstones live (default: <target-base-path>_hudi_cdc_tombstones)."
-)
-@click.option(
-    "--schema-change-behavior",
-    type=click.Choice(["fail", "evolve", "ignore"]),
-    help="What an incompatible column type change does (default fail).",
-)
-@click.option("--hoodie-conf", multiple=True, help="A Hudi setting k=v; repeatable.")
-@click.option("--props", "props_file", type=click.Path(dir_okay=False), help="Java properties file of Hudi settings.")
-@click.option("--config", "config_file", type=click.Path(dir_okay=False), help="TOML file of hudi-cdc settings.")
+@config_options
 @click.option("--json", "as_json", is_flag=True, help="Print each round's result as one JSON line.")
 @click.pass_obj
 def ingest(

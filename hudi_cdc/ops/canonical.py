@@ -88,7 +88,10 @@ def map_column(
             f"concat(if({sp} < 0, '-', ''), to_char(abs({sp}), '{fmt}'))",
         )
     if pg_type == "numeric" and hudi_type == "string":
-        return ok(f"{pg}::text", sp)  # exact decimal text, as the ingest writes it
+        # Exact decimal text; the scale is not compared (Debezium drops trailing zeros of NUMERIC without a
+        # declared scale: 1.50 arrives as 1.5), so both sides drop them.
+        trimmed = f"regexp_replace(regexp_replace({sp}, '(\\\\.[0-9]*?)0+$', '$1'), '\\\\.$', '')"
+        return ok(f"trim_scale({pg})::text", trimmed)
     if pg_type == "date" and hudi_type == "date":
         return ok(f"to_char({pg}, 'YYYY-MM-DD')", f"date_format({sp}, 'yyyy-MM-dd')")
     if pg_type.startswith("timestamp") and hudi_type == "timestamp":

@@ -129,19 +129,21 @@ class _PostgresSide:
 
     def buckets(self, plan: _Plan, modulus: int, parent: tuple[int, set[int]] | None) -> dict[int, tuple[int, int]]:
         sql = f"select h % {modulus}, count(*), coalesce(sum(v), 0) from ({self._rows_sql(plan)}) r"  # noqa: S608
-        params: list[Any] = []
         if parent:
-            sql += f" where h % {parent[0]} = any(%s)"
-            params.append(sorted(parent[1]))
+            sql += f" where h % {parent[0]} = any({_int_array(parent[1])})"
         with self._conn.cursor() as cur:
-            cur.execute(sql + " group by 1", params)
+            cur.execute(sql + " group by 1")  # no parameters: psycopg leaves the % of the SQL alone
             return {int(b): (int(n), int(s)) for b, n, s in cur.fetchall()}
 
     def rows(self, plan: _Plan, modulus: int, buckets: set[int]) -> list[tuple[Any, ...]]:
-        sql = f"select * from ({self._rows_sql(plan)}) r where h % {modulus} = any(%s)"  # noqa: S608
+        sql = f"select * from ({self._rows_sql(plan)}) r where h % {modulus} = any({_int_array(buckets)})"  # noqa: S608
         with self._conn.cursor() as cur:
-            cur.execute(sql, [sorted(buckets)])
+            cur.execute(sql)
             return [tuple(row[2:]) for row in cur.fetchall()]
+
+
+def _int_array(values: set[int]) -> str:
+    return "'{" + ",".join(str(int(v)) for v in sorted(values)) + "}'::bigint[]"
 
 
 class _SparkSide:
