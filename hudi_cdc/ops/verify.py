@@ -21,7 +21,7 @@ How, without moving either table (data-diff's approach, with exact values):
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -192,6 +192,8 @@ def _catalog(
             (schema, table),
         )
         columns = cur.fetchall()
+        if not columns:
+            return [], ()
         cur.execute(
             "select a.attname from pg_index i join pg_attribute a on a.attrelid = i.indrelid and a.attnum = any(i.indkey)"
             " where i.indisprimary and i.indrelid = (quote_ident(%s) || '.' || quote_ident(%s))::regclass"
@@ -253,29 +255,39 @@ def _differing(a: dict[int, tuple[int, int]], b: dict[int, tuple[int, int]]) -> 
 
 def _narrow(
     source: _PostgresSide, target: _SparkSide, plan: _Plan, fetch_limit: int, result: VerifyResult
-) -> tuple[int, set[int]]:
-    """Buckets, small enough to fetch, that hold differences (empty when the sides are equal)."""
+) -> tuple[int, dict[int, int]]:
+    """The buckets that differ, split until they hold few rows: (modulus, bucket -> rows); empty when equal.
+
+    Splitting stops when the differing buckets hold at most ``fetch_limit`` rows,
+    or when a split no longer shrinks them (every row in them differs: an empty
+    or far-behind table); the caller then fetches them a chunk at a time.
+    """
     modulus = FIRST_BUCKETS
     a, b = source.buckets(plan, modulus, None), target.buckets(plan, modulus, None)
     result.source_rows = sum(n for n, _ in a.values())
     result.target_rows = sum(n for n, _ in b.values())
     differing = _differing(a, b)
     result.differing_buckets = len(differing)
-    while differing:
-        chosen: set[int] = set()
-        rows = 0
-        for bucket, n in sorted(differing.items()):
-            if chosen and rows + n > fetch_limit:
-                result.truncated = True
-                break
-            chosen.add(bucket)
-            rows += n
-        if rows <= fetch_limit or modulus >= _MAX_MODULUS:
-            return modulus, chosen
-        # One bucket alone is too big: split it and the others chosen with it.
-        parent, modulus = (modulus, chosen), modulus * SPLIT
-        differing = _differing(source.buckets(plan, modulus, parent), target.buckets(plan, modulus, parent))
-    return modulus, set()
+    while differing and sum(differing.values()) > fetch_limit and modulus < _MAX_MODULUS:
+        parent = (modulus, set(differing))
+        finer = _differing(source.buckets(plan, modulus * SPLIT, parent), target.buckets(plan, modulus * SPLIT, parent))
+        if sum(finer.values()) >= sum(differing.values()):
+            break
+        modulus, differing = modulus * SPLIT, finer
+    return modulus, differing
+
+
+def _chunks(buckets: dict[int, int], limit: int) -> Iterator[set[int]]:
+    chunk: set[int] = set()
+    rows = 0
+    for bucket, n in sorted(buckets.items()):
+        if chunk and rows + n > limit:
+            yield chunk
+            chunk, rows = set(), 0
+        chunk.add(bucket)
+        rows += n
+    if chunk:
+        yield chunk
 
 
 def _compare_rows(
@@ -317,11 +329,14 @@ def _one_pass(
     source = _PostgresSide(conn, f"{canonical.sql_ident(schema)}.{canonical.sql_ident(table)}", opts["where"])
     target = _SparkSide(frame, opts["where"])
     modulus, buckets = _narrow(source, target, plan, opts["fetch_limit"], result)
-    if not buckets:
-        return []
-    diffs = _compare_rows(plan, source.rows(plan, modulus, buckets), target.rows(plan, modulus, buckets), opts["toast"])
-    if len(diffs) > opts["max_diffs"]:
-        result.truncated = True
+    diffs: list[Difference] = []
+    chunks = list(_chunks(buckets, opts["fetch_limit"]))
+    for chunk in chunks:
+        fetched = (source.rows(plan, modulus, chunk), target.rows(plan, modulus, chunk))
+        diffs += _compare_rows(plan, *fetched, opts["toast"])
+        if len(diffs) > opts["max_diffs"]:
+            result.truncated = True
+            break
     return diffs
 
 

@@ -22,7 +22,7 @@ from hudi_cdc.ops.verify import Difference, verify
 from hudi_cdc.sink import options as opt
 from hudi_cdc.testing.kafka import end_offsets, wait_until_quiet
 from hudi_cdc.testing.postgres import connect
-from payloads.base import ORDER_COLUMN
+from payloads.base import ORDER_COLUMN, is_data_column
 from tests.stack.conftest import BOOTSTRAP, REGISTRY
 from tests.support import PLACEHOLDER, run_cli
 
@@ -122,7 +122,7 @@ def test_a_replicated_table_is_equal(spark, tables: dict[str, str], table_type: 
 def _corrupt(spark: Any, path: str, table_type: str) -> dict[str, tuple[str, ...]]:  # noqa: ANN401
     """Six faults, written straight into the Hudi table; returns the expected kind per key."""
     frame = spark.read.format("hudi").load(path)
-    data = [c for c in frame.columns if not c.startswith("_hoodie_")]
+    data = [c for c in frame.columns if is_data_column(c)]
     rows = {(r["id"], r["part"]): r.asDict() for r in frame.select(*data).where("id between 100 and 160").collect()}
     pick = sorted(k for k, r in rows.items() if r["body"] and len(r["body"]) > 1000)
     changed, toasted, missing, duplicated = sorted(rows)[0], pick[0], sorted(rows)[1], sorted(rows)[2]
@@ -203,8 +203,7 @@ def test_cli_exit_codes_and_json(spark, tables: dict[str, str]) -> None:  # noqa
     assert report["source_rows"] == _count()
     missing = CliRunner().invoke(main, [*args[:-3], "--table", "inventory.no_such_table"], catch_exceptions=False)
     assert missing.exit_code == 2 and "inventory.no_such_table does not exist" in missing.output
-    wrong = CliRunner().invoke(
-        main, [*args[:3], "--source-url", "postgresql://debezium:hunter2@127.0.0.1:55432/inventory", *args[5:]]
-    )
+    wrong_url = "postgresql://debezium:hunter2@127.0.0.1:55432/inventory"  # a password in the URL, and wrong
+    wrong = CliRunner().invoke(main, [*args[:3], "--source-url", wrong_url, *args[7:]])
     assert wrong.exit_code == 2 and "password authentication failed" in wrong.output
     assert "hunter2" not in wrong.output
