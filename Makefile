@@ -8,7 +8,7 @@ JARS := $(JARS_DIR)/.fetched
 PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help install jars airflow demo demo-files demo-stack test test-nostack bench bench-scale bench-freshness bench-all test-fast lint clean stack-up stack-down stack-reset
+.PHONY: help install jars airflow demo demo-files demo-stack test test-nostack bench bench-scale bench-freshness bench-all chaos test-fast lint clean stack-up stack-down stack-reset
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -62,7 +62,7 @@ test-fast: install ## Only the tests that need no Spark
 	$(PY) -m pytest -m "not spark" $(PYTEST_ARGS)
 
 lint: install ## ruff and mypy
-	$(VENV)/bin/ruff check hudi_cdc payloads tests examples
+	$(VENV)/bin/ruff check hudi_cdc payloads tests examples bench chaos
 	$(VENV)/bin/mypy hudi_cdc payloads
 
 clean: ## Remove the venv, fetched jars and demo output
@@ -91,6 +91,11 @@ bench-all: bench bench-scale bench-freshness ## All three benchmarks, results in
 
 bench-freshness: install stack-up ## Postgres commit -> visible in a MOR snapshot query, at 2,000 and 5,000 changes/s
 	$(PY) -m bench.freshness --markdown docs/benchmarks.md
+
+CHAOS_ARGS ?= --kills 20 --restarts kafka,registry,connect
+
+chaos: install stack-up ## Kill the ingest (COW and MOR) 20 times each and restart Kafka, registry, Connect under a live workload; verify; results into docs/reliability.md
+	$(PY) -m chaos.run --markdown docs/reliability.md $(CHAOS_ARGS)
 
 stack-up: $(INSTALLED) ## Start the local CDC stack: PostgreSQL 15, Kafka (KRaft), Apicurio Registry, Kafka Connect + Debezium (state in .stack/)
 	bash stack/setup.sh

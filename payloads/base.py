@@ -65,6 +65,8 @@ _FIRST_ERROR = INTERNAL_PREFIX + "first_error"
 _PAIR = INTERNAL_PREFIX + "pair"
 _OLD = INTERNAL_PREFIX + "old_"
 _MOVED = INTERNAL_PREFIX + "moved_"
+_ROW = INTERNAL_PREFIX + "row_"
+_MAX_HOPS = 4  # a key moved this many times within one batch is followed back
 _PAST_COMMITS = 5  # how far back a moved key's old values are looked for (the move's delete is usually last round's)
 ORIGIN_COLUMN = INTERNAL_PREFIX + "origin"
 """Where an event came from (file path, topic-partition@offset), for error messages."""
@@ -345,60 +347,98 @@ class MergePolicy(ABC):
         value the update left alone is a placeholder in the create, and the new
         key has no past. The old key has: its newest real values below that
         position, in this batch, in the table, or (when its delete was applied
-        by an earlier round) in the table as of an earlier commit.
+        by an earlier round) in the table as of an earlier commit. A key moved
+        twice follows the chain back, a move at a time.
         """
         from pyspark.sql import functions as F
 
         is_error = F.col(ACTION_COLUMN) == F.lit(ERROR)
         moved = decided.filter(is_error)
-        pairs = moved.select(F.col(ORDER_COLUMN).alias(_PAIR)).distinct()
+        row = {k: f"{_ROW}{i}" for i, k in enumerate(keys)}
         old = {k: f"{_OLD}{i}" for i, k in enumerate(keys)}
-
-        def halves(deletes: DataFrame) -> DataFrame:  # the delete at the same position, under another key
-            return deletes.join(F.broadcast(pairs), F.col(ORDER_COLUMN) == F.col(_PAIR)).select(
-                _PAIR, *[F.col(k).alias(old[k]) for k in keys]
-            )
-
-        partners = halves(batch.filter(F.col(OP_COLUMN) == F.lit("d")))
+        deletes = batch.filter(F.col(OP_COLUMN) == F.lit("d")).select(*keys, ORDER_COLUMN)
         tombstones = stored.tombstones()
         if tombstones is not None:
-            partners = partners.unionByName(halves(tombstones))
-        partners = partners.distinct().localCheckpoint(eager=True)
+            deletes = deletes.unionByName(tombstones.select(*keys, ORDER_COLUMN))
+        # Every move in sight: a create at the very position of another key's delete.
+        creates = batch.filter(F.col(OP_COLUMN) != F.lit("d")).select(
+            *[F.col(k).alias(row[k]) for k in keys], F.col(ORDER_COLUMN).alias(_PAIR)
+        )
+        differs = F.lit(False)
+        for k in keys:
+            differs = differs | ~F.col(row[k]).eqNullSafe(F.col(old[k]))
+        edges = (
+            creates.join(
+                deletes.select(*[F.col(k).alias(old[k]) for k in keys], F.col(ORDER_COLUMN).alias(_PAIR)), _PAIR
+            )
+            .filter(differs)
+            .distinct()
+            .localCheckpoint(eager=True)
+        )
         names = list(toastable)
         wanted = [*keys, ORDER_COLUMN, *names]
-
-        def before_move(rows: DataFrame) -> DataFrame:  # the old key's rows below the move
-            on = [rows[k] == partners[old[k]] for k in keys]
-            joined = rows.select(*[c for c in wanted if c in rows.columns]).join(F.broadcast(partners), on)
-            return joined.filter(F.col(ORDER_COLUMN) < F.col(_PAIR)).select(
-                _PAIR, ORDER_COLUMN, *[F.col(f"`{n}`") if n in rows.columns else F.lit(None).alias(n) for n in names]
-            )
-
-        sources = [before_move(batch.filter(F.col(OP_COLUMN) != F.lit("d")))]
+        sources = [batch.filter(F.col(OP_COLUMN) != F.lit("d")).select(*wanted)]
         current = stored.stored_rows(wanted)
         if current is not None:
-            sources.append(before_move(current))
-        # An old key deleted by an earlier round is only in the table's past: newest retained commits first.
-        found = set()
-        for past in itertools.islice(stored.past_rows(wanted), _PAST_COMMITS):
-            rows = before_move(past).localCheckpoint(eager=True)
-            sources.append(rows)
-            found |= {r[_PAIR] for r in rows.select(_PAIR).distinct().collect()}
-            if found >= {r[_PAIR] for r in pairs.collect()}:
+            sources.append(current)
+        if tombstones is not None:  # an old key deleted by an earlier round lives only in the table's past
+            sources += list(itertools.islice(stored.past_rows(wanted), _PAST_COMMITS))
+
+        def latest_move(targets: DataFrame, before: Column | None) -> DataFrame:
+            """Per row, the newest move of the key it is looking at (below ``before``)."""
+            on = [F.col(f"t.{k}") == F.col(f"e.{row[k]}") for k in keys]
+            joined = targets.alias("t").join(edges.alias("e"), on)
+            if before is not None:
+                joined = joined.filter(F.col(f"e.{_PAIR}") < before)
+            move = F.struct(F.col(f"e.{_PAIR}").alias(_PAIR), *[F.col(f"e.{old[k]}").alias(old[k]) for k in keys])
+            return (
+                joined.groupBy(*[F.col(f"t.{row[k]}").alias(row[k]) for k in keys])
+                .agg(F.max_by(move, F.col(f"e.{_PAIR}")).alias("m"))
+                .select(*row.values(), "m.*")
+            )
+
+        filled = moved
+        targets = latest_move(moved.select(*keys, *[F.col(k).alias(row[k]) for k in keys]), None)
+        for _ in range(_MAX_HOPS):
+            targets = targets.localCheckpoint(eager=True)
+            if targets.isEmpty():
                 break
-        candidates = sources[0]
-        for more in sources[1:]:
-            candidates = candidates.unionByName(more, allowMissingColumns=True)
-        fills = candidates.groupBy(_PAIR).agg(
-            *[
-                F.max_by(F.struct(F.col(f"`{n}`").alias("v")), F.when(~test, F.col(ORDER_COLUMN))).alias(f"{_MOVED}{i}")
-                for i, (n, test) in enumerate(toastable.items())
-            ]
-        )
-        filled = moved.join(fills, F.col(ORDER_COLUMN) == F.col(_PAIR), "left")
-        for i, (name, test) in enumerate(toastable.items()):
-            fill = F.col(f"{_MOVED}{i}")
-            filled = filled.withColumn(name, F.when(test & fill.isNotNull(), fill["v"]).otherwise(F.col(f"`{name}`")))
+            candidates = None
+            for rows in sources:
+                present = [c for c in wanted if c in rows.columns]
+                on = [rows[k] == F.col(old[k]) for k in keys]
+                part = rows.select(*present).join(F.broadcast(targets), on).filter(F.col(ORDER_COLUMN) < F.col(_PAIR))
+                part = part.select(
+                    *row.values(),
+                    ORDER_COLUMN,
+                    *[F.col(f"`{n}`") if n in present else F.lit(None).alias(n) for n in names],
+                )
+                candidates = part if candidates is None else candidates.unionByName(part)
+            assert candidates is not None
+            fills = candidates.groupBy(*row.values()).agg(
+                *[
+                    F.max_by(F.struct(F.col(f"`{n}`").alias("v")), F.when(~test, F.col(ORDER_COLUMN))).alias(
+                        f"{_MOVED}{i}"
+                    )
+                    for i, (n, test) in enumerate(toastable.items())
+                ]
+            )
+            on = [filled[k] == fills[row[k]] for k in keys]
+            step = filled.join(fills, on, "left")
+            for i, (name, test) in enumerate(toastable.items()):
+                fill = F.col(f"{_MOVED}{i}")
+                step = step.withColumn(name, F.when(test & fill.isNotNull(), fill["v"]).otherwise(F.col(f"`{name}`")))
+            filled = step.select(*moved.columns).localCheckpoint(eager=True)
+            left = F.lit(False)
+            for test in toastable.values():
+                left = left | test
+            # Still a placeholder: follow the old key's own move, below the position of this one.
+            waiting = filled.filter(left).select(*[F.col(k).alias(f"w_{i}") for i, k in enumerate(keys)])
+            hop = targets.join(waiting, [F.col(row[k]) == F.col(f"w_{i}") for i, k in enumerate(keys)], "left_semi")
+            nxt = latest_move(
+                hop.select(*row.values(), _PAIR, *[F.col(old[k]).alias(k) for k in keys]), F.col(f"t.{_PAIR}")
+            )
+            targets = nxt
         left = F.lit(False)
         for test in toastable.values():
             left = left | test

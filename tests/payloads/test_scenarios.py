@@ -359,11 +359,22 @@ def test_primary_key_change_keeps_unchanged_out_of_line_values(
         pg_event("u", lsn=15, after={"id": 1, **row("a2", bio=PH, data=PH_BYTES, tags=[PH])}),
         pg_event("c", lsn=16, after={"id": 5, **row("other", bio="bio5")}),
     ]
-    delete = pg_event("d", lsn=20, before={"id": 1, **row(None, bio=None, data=None, tags=None)})
-    create = pg_event("c", lsn=20, after={"id": 2, **row("moved", bio=PH, data=PH_BYTES, tags=[PH])})
+    gone = row(None, bio=None, data=None, tags=None)  # REPLICA IDENTITY DEFAULT: the before image is the key
+    move = [
+        pg_event("d", lsn=20, before={"id": 1, **gone}),
+        pg_event("c", lsn=20, after={"id": 2, **row("moved", bio=PH, data=PH_BYTES, tags=[PH])}),
+    ]
+    touched = [pg_event("u", lsn=25, after={"id": 2, **row("touched", bio=PH, data=PH_BYTES, tags=["y"])})]
+    again = [  # the same row moved a second time
+        pg_event("d", lsn=40, before={"id": 2, **gone}),
+        pg_event("c", lsn=40, after={"id": 3, **row("twice", bio=PH, data=PH_BYTES, tags=[PH])}),
+    ]
     later = [pg_event("u", lsn=30, after={"id": 5, **row("other2", bio=PH)})]  # a commit after the move's delete
-    batches = [first, [delete, create]] if not split else [first, [delete], later, [create]]
+    if split:
+        batches = [first, move[:1], later, [*move[1:], *touched], again]
+    else:
+        batches = [first, [*move, *touched, *again]]
     base = ingest_batches(spark, tmp_path, schema, batches, table_type=table_type)
     expected = apply_events([event for batch in batches for event in batch])
-    assert expected[2] == {"id": 2, **row("moved", bio="long bio", data=b"blob", tags=["x"])}
+    assert expected[3] == {"id": 3, **row("twice", bio="long bio", data=b"blob", tags=["y"])}
     assert table_state(spark, base, NAMES) == {k: tuple(v[n] for n in NAMES) for k, v in expected.items()}
