@@ -65,7 +65,7 @@ class Workload(threading.Thread):
         self.changes = 0
         self.transactions = 0
         self.error: BaseException | None = None
-        self._stop = threading.Event()
+        self._halt = threading.Event()
         self._live: list[int] = []
         self._deleted: list[int] = []
         self._next_id = 1
@@ -79,7 +79,7 @@ class Workload(threading.Thread):
             )
 
     def stop(self) -> None:
-        self._stop.set()
+        self._halt.set()
         self.join(60)
         if self.error is not None:
             raise RuntimeError(f"the workload failed: {self.error}") from self.error
@@ -129,7 +129,7 @@ class Workload(threading.Thread):
     def run(self) -> None:
         try:
             with connect() as conn:
-                while not self._stop.is_set():
+                while not self._halt.is_set():
                     live, deleted, next_id = list(self._live), list(self._deleted), self._next_id
                     try:
                         with conn.transaction(), conn.cursor() as cur:
@@ -225,6 +225,8 @@ def _kill_loop(ingest: Ingest, run: TableRun, kills: int, rng: random.Random) ->
         deadline = time.monotonic() + (180 if in_commit else rng.uniform(3, 30))
         while time.monotonic() < deadline and ingest.alive():
             if in_commit and pending_instants(ingest.timeline):
+                # Somewhere inside the commit: from the instant's request to the data files and the inflight.
+                time.sleep(rng.uniform(0, 2.5))
                 break
             time.sleep(0.02 if in_commit else 0.2)
         committed_before = bool(ingest.completed())
@@ -363,7 +365,7 @@ def run_chaos(
             run.differences = result.describe().splitlines()[1:21]
     finally:
         if workload.is_alive():
-            workload._stop.set()
+            workload._halt.set()
         for ingest in ingests:
             ingest.kill()
         if not keep_table:

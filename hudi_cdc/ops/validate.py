@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
 from hudi_cdc.config import IngestConfig
-from hudi_cdc.errors import ConfigError, HudiCdcError, TransientError
+from hudi_cdc.errors import ConfigError, HudiCdcError, SinkError, TransientError
 from hudi_cdc.sink import options as opt
 
 if TYPE_CHECKING:
@@ -471,6 +471,9 @@ def check_target_writable(ctx: _Context) -> _Outcome:
         raise _Skip(_NO_SPARK + " to probe a Hadoop URI")
     for path in paths:
         problem = _probe_hadoop(ctx.spark, path) if ctx.spark is not None else _probe_local(path)
+        if problem and "No space left on device" in problem:
+            # Not a wrong setting: the round may run once space is back (a retry, or the next run).
+            raise SinkError(f"no space left under {path}: {problem}")
         if problem:
             return _fail(
                 f"cannot write under {path}: {problem}",

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -184,6 +185,80 @@ class KafkaSource:
         finally:
             consumer.close()
 
+    def _keep_moves_whole(
+        self, ranges: list[OffsetRange], watermarks: Mapping[int, tuple[int, int]]
+    ) -> list[OffsetRange]:
+        """Never end a round between the two halves of a primary-key change.
+
+        Debezium sends an UPDATE of the key as a delete of the old key and a
+        create of the new one at the same LSN (Debezium's tombstone between
+        them). A round cut by ``--source-limit`` between the two would apply the
+        delete first; the create's TOAST placeholders stand for the old row's
+        values, which the next round could no longer find if that row was
+        never committed. A range whose last event is a delete is extended over
+        the events at the delete's LSN that follow it.
+        """
+        cut = [r for r in ranges if r.count and r.end < watermarks[r.partition][1]]
+        if not cut:
+            return ranges
+        from confluent_kafka import Consumer
+
+        consumer = Consumer(
+            {
+                "bootstrap.servers": self._config.bootstrap_servers,
+                "group.id": "hudi-cdc-planner",
+                "enable.auto.commit": False,
+                **self._client_conf,
+            }
+        )
+        try:
+            extended = {r.partition: self._extend_over_move(consumer, r, watermarks[r.partition][1]) for r in cut}
+        finally:
+            consumer.close()
+        return [extended.get(r.partition, r) for r in ranges]
+
+    def _extend_over_move(self, consumer: Any, r: OffsetRange, high: int) -> OffsetRange:  # noqa: ANN401
+        from confluent_kafka import TopicPartition
+
+        first, last = max(r.start, r.end - 3), min(high, r.end + 4)
+        consumer.assign([TopicPartition(self._topic, r.partition, first)])
+        events: list[tuple[int, str | None, int | None]] = []
+        deadline = time.monotonic() + 15
+        while len(events) < last - first and time.monotonic() < deadline:
+            for message in consumer.consume(last - first - len(events), timeout=1):
+                if message.error() is None and message.offset() < last:
+                    events.append((message.offset(), *self._op_and_lsn(message.value())))
+        before = [e for e in events if e[0] < r.end and e[1] is not None]
+        if not before or before[-1][1] != "d" or before[-1][2] is None:
+            return r
+        end = r.end
+        for offset, op, lsn in sorted(e for e in events if e[0] >= r.end):
+            if op is not None and lsn != before[-1][2]:
+                break
+            end = offset + 1  # a tombstone (op None) or an event at the delete's LSN
+        if end > r.end:
+            log.info(
+                "%s-%d: round extended to offset %d to keep a primary-key change whole", self._topic, r.partition, end
+            )
+        return OffsetRange(r.partition, r.start, end)
+
+    def _op_and_lsn(self, value: bytes | None) -> tuple[str | None, int | None]:
+        """``(op, source.lsn)`` of a framed Debezium value; ``(None, None)`` for a tombstone or what does not decode."""
+        import io
+
+        import fastavro
+
+        if not value or len(value) < 5 or value[0] != 0:
+            return None, None
+        try:
+            schema = fastavro.parse_schema(self._registry.schema(int.from_bytes(value[1:5], "big")))
+            record = fastavro.schemaless_reader(io.BytesIO(value[5:]), schema)
+        except Exception:  # noqa: BLE001 - the round's own decode reports a bad message with its place
+            return None, None
+        if not isinstance(record, dict):
+            return None, None
+        return record.get("op"), (record.get("source") or {}).get("lsn")
+
     def _read(self, ranges: list[OffsetRange]) -> DataFrame:
         reader = self._spark.read.format("kafka").option("kafka.bootstrap.servers", self._config.bootstrap_servers)
         # Fewer, larger fetches: measured 4.0 s -> 3.1 s for 1.6 GB here. A user's kafka.* settings win.
@@ -201,14 +276,17 @@ class KafkaSource:
     def next_batch(self, checkpoint: dict[str, Any] | None) -> Batch | None:
         from hudi_cdc.sources.base import Batch
 
+        watermarks = self._watermarks()
         ranges = plan_ranges(
-            self._watermarks(),
+            watermarks,
             checkpoint,
             limit=self._config.source_limit,
             start_when_new=self._config.kafka_starting_offsets,
             allow_data_loss=self._config.allow_data_loss,
             topic=self._topic,
         )
+        if self._config.flavor == "postgres":
+            ranges = self._keep_moves_whole(ranges, watermarks)
         next_checkpoint = {
             "kind": CHECKPOINT_KIND,
             "topic": self._topic,

@@ -57,9 +57,20 @@ def standalone_cluster(work: Path, *, cores: int = 1, memory: str = "2g") -> Ite
         with open(master_log, "wb") as out:
             processes.append(
                 subprocess.Popen(
-                    [spark_bin("spark-class"), "org.apache.spark.deploy.master.Master",
-                     "--host", "127.0.0.1", "--port", str(port), "--webui-port", str(_free_port())],
-                    stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True,
+                    [
+                        spark_bin("spark-class"),
+                        "org.apache.spark.deploy.master.Master",
+                        "--host",
+                        "127.0.0.1",
+                        "--port",
+                        str(port),
+                        "--webui-port",
+                        str(_free_port()),
+                    ],
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    env=env,
+                    start_new_session=True,
                 )  # fmt: skip
             )
         _wait_for(master_log, "I have been elected leader", processes[0], 60)
@@ -67,10 +78,25 @@ def standalone_cluster(work: Path, *, cores: int = 1, memory: str = "2g") -> Ite
         with open(worker_log, "wb") as out:
             processes.append(
                 subprocess.Popen(
-                    [spark_bin("spark-class"), "org.apache.spark.deploy.worker.Worker",
-                     "--host", "127.0.0.1", "--cores", str(cores), "--memory", memory,
-                     "--webui-port", str(_free_port()), "--work-dir", str(work / "worker"), url],
-                    stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True,
+                    [
+                        spark_bin("spark-class"),
+                        "org.apache.spark.deploy.worker.Worker",
+                        "--host",
+                        "127.0.0.1",
+                        "--cores",
+                        str(cores),
+                        "--memory",
+                        memory,
+                        "--webui-port",
+                        str(_free_port()),
+                        "--work-dir",
+                        str(work / "worker"),
+                        url,
+                    ],
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    env=env,
+                    start_new_session=True,
                 )  # fmt: skip
             )
         _wait_for(worker_log, "Successfully registered with master", processes[1], 60)

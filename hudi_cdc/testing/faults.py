@@ -28,9 +28,7 @@ def pending_instants(timeline: Path, action: str = "") -> list[str]:
     names = os.listdir(timeline)
     completed = {n.split("_")[0] for n in names if "_" in n}
     return [
-        n
-        for n in names
-        if n.endswith((".requested", ".inflight")) and action in n and n.split(".")[0] not in completed
+        n for n in names if n.endswith((".requested", ".inflight")) and action in n and n.split(".")[0] not in completed
     ]
 
 

@@ -17,7 +17,9 @@ def test_notebook_runs_and_its_table_equals_the_source(tmp_path: Path) -> None:
 
     notebook = nbformat.read(NOTEBOOK, as_version=4)
     # The kernel is this interpreter's (ipykernel's native spec); it starts its own Spark session.
-    NotebookClient(notebook, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
+    NotebookClient(
+        notebook, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
+    ).execute()
     outputs = "".join(
         out.get("text", "") for cell in notebook.cells if cell.cell_type == "code" for out in cell.get("outputs", [])
     )

@@ -23,7 +23,11 @@ def test_wheel_installed_outside_the_checkout_ingests_files(
     env["SPARK_SUBMIT_OPTS"] = f"-Duser.home={tmp_path / 'home'}"
     where = subprocess.run(
         [wheel_venv / "bin" / "python", "-c", "import hudi_cdc, sys; print(hudi_cdc.__file__)"],
-        cwd=tmp_path, env=env, capture_output=True, text=True, check=True,
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout.strip()
     assert where.startswith(str(wheel_venv)), where
 

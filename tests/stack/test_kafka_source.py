@@ -17,7 +17,7 @@ import pytest
 from hudi_cdc.testing import envelope_schema, pg_event
 from hudi_cdc.testing.kafka import Framer, create_topic, produce, register_schema
 from tests.stack.conftest import BOOTSTRAP, REGISTRY
-from tests.support import apply_events, commit_instants, read_rows, run_cli
+from tests.support import PLACEHOLDER, apply_events, commit_instants, read_rows, run_cli
 
 pytestmark = [pytest.mark.kafka, pytest.mark.hudi]
 
@@ -202,3 +202,19 @@ def test_versions_avro_cannot_resolve_are_decoded_one_by_one(spark, tmp_path: Pa
     result = last_result(done.output)
     assert (result["details"]["decode"], result["details"]["writer_schemas"]) == ("per-writer-schema", 2)
     assert read_rows(spark, base, ["id", "name", "tier"]) == [(1, "a", "2"), (2, "b", "gold")]
+
+
+def test_a_round_never_ends_between_the_halves_of_a_primary_key_change(spark, tmp_path: Path) -> None:
+    # UPDATE ... SET id = 2 WHERE id = 1, the name TOASTed and left alone: a delete of 1 and a create of 2 at
+    # LSN 20 with Debezium's tombstone between them. Key 1 is created in the same round, so it is never in the
+    # table: were the round cut after the delete, the next one could not fill the placeholder.
+    topic, base = Topic(), str(tmp_path / "t")
+    topic.send([pg_event("c", lsn=10, after=row(1, "long name")), pg_event("d", lsn=20, before=row(1, None))])
+    topic.send_raw([(1, None)])
+    topic.send([pg_event("c", lsn=20, after=row(2, PLACEHOLDER)), pg_event("c", lsn=30, after=row(3, "c"))])
+    done = ingest(topic, base, "--source-limit", "2")  # offsets 0 and 1: the round would end on the delete
+    assert done.exit_code == 0, done.output
+    assert last_result(done.output)["checkpoint"]["offsets"] == {"0": 4}  # extended over the tombstone and create
+    done = ingest(topic, base)
+    assert done.exit_code == 0, done.output
+    assert read_rows(spark, base, ["id", "name"]) == [(2, "long name"), (3, "c")]

@@ -67,7 +67,10 @@ def test_files_round_on_a_standalone_cluster(spark, cluster: tuple[str, Path], t
     assert result["commit_time"] and result["events"] > 20
     # The work ran in the worker's executor JVM, not in the driver.
     assert len(executor_logs(work)) > apps_before
-    got = {r["id"]: r.asDict() for r in spark.read.format("hudi").load(str(base)).select("id", "name", "email", "notes").collect()}
+    got = {
+        r["id"]: r.asDict()
+        for r in spark.read.format("hudi").load(str(base)).select("id", "name", "email", "notes").collect()
+    }
     assert got == sample.state
 
 
