@@ -7,6 +7,7 @@ import sys
 
 import click
 
+from hudi_cdc.cli.connect import connect
 from hudi_cdc.cli.ingest import ingest
 from hudi_cdc.cli.jars import jars
 from hudi_cdc.cli.tombstones import tombstones
@@ -30,5 +31,5 @@ def main(ctx: click.Context, verbose: int) -> None:
     ctx.obj = {"verbose": verbose}
 
 
-for _command in (ingest, tombstones, jars, verify, validate):
+for _command in (ingest, tombstones, jars, verify, validate, connect):
     main.add_command(_command)

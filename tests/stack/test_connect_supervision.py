@@ -12,6 +12,7 @@ the outage too, must then be in Kafka.
 from __future__ import annotations
 
 import io
+import json
 import os
 import signal
 import subprocess
@@ -280,3 +281,21 @@ def test_the_task_failed_by_a_registry_outage_is_restarted_and_no_row_is_lost(su
         # The topic stays: deleted, it comes back at once, as Connect's producer still asks for its metadata
         # and the stack's broker auto-creates topics.
     assert _state().running
+
+
+def test_cli_status_and_supervise() -> None:
+    from click.testing import CliRunner
+
+    from hudi_cdc.cli import main
+
+    url = "http://127.0.0.1:58083"
+    done = CliRunner().invoke(main, ["connect", "status", "--connect-url", url, "--json"])
+    states = json.loads(done.output)
+    assert any(s["name"] == "inventory-connector" for s in states)
+    assert done.exit_code == (0 if all(s["running"] for s in states) else 1)
+    unknown = CliRunner().invoke(main, ["connect", "status", "--connect-url", url, "--connector", "nope"])
+    assert unknown.exit_code == 2 and "no connector 'nope'" in unknown.output
+    # The supervisor ends (exit 2) on what a retry cannot fix: a connector the cluster does not have.
+    assert (
+        CliRunner().invoke(main, ["connect", "supervise", "--connect-url", url, "--connector", "nope"]).exit_code == 2
+    )
