@@ -67,7 +67,7 @@ _OLD = INTERNAL_PREFIX + "old_"
 _MOVED = INTERNAL_PREFIX + "moved_"
 _ROW = INTERNAL_PREFIX + "row_"
 _MAX_HOPS = 4  # a key moved this many times within one batch is followed back
-_PAST_COMMITS = 5  # how far back a moved key's old values are looked for (the move's delete is usually last round's)
+_PAST_COMMITS = 3  # how far back a moved key's old values are looked for (the move's delete is usually last round's)
 ORIGIN_COLUMN = INTERNAL_PREFIX + "origin"
 """Where an event came from (file path, topic-partition@offset), for error messages."""
 
@@ -315,7 +315,11 @@ class MergePolicy(ABC):
 
         unresolved = decided.filter(F.col(ACTION_COLUMN) == F.lit(ERROR)).select(*keys).limit(5).collect()
         if unresolved:
-            decided = self._fill_moved(batch, decided, keys, toastable, stored).localCheckpoint(eager=True)
+            from hudi_cdc.spark import release
+
+            scratch: list[DataFrame] = []
+            decided = self._fill_moved(batch, decided, keys, toastable, stored, scratch).localCheckpoint(eager=True)
+            release(*scratch)  # in a continuous process, left-over blocks add up round after round
             materialised.append(decided)
             unresolved = decided.filter(F.col(ACTION_COLUMN) == F.lit(ERROR)).select(*keys).limit(5).collect()
         if unresolved:
@@ -338,7 +342,12 @@ class MergePolicy(ABC):
 
     @staticmethod
     def _fill_moved(
-        batch: DataFrame, decided: DataFrame, keys: list[str], toastable: dict[str, Column], stored: StoredState
+        batch: DataFrame,
+        decided: DataFrame,
+        keys: list[str],
+        toastable: dict[str, Column],
+        stored: StoredState,
+        scratch: list[DataFrame],
     ) -> DataFrame:
         """Placeholders of rows whose key changed: the values come from the old key.
 
@@ -348,7 +357,8 @@ class MergePolicy(ABC):
         key has no past. The old key has: its newest real values below that
         position, in this batch, in the table, or (when its delete was applied
         by an earlier round) in the table as of an earlier commit. A key moved
-        twice follows the chain back, a move at a time.
+        twice follows the chain back, a move at a time. The local checkpoints
+        made on the way go to ``scratch``, for the caller to release.
         """
         from pyspark.sql import functions as F
 
@@ -375,14 +385,14 @@ class MergePolicy(ABC):
             .distinct()
             .localCheckpoint(eager=True)
         )
+        scratch.append(edges)
         names = list(toastable)
         wanted = [*keys, ORDER_COLUMN, *names]
         sources = [batch.filter(F.col(OP_COLUMN) != F.lit("d")).select(*wanted)]
         current = stored.stored_rows(wanted)
         if current is not None:
             sources.append(current)
-        if tombstones is not None:  # an old key deleted by an earlier round lives only in the table's past
-            sources += list(itertools.islice(stored.past_rows(wanted), _PAST_COMMITS))
+        looked_back = tombstones is None  # an old key deleted by an earlier round lives only in the table's past
 
         def latest_move(targets: DataFrame, before: Column | None) -> DataFrame:
             """Per row, the newest move of the key it is looking at (below ``before``)."""
@@ -399,8 +409,9 @@ class MergePolicy(ABC):
 
         filled = moved
         targets = latest_move(moved.select(*keys, *[F.col(k).alias(row[k]) for k in keys]), None)
-        for _ in range(_MAX_HOPS):
+        for _ in range(_MAX_HOPS + 1):
             targets = targets.localCheckpoint(eager=True)
+            scratch.append(targets)
             if targets.isEmpty():
                 break
             candidates = None
@@ -429,12 +440,18 @@ class MergePolicy(ABC):
                 fill = F.col(f"{_MOVED}{i}")
                 step = step.withColumn(name, F.when(test & fill.isNotNull(), fill["v"]).otherwise(F.col(f"`{name}`")))
             filled = step.select(*moved.columns).localCheckpoint(eager=True)
+            scratch.append(filled)
             left = F.lit(False)
             for test in toastable.values():
                 left = left | test
-            # Still a placeholder: follow the old key's own move, below the position of this one.
             waiting = filled.filter(left).select(*[F.col(k).alias(f"w_{i}") for i, k in enumerate(keys)])
             hop = targets.join(waiting, [F.col(row[k]) == F.col(f"w_{i}") for i, k in enumerate(keys)], "left_semi")
+            if not looked_back and not hop.isEmpty():
+                # Not in this round nor in the table: the table's past, for the same targets (read only now).
+                sources += list(itertools.islice(stored.past_rows(wanted), _PAST_COMMITS))
+                looked_back, targets = True, hop
+                continue
+            # Still a placeholder: follow the old key's own move, below the position of this one.
             nxt = latest_move(
                 hop.select(*row.values(), _PAIR, *[F.col(old[k]).alias(k) for k in keys]), F.col(f"t.{_PAIR}")
             )

@@ -58,11 +58,26 @@ def session(log_path: Path | None):  # noqa: ANN202 - SparkSession
     return spark
 
 
+OUT_OF_MEMORY_HINT = (
+    "the Spark driver ran out of memory (java.lang.OutOfMemoryError): make the round smaller with a lower "
+    "--source-limit, or give Spark more memory (spark-submit --driver-memory, or PYSPARK_SUBMIT_ARGS="
+    "'--driver-memory 4g pyspark-shell' for a session hudi-cdc starts)"
+)
+
+
 def fail(message: str, code: int, log_path: Path | None) -> NoReturn:
     if log_path is not None and log_path.exists() and log_path.stat().st_size:
+        if _ran_out_of_memory(log_path):
+            message += f"; {OUT_OF_MEMORY_HINT}"
         message += f" (Spark's log: {log_path})"
     click.echo(message, err=True)
     sys.exit(code)
+
+
+def _ran_out_of_memory(log_path: Path) -> bool:
+    # The JVM's own error rarely reaches Python intact (a dying JVM answers py4j with nothing).
+    with open(log_path, "rb") as log:
+        return any(b"java.lang.OutOfMemoryError" in line for line in log)
 
 
 _F = TypeVar("_F", bound=Callable[..., Any])
