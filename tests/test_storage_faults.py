@@ -141,3 +141,29 @@ def test_a_target_refusing_writes_during_a_commit(spark, small_disk: Path, tmp_p
     done = run_cli(*ingest_args(str(source), base, table_type=table_type))
     assert done.exit_code == 0, done.output
     assert read_rows(spark, base, ["id", "name"]) == _expected(first + second)
+
+
+def test_a_round_too_big_for_the_driver_says_what_to_lower(spark, tmp_path: Path) -> None:  # noqa: ANN001
+    """A 512 MiB heap and a round of ~800 MB of values: the JVM dies of an OutOfMemoryError; the error line says
+    to lower --source-limit or raise the driver's memory, nothing is committed, and a smaller round goes through."""
+    schema = envelope_schema("customers", CUSTOMERS)
+    source, base = tmp_path / "events", str(tmp_path / "table")
+    big = "x" * (8 << 20)
+    for part in range(10):
+        events = [
+            pg_event("c", lsn=part * 100 + k, after={"id": part * 100 + k, "name": "n", "bio": big}) for k in range(10)
+        ]
+        write_events(source / f"part-{part:02d}.avro", schema, events)
+    env = {
+        **os.environ,
+        "PYSPARK_SUBMIT_ARGS": "--driver-memory 512m pyspark-shell",
+        "HUDI_CDC_LOG_DIR": str(tmp_path / "logs"),
+    }
+    command = [sys.executable, "-m", "hudi_cdc", "ingest", *ingest_args(str(source), base)]
+    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=900)
+    assert done.returncode != 0, done.stdout + done.stderr
+    assert "--source-limit" in done.stderr and "OutOfMemoryError" in done.stderr, done.stderr
+    assert not commit_instants(spark, base) if Path(base, ".hoodie").exists() else True
+    # One file (10 values of 8 MiB) a round fits.
+    done = subprocess.run([*command, "--source-limit", "1"], capture_output=True, text=True, env=env, timeout=900)
+    assert done.returncode == 0, done.stderr
