@@ -18,7 +18,7 @@ from hudi_cdc.config import IngestConfig
 from hudi_cdc.envelope.evolution import align_to_table, unify
 from hudi_cdc.envelope.flatten import flatten
 from hudi_cdc.envelope.types import value_conversions
-from hudi_cdc.errors import ConfigError, DecodeError, HudiCdcError
+from hudi_cdc.errors import ConfigError, DecodeError, HudiCdcError, SourceError
 from hudi_cdc.sink import options as opt
 from hudi_cdc.sink.hudi import HudiTable
 from hudi_cdc.sink.tombstones import TombstoneStore
@@ -129,6 +129,13 @@ def ingest_once(config: IngestConfig, *, spark: SparkSession | None = None) -> I
             duration_s=time.monotonic() - started,
         )
     log.info("%s: read %s", config.target_table, batch.description)
+    if keys and batch.key_fields and not config.record_key_fields and set(batch.key_fields) != set(keys):
+        # Another table's topic: its Debezium key is not this table's record key.
+        raise SourceError(
+            f"{batch.description}: the messages are keyed by ({', '.join(batch.key_fields)}) but table "
+            f"{config.target_table} by ({', '.join(keys)}): is --topic this table's topic? Nothing was written "
+            "(--record-key-field overrides, if the key really changed)"
+        )
     if not keys:
         keys = batch.key_fields
         if not keys:

@@ -127,8 +127,9 @@ def test_partitions_schema_versions_and_source_limit(spark, tmp_path: Path) -> N
     [
         (lambda good: good[:1] + (987654321).to_bytes(4, "big") + good[5:], "schema id 987654321"),
         (lambda good: good[:12], "does not decode with its writer schema (id"),  # known id, cut-off Avro body
+        (lambda good: b"\x7fELF" + bytes(range(256)) * 4, "not in the Confluent wire format"),  # binary garbage
     ],
-    ids=["unknown-schema-id", "undecodable-payload"],
+    ids=["unknown-schema-id", "undecodable-payload", "binary-garbage"],
 )
 def test_a_bad_message_stops_the_batch_with_its_place(spark, tmp_path: Path, spoil: Any, named: str) -> None:
     topic, base = Topic(), str(tmp_path / "t")
@@ -218,3 +219,34 @@ def test_a_round_never_ends_between_the_halves_of_a_primary_key_change(spark, tm
     done = ingest(topic, base)
     assert done.exit_code == 0, done.output
     assert read_rows(spark, base, ["id", "name"]) == [(2, "long name"), (3, "c")]
+
+
+def test_a_topic_of_another_table_is_refused(spark, tmp_path: Path) -> None:
+    # The table is keyed by id; the other topic's Debezium key is (order_id, line_no): the wrong --topic.
+    mine, base = Topic(), str(tmp_path / "t")
+    mine.send([pg_event("c", lsn=10, after=row(1, "a"))])
+    assert ingest(mine, base).exit_code == 0
+    commits = commit_instants(spark, base)
+    other = Topic()
+    key = {"type": "record", "name": "Key", "namespace": other.name,
+           "fields": [{"name": "order_id", "type": "long"}, {"name": "line_no", "type": "int"}]}  # fmt: skip
+    framed_key = Framer(register_schema(REGISTRY, f"{other.name}-key", key), key)({"order_id": 2, "line_no": 1})
+    produce(BOOTSTRAP, other.name, [(framed_key, other.values[1](pg_event("c", lsn=20, after=row(2, "b"))), 0)])
+    done = ingest(other, base)
+    assert done.exit_code == 1 and f"the checkpoint is for topic {mine.name!r}, not {other.name!r}" in done.output
+    # Starting over on purpose does not get past the key: the table is keyed by id, the topic by order_id, line_no.
+    done = ingest(other, base, "--checkpoint", "earliest")
+    assert done.exit_code == 1, done.output
+    assert other.name in done.output and "order_id" in done.output and "id" in done.output, done.output
+    assert commit_instants(spark, base) == commits
+
+
+def test_a_record_larger_than_the_fetch_size_is_read_whole(spark, tmp_path: Path) -> None:
+    # Kafka hands over at least one record per fetch however small the fetch limits are set.
+    topic, base = Topic(), str(tmp_path / "t")
+    large = "L" * 400_000
+    topic.send([pg_event("c", lsn=10, after=row(1, large)), pg_event("c", lsn=11, after=row(2, "small"))])
+    limits = ["--hoodie-conf", "kafka.max.partition.fetch.bytes=1024", "--hoodie-conf", "kafka.fetch.max.bytes=1024"]
+    done = ingest(topic, base, *limits)
+    assert done.exit_code == 0, done.output
+    assert read_rows(spark, base, ["id", "name"]) == [(1, large), (2, "small")]
