@@ -177,7 +177,7 @@ class Ingest:
             sys.executable, "-m", "hudi_cdc", "ingest", "--source", "kafka", "--topic", topic,
             "--bootstrap-servers", BOOTSTRAP, "--schema-registry-url", REGISTRY,
             "--target-base-path", self.base_path, "--target-table", f"{table}_{table_type}",
-            "--table-type", table_type, "--continuous", "--source-limit", "3000",
+            "--table-type", table_type, "--continuous", "--source-limit", "10000",
             "--min-sync-interval-seconds", "2", "--retry-timeout-seconds", "900",
         ]  # fmt: skip
 
@@ -306,7 +306,7 @@ def run_chaos(
     table_types: tuple[str, ...] = ("cow", "mor"),
     work: Path,
     seed: int | None = None,
-    pause_s: float = 0.02,
+    pause_s: float = 0.05,
     catch_up_timeout_s: float = 900.0,
     keep_table: bool = False,
 ) -> ChaosReport:
