@@ -188,7 +188,12 @@ class Ingest:
     def start(self) -> None:
         self.starts += 1
         log = open(self.logs / f"{self.table_type}-{self.starts:03d}.log", "wb")  # noqa: SIM115 - the child owns it
-        env = {**os.environ, "HUDI_CDC_LOG_DIR": str(self.logs)}
+        # 2 GiB, as a deployment would size it: two ingests and the stack share this machine's memory.
+        env = {
+            **os.environ,
+            "HUDI_CDC_LOG_DIR": str(self.logs),
+            "PYSPARK_SUBMIT_ARGS": "--driver-memory 2g pyspark-shell",
+        }
         self.process = subprocess.Popen(
             [*self.command[:3], "-v", *self.command[3:]], stdout=log, stderr=subprocess.STDOUT, env=env,
             start_new_session=True,
