@@ -117,7 +117,7 @@ class _PostgresSide:
     def __init__(self, conn: Any, relation: str, where: str | None) -> None:
         self._conn = conn
         self._relation = relation
-        self._where = where.replace("%", "%%") if where else None  # psycopg takes % for parameters
+        self._where = where
 
     def _rows_sql(self, plan: _Plan) -> str:
         keys = [m.source_sql for m in plan.mappings[: len(plan.key_fields)]]
