@@ -230,8 +230,9 @@ def _kill_loop(ingest: Ingest, run: TableRun, kills: int, rng: random.Random) ->
         deadline = time.monotonic() + (180 if in_commit else rng.uniform(3, 30))
         while time.monotonic() < deadline and ingest.alive():
             if in_commit and pending_instants(ingest.timeline):
-                # Somewhere inside the commit: from the instant's request to the data files and the inflight.
-                time.sleep(rng.uniform(0, 2.5))
+                # Somewhere inside the commit: from the instant's request to the data files and the inflight
+                # (the very first kill at once: it must land before the table's first commit completes).
+                time.sleep(rng.uniform(0, 2.5) if i else 0)
                 break
             time.sleep(0.02 if in_commit else 0.2)
         committed_before = bool(ingest.completed())
