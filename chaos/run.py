@@ -220,21 +220,30 @@ class Ingest:
 
 
 def _kill_loop(ingest: Ingest, run: TableRun, kills: int, rng: random.Random) -> None:
-    """Kill the ingest ``kills`` times: inside a commit and at a random moment, by turns; start it again each time."""
+    """Kill the ingest ``kills`` times and start it again each time, so that kills land everywhere.
+
+    The first kill lands the moment the table's first instant is requested
+    (its very first commit). Then, by turns: inside a commit (a new instant
+    pending, then 0-2.5 s more), and anywhere (a new commit completed since the
+    start, then 0-15 s more: between rounds, reading, deciding or inside the
+    next commit).
+    """
     for i in range(kills):
         if not ingest.alive():
             if ingest.process is not None and ingest.process.returncode not in (None, -9):
                 run.exits.append(ingest.last_exit())
             ingest.start()
-        in_commit = i % 2 == 0  # the first kill lands in the table's very first commit
-        deadline = time.monotonic() + (180 if in_commit else rng.uniform(3, 30))
+        in_commit = i % 2 == 0
+        seen, done = set(pending_instants(ingest.timeline)), ingest.completed()
+        deadline = time.monotonic() + 300
         while time.monotonic() < deadline and ingest.alive():
-            if in_commit and pending_instants(ingest.timeline):
-                # Somewhere inside the commit: from the instant's request to the data files and the inflight
-                # (the very first kill at once: it must land before the table's first commit completes).
+            if in_commit and set(pending_instants(ingest.timeline)) - seen:
                 time.sleep(rng.uniform(0, 2.5) if i else 0)
                 break
-            time.sleep(0.02 if in_commit else 0.2)
+            if not in_commit and ingest.completed() - done:
+                time.sleep(rng.uniform(0, 15))
+                break
+            time.sleep(0.02)
         committed_before = bool(ingest.completed())
         ingest.kill()
         run.kills += 1
@@ -361,7 +370,7 @@ def run_chaos(
             runs[ingest.table_type].catch_up_s = round(_catch_up(ingest, topic, catch_up_timeout_s), 1)
         for ingest in ingests:
             ingest.kill()
-        spark = spark_session(app_name="hudi-cdc-chaos")
+        spark = spark_session(app_name="hudi-cdc-chaos", jvm_log=work / "logs" / "verify-jvm.log")
         os.environ.setdefault("HUDI_CDC_CHAOS_PASSWORD", "dbz")
         database = SourceDatabase(SOURCE_URL, password_env="HUDI_CDC_CHAOS_PASSWORD")
         for ingest in ingests:
