@@ -8,7 +8,7 @@ JARS := $(JARS_DIR)/.fetched
 PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help install jars airflow demo demo-files demo-stack test test-nostack bench bench-scale bench-freshness bench-all chaos test-fast lint clean stack-up stack-down stack-reset
+.PHONY: help install jars airflow demo demo-files demo-stack test test-nostack bench bench-scale bench-freshness bench-verify bench-all chaos test-fast lint clean stack-up stack-down stack-reset
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -88,6 +88,9 @@ bench-scale: install stack-up ## Cost per event at 100k/1M/5M backlogs, per roun
 	$(PY) -m bench.scale --markdown docs/benchmarks.md
 
 bench-all: bench bench-scale bench-freshness ## All three benchmarks, results into docs/benchmarks.md
+
+bench-verify: install stack-up ## How long hudi-cdc verify takes on a 10M-row table (Postgres against a Hudi COW table)
+	$(PY) -m bench.verify --rows 10000000
 
 bench-freshness: install stack-up ## Postgres commit -> visible in a MOR snapshot query, at 2,000 and 5,000 changes/s
 	$(PY) -m bench.freshness --markdown docs/benchmarks.md
