@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import itertools
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -217,9 +217,7 @@ class MergePolicy(ABC):
             if test is not None
         }
         # Column expressions by name: evaluated again after the fill, they tell what is left.
-        any_placeholder = F.lit(False)
-        for test in toastable.values():
-            any_placeholder = any_placeholder | test
+        any_placeholder = _any_of(toastable.values())
         has_placeholder = any_placeholder & ~is_delete
 
         position = F.struct(F.col(ORDER_COLUMN), F.col(ARRIVAL_COLUMN))
@@ -407,6 +405,7 @@ class MergePolicy(ABC):
                 .select(*row.values(), "m.*")
             )
 
+        left = _any_of(toastable.values())  # a placeholder still there, re-evaluated on each frame
         filled = moved
         targets = latest_move(moved.select(*keys, *[F.col(k).alias(row[k]) for k in keys]), None)
         for _ in range(_MAX_HOPS + 1):
@@ -441,9 +440,6 @@ class MergePolicy(ABC):
                 step = step.withColumn(name, F.when(test & fill.isNotNull(), fill["v"]).otherwise(F.col(f"`{name}`")))
             filled = step.select(*moved.columns).localCheckpoint(eager=True)
             scratch.append(filled)
-            left = F.lit(False)
-            for test in toastable.values():
-                left = left | test
             waiting = filled.filter(left).select(*[F.col(k).alias(f"w_{i}") for i, k in enumerate(keys)])
             hop = targets.join(waiting, [F.col(row[k]) == F.col(f"w_{i}") for i, k in enumerate(keys)], "left_semi")
             if not looked_back and not hop.isEmpty():
@@ -456,9 +452,6 @@ class MergePolicy(ABC):
                 hop.select(*row.values(), _PAIR, *[F.col(old[k]).alias(k) for k in keys]), F.col(f"t.{_PAIR}")
             )
             targets = nxt
-        left = F.lit(False)
-        for test in toastable.values():
-            left = left | test
         filled = filled.withColumn(ACTION_COLUMN, F.when(left, F.lit(ERROR)).otherwise(F.lit(UPSERT)))
         return decided.filter(~is_error).unionByName(filled.select(*decided.columns))
 
@@ -486,6 +479,15 @@ class MergePolicy(ABC):
             superseded=sum(int(r["superseded"] or 0) for r in rows),
             toast_filled=int(by_action[UPSERT]["toast"] or 0) if UPSERT in by_action else 0,
         )
+
+
+def _any_of(tests: Iterable[Column]) -> Column:
+    from pyspark.sql import functions as F
+
+    result = F.lit(False)
+    for test in tests:
+        result = result | test
+    return result
 
 
 def _describe_error(row: Any, keys: Sequence[str]) -> str:

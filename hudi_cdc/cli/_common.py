@@ -15,6 +15,14 @@ from hudi_cdc.errors import ConfigError
 __all__ = ["config_options", "fail", "parse_hoodie_conf", "jvm_log", "session"]
 
 
+def password_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """--password-file and --password-env: how a command that talks to the source database gets its password."""
+    command = click.option("--password-env", help="Environment variable holding the database password.")(command)
+    return click.option("--password-file", type=click.Path(dir_okay=False), help="File holding the database password.")(
+        command
+    )
+
+
 def parse_hoodie_conf(values: tuple[str, ...]) -> dict[str, str]:
     conf = {}
     for item in values:

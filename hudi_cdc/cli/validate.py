@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from hudi_cdc.cli._common import config_options, jvm_log, parse_hoodie_conf, session
+from hudi_cdc.cli._common import config_options, jvm_log, parse_hoodie_conf, password_options, session
 from hudi_cdc.config import load_config
 from hudi_cdc.errors import HudiCdcError
 
@@ -21,8 +21,7 @@ EXIT_FAILED, EXIT_CANNOT_RUN = 1, 2
 @click.command()
 @config_options
 @click.option("--source-url", help="The source database: postgresql://user@host:port/dbname (no password here).")
-@click.option("--password-file", type=click.Path(dir_okay=False), help="File holding the database password.")
-@click.option("--password-env", help="Environment variable holding the database password.")
+@password_options
 @click.option("--source-table", help="schema.table in the database, when the topic is not <prefix>.<schema>.<table>.")
 @click.option("--connect-url", help="Kafka Connect's REST API, e.g. http://connect:8083.")
 @click.option("--connector", help="The Debezium connector's name (default: the one whose topic.prefix is the topic's).")

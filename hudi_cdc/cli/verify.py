@@ -10,7 +10,7 @@ from typing import Any, NoReturn
 
 import click
 
-from hudi_cdc.cli._common import jvm_log, session
+from hudi_cdc.cli._common import jvm_log, password_options, session
 from hudi_cdc.errors import HudiCdcError
 
 EQUAL, DIFFERENT, COULD_NOT_RUN = 0, 1, 2
@@ -23,8 +23,7 @@ def _split(value: str | None) -> tuple[str, ...]:
 @click.command()
 @click.option("--target-base-path", required=True, help="Base path of the Hudi table.")
 @click.option("--source-url", required=True, help="The source database: postgresql://user@host:port/dbname.")
-@click.option("--password-file", type=click.Path(dir_okay=False), help="File holding the database password.")
-@click.option("--password-env", help="Environment variable holding the database password.")
+@password_options
 @click.option("--table", "source_table", required=True, help="The source table, schema.table.")
 @click.option("--record-key-field", help="Key column(s), comma separated (default: the source's primary key).")
 @click.option("--columns", help="Compare only these columns (and the key), comma separated.")

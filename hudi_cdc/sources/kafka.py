@@ -157,10 +157,11 @@ class KafkaSource:
     def parse_checkpoint(self, text: str) -> dict[str, Any]:
         return parse_kafka_checkpoint(text, self._topic)
 
-    def _watermarks(self) -> dict[int, tuple[int, int]]:
-        from confluent_kafka import Consumer, KafkaException, TopicPartition
+    def _consumer(self) -> Any:  # noqa: ANN401 - confluent_kafka.Consumer
+        """A consumer for planning: offsets and a peek at a few messages, never committing."""
+        from confluent_kafka import Consumer
 
-        consumer = Consumer(
+        return Consumer(
             {
                 "bootstrap.servers": self._config.bootstrap_servers,
                 "group.id": "hudi-cdc-planner",
@@ -168,6 +169,11 @@ class KafkaSource:
                 **self._client_conf,
             }
         )
+
+    def _watermarks(self) -> dict[int, tuple[int, int]]:
+        from confluent_kafka import KafkaException, TopicPartition
+
+        consumer = self._consumer()
         try:
             metadata = consumer.list_topics(self._topic, timeout=15)
             topic = metadata.topics.get(self._topic)
@@ -201,16 +207,8 @@ class KafkaSource:
         cut = [r for r in ranges if r.count and r.end < watermarks[r.partition][1]]
         if not cut:
             return ranges
-        from confluent_kafka import Consumer
 
-        consumer = Consumer(
-            {
-                "bootstrap.servers": self._config.bootstrap_servers,
-                "group.id": "hudi-cdc-planner",
-                "enable.auto.commit": False,
-                **self._client_conf,
-            }
-        )
+        consumer = self._consumer()
         try:
             extended = {r.partition: self._extend_over_move(consumer, r, watermarks[r.partition][1]) for r in cut}
         finally:
