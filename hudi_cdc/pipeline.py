@@ -15,9 +15,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from hudi_cdc.config import IngestConfig
-from hudi_cdc.envelope.evolution import align_to_table, unify
-from hudi_cdc.envelope.flatten import flatten
-from hudi_cdc.envelope.types import value_conversions
+from hudi_cdc.envelope.batch import change_rows
 from hudi_cdc.errors import ConfigError, DecodeError, HudiCdcError, SourceError
 from hudi_cdc.sink import options as opt
 from hudi_cdc.sink.hudi import HudiTable
@@ -34,8 +32,6 @@ if TYPE_CHECKING:
 __all__ = ["IngestResult", "ingest_once", "run"]
 
 log = logging.getLogger("hudi_cdc")
-
-CHECKPOINT_RESET_KEY = opt.META_PREFIX + "checkpoint.reset"
 
 
 @dataclass(frozen=True)
@@ -83,7 +79,7 @@ def _make_source(spark: SparkSession, config: IngestConfig) -> Source:
 def _starting_checkpoint(table: HudiTable, source: Source, config: IngestConfig) -> dict[str, Any] | None:
     stored = table.checkpoint_commit()
     if config.checkpoint is not None:
-        already_applied = stored is not None and stored.extra.get(CHECKPOINT_RESET_KEY) == config.checkpoint
+        already_applied = stored is not None and stored.extra.get(opt.CHECKPOINT_RESET_KEY) == config.checkpoint
         if not already_applied:
             log.info("starting from the checkpoint given with --checkpoint")
             return source.parse_checkpoint(config.checkpoint)
@@ -151,24 +147,15 @@ def ingest_once(config: IngestConfig, *, spark: SparkSession | None = None) -> I
     if not batch.parts:  # only Kafka tombstones: nothing to write, but the checkpoint must move
         return _commit_checkpoint_only(table, committed, config, batch, keys, tombstones, purged, started)
 
-    flats = [
-        (
-            flatten(
-                part.envelopes,
-                source_meta_columns=policy.source_meta_columns,
-                key_fields=keys,
-                ingested_at=now,
-                where=part.where or batch.description,
-                value_conversions=value_conversions(part.avro_schema) if part.avro_schema else None,
-            ),
-            part.where or batch.description,
-        )
-        for part in batch.parts
-    ]
-    flat = unify(flats, behavior=config.schema_change_behavior)
     table_schema = table.read().schema if committed else None
-    flat = align_to_table(flat, table_schema, behavior=config.schema_change_behavior, where=batch.description)
-    flat = policy.with_order(flat)
+    flat = change_rows(
+        batch,
+        policy,
+        key_fields=keys,
+        ingested_at=now,
+        behavior=config.schema_change_behavior,
+        table_schema=table_schema,
+    )
     stored = StoredState(
         tombstones=lambda: _keys_and_order(tombstones.read()),
         stored_rows=lambda columns: _stored_columns(table, columns) if committed else None,
@@ -262,7 +249,7 @@ def _commit(
         opt.STATS_KEY: json.dumps(stats, sort_keys=True),
     }
     if config.checkpoint is not None:
-        metadata[CHECKPOINT_RESET_KEY] = config.checkpoint
+        metadata[opt.CHECKPOINT_RESET_KEY] = config.checkpoint
     return table.write(rows, options, metadata)
 
 

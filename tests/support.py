@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import subprocess
 import time
 from collections.abc import Iterable, Sequence
@@ -58,6 +59,31 @@ def commit_instants(spark: Any, base: str) -> list[str]:
     from hudi_cdc.sink.hudi import HudiTable
 
     return [c.instant for c in HudiTable(spark, base).commits()]
+
+
+def random_history(seed: int, keys: int, lsn_start: int) -> tuple[list[dict], int]:
+    """A realistic ``customers`` stream: inserts, updates (some keeping TOAST values), deletes and re-inserts."""
+    from hudi_cdc.testing import pg_event
+
+    rng = random.Random(seed)
+    events, live, lsn = [], {}, lsn_start
+    for _ in range(keys * 4):
+        lsn += rng.randint(1, 5)
+        key = rng.randrange(keys)
+        if key not in live:
+            live[key] = {"id": key, "name": f"n{lsn}", "bio": f"bio-{lsn}" * 3}
+            events.append(pg_event("c", lsn=lsn, after=live[key], txid=lsn))
+        elif rng.random() < 0.2:
+            events.append(pg_event("d", lsn=lsn, before={"id": key, "name": None, "bio": None}))
+            del live[key]
+        else:
+            keep_bio = rng.random() < 0.5
+            live[key] = (
+                {**live[key], "name": f"n{lsn}"} if keep_bio else {**live[key], "name": f"n{lsn}", "bio": f"b{lsn}"}
+            )
+            after = {**live[key], "bio": PLACEHOLDER} if keep_bio else live[key]
+            events.append(pg_event("u", lsn=lsn, after=after, txid=lsn))
+    return events, lsn
 
 
 def apply_events(events: Iterable[dict[str, Any]], key: str = "id") -> dict[Any, dict[str, Any]]:

@@ -3,14 +3,22 @@
 from __future__ import annotations
 
 import json
-import random
 from pathlib import Path
 
 import pytest
 
 from hudi_cdc.sink.hudi import HudiTable
 from hudi_cdc.testing import envelope_schema, pg_event, write_events
-from tests.support import CUSTOMERS, apply_events, commit_instants, expected_rows, ingest_args, read_rows, run_cli
+from tests.support import (
+    CUSTOMERS,
+    apply_events,
+    commit_instants,
+    expected_rows,
+    ingest_args,
+    random_history,
+    read_rows,
+    run_cli,
+)
 
 pytestmark = pytest.mark.hudi
 
@@ -18,33 +26,10 @@ SCHEMA = envelope_schema("customers", CUSTOMERS)
 COLUMNS = ("id", "name", "bio")
 
 
-def _history(seed: int, keys: int, lsn_start: int) -> tuple[list[dict], int]:
-    """A realistic stream: inserts, updates (some keeping TOAST values), deletes and re-inserts."""
-    rng = random.Random(seed)
-    events, live, lsn = [], {}, lsn_start
-    for _ in range(keys * 4):
-        lsn += rng.randint(1, 5)
-        key = rng.randrange(keys)
-        if key not in live:
-            live[key] = {"id": key, "name": f"n{lsn}", "bio": f"bio-{lsn}" * 3}
-            events.append(pg_event("c", lsn=lsn, after=live[key], txid=lsn))
-        elif rng.random() < 0.2:
-            events.append(pg_event("d", lsn=lsn, before={"id": key, "name": None, "bio": None}))
-            del live[key]
-        else:
-            keep_bio = rng.random() < 0.5
-            live[key] = (
-                {**live[key], "name": f"n{lsn}"} if keep_bio else {**live[key], "name": f"n{lsn}", "bio": f"b{lsn}"}
-            )
-            after = {**live[key], "bio": "__debezium_unavailable_value"} if keep_bio else live[key]
-            events.append(pg_event("u", lsn=lsn, after=after, txid=lsn))
-    return events, lsn
-
-
 @pytest.mark.parametrize("table_type", ["cow", "mor"])
 def test_files_to_table_equals_source_and_rerun_changes_nothing(spark, tmp_path: Path, table_type: str) -> None:
     source, base = tmp_path / "events", str(tmp_path / "table")
-    first, lsn = _history(seed=1, keys=40, lsn_start=1000)
+    first, lsn = random_history(seed=1, keys=40, lsn_start=1000)
     write_events(source / "dbserver1.public.customers+0+0000000000.avro", SCHEMA, first[: len(first) // 2])
     write_events(source / "dbserver1.public.customers+0+0000000080.avro", SCHEMA, first[len(first) // 2 :])
     # No small-file packing, so MOR updates land in log files that compaction must merge.
@@ -60,7 +45,7 @@ def test_files_to_table_equals_source_and_rerun_changes_nothing(spark, tmp_path:
     assert result.exit_code == 0, result.output
     assert read_rows(spark, base, COLUMNS) == expected_rows(apply_events(first), COLUMNS)
 
-    second, _ = _history(seed=2, keys=40, lsn_start=lsn)
+    second, _ = random_history(seed=2, keys=40, lsn_start=lsn)
     write_events(source / "dbserver1.public.customers+0+0000000160.avro", SCHEMA, second)
     result = run_cli(*args, "--json")
     assert result.exit_code == 0, result.output
@@ -202,7 +187,7 @@ def test_continuous_mode_runs_rounds(spark, tmp_path: Path) -> None:
 def test_a_round_leaves_no_cached_blocks_behind(spark, tmp_path: Path) -> None:
     # A continuous process must not carry one round's materialised data into the next.
     source, base = tmp_path / "events", str(tmp_path / "table")
-    events, _ = _history(seed=7, keys=30, lsn_start=100)
+    events, _ = random_history(seed=7, keys=30, lsn_start=100)
     write_events(source / "1.avro", SCHEMA, events[: len(events) // 2])
     before = spark.sparkContext._jsc.getPersistentRDDs().size()
     assert run_cli(*ingest_args(str(source), base)).exit_code == 0

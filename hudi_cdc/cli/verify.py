@@ -1,4 +1,8 @@
-"""``hudi-cdc verify``: compare a Hudi table with its source table. Exit 0 equal, 1 different, 2 could not run."""
+"""``hudi-cdc verify``: compare a Hudi table with its source. Exit 0 equal, 1 different, 2 could not run.
+
+The source is a database table (``--source-url`` and ``--table``) or, for a
+table fed from change files, the folder they replay from (``--source-path``).
+"""
 
 from __future__ import annotations
 
@@ -11,7 +15,7 @@ from typing import Any, NoReturn
 import click
 
 from hudi_cdc.cli._common import jvm_log, password_options, session
-from hudi_cdc.errors import HudiCdcError
+from hudi_cdc.errors import ConfigError, HudiCdcError
 
 EQUAL, DIFFERENT, COULD_NOT_RUN = 0, 1, 2
 
@@ -22,10 +26,25 @@ def _split(value: str | None) -> tuple[str, ...]:
 
 @click.command()
 @click.option("--target-base-path", required=True, help="Base path of the Hudi table.")
-@click.option("--source-url", required=True, help="The source database: postgresql://user@host:port/dbname.")
+@click.option("--source-url", help="The source database: postgresql://user@host:port/dbname.")
 @password_options
-@click.option("--table", "source_table", required=True, help="The source table, schema.table.")
-@click.option("--record-key-field", help="Key column(s), comma separated (default: the source's primary key).")
+@click.option("--table", "source_table", help="The source table, schema.table (with --source-url).")
+@click.option(
+    "--source-path",
+    help="Instead of a database: the folder of Debezium Avro files the table is fed from; the table is "
+    "compared with what the files its checkpoint covers replay to.",
+)
+@click.option(
+    "--flavor",
+    type=click.Choice(["postgres", "mysql"]),
+    default="postgres",
+    show_default=True,
+    help="With --source-path: the connector that wrote the files.",
+)
+@click.option(
+    "--record-key-field",
+    help="Key column(s), comma separated (default: the source's primary key, or the Hudi table's record key).",
+)
 @click.option("--columns", help="Compare only these columns (and the key), comma separated.")
 @click.option("--where", help="Compare only rows matching this predicate (SQL both Postgres and Spark accept).")
 @click.option("--max-diffs", type=int, default=20, show_default=True, help="List at most this many differing keys.")
@@ -43,10 +62,12 @@ def _split(value: str | None) -> tuple[str, ...]:
 def verify(
     obj: dict[str, Any] | None,
     target_base_path: str,
-    source_url: str,
+    source_url: str | None,
     password_file: str | None,
     password_env: str | None,
-    source_table: str,
+    source_table: str | None,
+    source_path: str | None,
+    flavor: str,
     record_key_field: str | None,
     columns: str | None,
     where: str | None,
@@ -57,34 +78,53 @@ def verify(
     slot: str | None,
     as_json: bool,
 ) -> None:
-    """Compare a Hudi table with its source table: counts, hashes per key bucket, then the differing keys."""
+    """Compare a Hudi table with its source: counts, hashes per key bucket, then the differing keys."""
+    from hudi_cdc.config import IngestConfig
     from hudi_cdc.ops import verify as ops
     from hudi_cdc.ops.database import SourceDatabase
+    from hudi_cdc.sink.hudi import HudiTable
 
     verbose = obj["verbose"] if obj else 0
     log_path: Path | None = None
     try:
-        database = SourceDatabase(source_url, password_file=password_file, password_env=password_env)
+        if source_path and (source_url or source_table):
+            raise ConfigError("give either --source-path, or --source-url with --table, not both")
+        if not source_path and not (source_url and source_table):
+            raise ConfigError("name the source: --source-url and --table, or --source-path")
+        database = None
+        if source_url:
+            database = SourceDatabase(source_url, password_file=password_file, password_env=password_env)
         log_path = jvm_log(verbose)
         spark = session(log_path)
-        wait = (
-            ops.wait_for_ingest(
-                spark, target_base_path, bootstrap_servers=bootstrap_servers, slot=slot, timeout_s=recheck_timeout
+        compare: dict[str, Any] = {"columns": _split(columns) or None, "where": where, "max_diffs": max_diffs}
+        if source_path:
+            keys = _split(record_key_field) or HudiTable(spark, target_base_path).record_key_fields()
+            config = IngestConfig(
+                target_base_path=target_base_path,
+                target_table=Path(target_base_path.rstrip("/")).name,
+                source_path=source_path,
+                flavor=flavor,  # type: ignore[arg-type]  # click.Choice
+                record_key_fields=keys,
             )
-            if recheck
-            else None
-        )
-        result = ops.verify(
-            spark,
-            target_base_path,
-            database,
-            source_table,
-            key_fields=_split(record_key_field),
-            columns=_split(columns) or None,
-            where=where,
-            max_diffs=max_diffs,
-            recheck=wait,
-        )
+            result = ops.verify_replay(spark, config, **compare)
+        else:
+            assert database is not None and source_table is not None
+            wait = (
+                ops.wait_for_ingest(
+                    spark, target_base_path, bootstrap_servers=bootstrap_servers, slot=slot, timeout_s=recheck_timeout
+                )
+                if recheck
+                else None
+            )
+            result = ops.verify(
+                spark,
+                target_base_path,
+                database,
+                source_table,
+                key_fields=_split(record_key_field),
+                recheck=wait,
+                **compare,
+            )
     except HudiCdcError as exc:
         _could_not_run(f"{exc}", log_path)
     except Exception as exc:  # a Spark or database failure: one line, the traceback with -v

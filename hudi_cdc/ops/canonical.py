@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["Mapping", "key_hash", "map_column", "row_text", "sql_ident", "spark_ident"]
+__all__ = ["Mapping", "key_hash", "map_column", "map_spark_column", "row_text", "sql_ident", "spark_ident"]
 
 
 @dataclass(frozen=True)
@@ -34,8 +34,8 @@ class Mapping:
     name: str
     source_type: str
     hudi_type: str
-    source_sql: str  # Postgres expression: text or NULL
-    spark_sql: str  # Spark SQL expression: string or NULL
+    source_sql: str  # the source side's expression, text or NULL: Postgres SQL (Spark SQL for a replay)
+    spark_sql: str  # the Hudi side's Spark SQL expression: string or NULL
 
 
 def sql_ident(name: str) -> str:
@@ -105,6 +105,41 @@ def map_column(
     if pg_type == "ARRAY" and udt_name in _TEXT_ARRAYS and hudi_type.startswith("array<"):
         return ok(f"array_to_json({pg})::text", f"to_json({sp})")
     return f"no exact comparison of Postgres {pg_type if pg_type != 'ARRAY' else udt_name} with Hudi {hudi_type}"
+
+
+def map_spark_column(name: str, replay_type: str, hudi_type: str) -> Mapping:
+    """The comparison of a column both sides hold in Spark (a replay of change files against the table).
+
+    The replay's value is cast to the table's type first (schema evolution may
+    have widened the column), then both sides print it one way: floating point
+    as IEEE bits, decimals zero-padded, timestamps as epoch microseconds, binary
+    as hex, nested values as JSON.
+    """
+    sp = spark_ident(name)
+    source = sp if replay_type == hudi_type else f"cast({sp} as {hudi_type})"
+
+    def text(e: str) -> str:
+        if hudi_type == "double":
+            return (
+                f"lpad(lower(hex(cast(java_method('java.lang.Double', 'doubleToLongBits', {e}) as bigint))), 16, '0')"
+            )
+        if hudi_type == "float":
+            return (
+                f"lpad(lower(hex(cast(java_method('java.lang.Float', 'floatToIntBits', {e}) as bigint) & 4294967295)),"
+                " 8, '0')"
+            )
+        if hudi_type.startswith("decimal("):
+            p, s = (int(x) for x in hudi_type[len("decimal(") : -1].split(","))
+            return f"concat(if({e} < 0, '-', ''), to_char(abs({e}), '{_decimal_format(p, s)}'))"
+        if hudi_type in ("timestamp", "timestamp_ntz"):
+            return f"cast(unix_micros(cast({e} as timestamp)) as string)"
+        if hudi_type == "binary":
+            return f"lower(hex({e}))"
+        if hudi_type.startswith(("array<", "map<", "struct<")):
+            return f"to_json({e})"
+        return f"cast({e} as string)"
+
+    return Mapping(name, replay_type, hudi_type, text(source), text(sp))
 
 
 def _framed(expr: str, *, spark: bool) -> str:

@@ -23,7 +23,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, Protocol
 
 from hudi_cdc.errors import ConfigError, SourceError
 from hudi_cdc.ops import canonical
@@ -33,7 +34,17 @@ from payloads.postgres import DEFAULT_TOAST_PLACEHOLDER
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["Difference", "VerifyResult", "checkpoint_covers", "kafka_end_offsets", "verify", "wait_for_ingest"]
+    from hudi_cdc.config import IngestConfig
+
+__all__ = [
+    "Difference",
+    "VerifyResult",
+    "checkpoint_covers",
+    "kafka_end_offsets",
+    "verify",
+    "verify_replay",
+    "wait_for_ingest",
+]
 
 FIRST_BUCKETS = 256
 SPLIT = 64
@@ -64,6 +75,7 @@ class VerifyResult:
     truncated: bool = False  # more differences exist than were examined
     passes: int = 1
     recheck: str | None = None  # what the second pass waited for
+    notes: list[str] = field(default_factory=list)  # what the reader should know about the comparison
     duration_s: float = 0.0
 
     @property
@@ -97,6 +109,7 @@ class VerifyResult:
             lines.append("  ... more differences not shown (raise --max-diffs)")
         if self.recheck:
             lines.append(f"  rechecked: {self.recheck}")
+        lines += [f"  note: {n}" for n in self.notes]
         return "\n".join(lines)
 
 
@@ -146,15 +159,25 @@ def _int_array(values: set[int]) -> str:
     return "'{" + ",".join(str(int(v)) for v in sorted(values)) + "}'::bigint[]"
 
 
+class _Side(Protocol):
+    def buckets(self, plan: _Plan, modulus: int, parent: tuple[int, set[int]] | None) -> dict[int, tuple[int, int]]: ...
+
+    def rows(self, plan: _Plan, modulus: int, buckets: set[int]) -> list[tuple[Any, ...]]: ...
+
+
 class _SparkSide:
-    def __init__(self, frame: DataFrame, where: str | None) -> None:
+    """The Hudi table; or, with ``source=True``, the replay of change files it is compared with."""
+
+    def __init__(self, frame: DataFrame, where: str | None, *, source: bool = False) -> None:
         self._frame = frame if not where else frame.where(where)
+        self._source = source
 
     def _rows(self, plan: _Plan) -> DataFrame:
         from pyspark.sql import functions as F
 
-        keys = [m.spark_sql for m in plan.mappings[: len(plan.key_fields)]]
-        everything = [m.spark_sql for m in plan.mappings]
+        exprs = [m.source_sql if self._source else m.spark_sql for m in plan.mappings]
+        keys = exprs[: len(plan.key_fields)]
+        everything = exprs
         return self._frame.select(
             F.expr(canonical.key_hash(canonical.row_text(keys, spark=True), spark=True)).alias("h"),
             F.expr(canonical.key_hash(canonical.row_text(everything, spark=True), spark=True)).alias("v"),
@@ -254,7 +277,7 @@ def _differing(a: dict[int, tuple[int, int]], b: dict[int, tuple[int, int]]) -> 
 
 
 def _narrow(
-    source: _PostgresSide, target: _SparkSide, plan: _Plan, fetch_limit: int, result: VerifyResult
+    source: _Side, target: _Side, plan: _Plan, fetch_limit: int, result: VerifyResult
 ) -> tuple[int, dict[int, int]]:
     """The buckets that differ, split until they hold few rows: (modulus, bucket -> rows); empty when equal.
 
@@ -327,11 +350,13 @@ def _one_pass(
     frame = spark.read.format("hudi").load(base_path)
     plan = _plan(conn, frame, schema, table, opts["key_fields"], opts["columns"], result)
     source = _PostgresSide(conn, f"{canonical.sql_ident(schema)}.{canonical.sql_ident(table)}", opts["where"])
-    target = _SparkSide(frame, opts["where"])
+    return _compare(source, _SparkSide(frame, opts["where"]), plan, opts, result)
+
+
+def _compare(source: _Side, target: _Side, plan: _Plan, opts: dict[str, Any], result: VerifyResult) -> list[Difference]:
     modulus, buckets = _narrow(source, target, plan, opts["fetch_limit"], result)
     diffs: list[Difference] = []
-    chunks = list(_chunks(buckets, opts["fetch_limit"]))
-    for chunk in chunks:
+    for chunk in _chunks(buckets, opts["fetch_limit"]):
         fetched = (source.rows(plan, modulus, chunk), target.rows(plan, modulus, chunk))
         diffs += _compare_rows(plan, *fetched, opts["toast"])
         if len(diffs) > opts["max_diffs"]:
@@ -385,6 +410,105 @@ def verify(
             diffs = [d for d in again if (tuple(d.key.items()), d.kind, d.columns) in first]
             if not diffs and not result.truncated:
                 result.differing_buckets = 0  # what differed the first time was only lag
+    result.differences = diffs[:max_diffs]
+    result.duration_s = time.monotonic() - started
+    return result
+
+
+# --- a table fed from change files: compared with what the files replay to ------------------------------
+
+
+def verify_replay(
+    spark: SparkSession,
+    config: IngestConfig,
+    *,
+    columns: Sequence[str] | None = None,
+    where: str | None = None,
+    max_diffs: int = 20,
+    fetch_limit: int = 50_000,
+) -> VerifyResult:
+    """Compare the Hudi table of ``config`` with the state its change files replay to.
+
+    The replay takes exactly the files the table's checkpoint covers (files that
+    arrived since are counted in a note, not compared), decides every key's
+    change with the same merge policy over all of them at once, from nothing,
+    and keeps the rows whose last change is not a delete. Compared are the
+    table's columns and its ``_source_*`` columns (the winning event must be the
+    same one), not Hudi's meta columns nor ``_ingested_at``.
+    """
+    from pyspark.sql import functions as F
+
+    from hudi_cdc.envelope.batch import change_rows
+    from hudi_cdc.envelope.types import reader_schema
+    from hudi_cdc.errors import DecodeError
+    from hudi_cdc.sink.hudi import HudiTable
+    from hudi_cdc.sink.options import CHECKPOINT_RESET_KEY
+    from hudi_cdc.sources.files import FileSource
+    from hudi_cdc.spark import release
+    from payloads import StoredState, policy_for
+    from payloads.base import ACTION_COLUMN, INGESTED_AT_COLUMN, INTERNAL_PREFIX, UPSERT
+
+    started = time.monotonic()
+    base_path = config.target_base_path
+    table = HudiTable(spark, base_path)
+    if not table.has_commits():
+        raise SourceError(f"{base_path} has no completed commit yet: nothing to compare")
+    source = FileSource(spark, config, reader_schema=reader_schema)
+    stored = table.latest_checkpoint()
+    batch, not_taken = source.covered(source.parse_checkpoint(stored) if stored else None)
+    keys = config.record_key_fields or table.record_key_fields()
+    result = VerifyResult(table=config.target_table, source=str(config.source_path), target=base_path, key_fields=keys)
+    if not_taken:
+        result.notes.append(f"{not_taken} file(s) after the table's checkpoint, not ingested yet, were not replayed")
+    if any(c.extra.get(CHECKPOINT_RESET_KEY) not in (None, "earliest") for c in table.commits()):
+        result.notes.append(
+            "the table was once started from a given --checkpoint: events before it are in the replay, not the table"
+        )
+    hudi = table.read()
+    policy = policy_for(
+        config.flavor, toast_placeholder=config.toast_placeholder if config.flavor == "postgres" else None
+    )
+
+    def compared(name: str) -> bool:
+        return not name.startswith(("_hoodie_", INTERNAL_PREFIX)) and name != INGESTED_AT_COLUMN
+
+    materialised: tuple[DataFrame, ...] = ()
+    try:
+        if batch is None:
+            replayed = hudi.limit(0)
+        else:
+            rows = change_rows(
+                batch,
+                policy,
+                key_fields=keys,
+                ingested_at=datetime.now(UTC),
+                behavior=config.schema_change_behavior,
+                table_schema=hudi.schema,
+            )
+            plan = policy.plan(rows, key_fields=keys, stored=StoredState.empty())
+            materialised = plan.materialised
+            if plan.errors or plan.decided is None:
+                raise DecodeError(f"replaying {batch.description}: bad change events: " + "; ".join(plan.errors))
+            replayed = plan.decided.filter(F.col(ACTION_COLUMN) == F.lit(UPSERT))
+        replay_types = {f.name: f.dataType.simpleString() for f in replayed.schema.fields if compared(f.name)}
+        hudi_types = {f.name: f.dataType.simpleString() for f in hudi.schema.fields if compared(f.name)}
+        for name in (*keys, *(columns or ())):
+            if name not in replay_types:
+                raise ConfigError(f"column {name!r} is not in the replayed events (columns: {', '.join(replay_types)})")
+        wanted = list(keys) + [n for n in replay_types if n not in keys and (not columns or n in columns)]
+        result.missing_columns = tuple(n for n in wanted if n not in hudi_types)
+        if any(k in result.missing_columns for k in keys):
+            raise SourceError(f"the Hudi table {base_path} has no key column {', '.join(keys)}")
+        mappings = tuple(
+            canonical.map_spark_column(n, replay_types[n], hudi_types[n]) for n in wanted if n in hudi_types
+        )
+        result.compared_columns = tuple(m.name for m in mappings)
+        opts = {"fetch_limit": fetch_limit, "max_diffs": max_diffs, "toast": config.toast_placeholder}
+        diffs = _compare(
+            _SparkSide(replayed, where, source=True), _SparkSide(hudi, where), _Plan(keys, mappings), opts, result
+        )
+    finally:
+        release(*materialised)
     result.differences = diffs[:max_diffs]
     result.duration_s = time.monotonic() - started
     return result

@@ -34,6 +34,7 @@ META_PREFIX = "hudi_cdc."
 CHECKPOINT_KEY = META_PREFIX + "checkpoint"
 SOURCE_KEY = META_PREFIX + "source"
 STATS_KEY = META_PREFIX + "stats"
+CHECKPOINT_RESET_KEY = META_PREFIX + "checkpoint.reset"  # the --checkpoint a run started from
 
 EVENT_TIME_ORDERING = "EVENT_TIME_ORDERING"
 

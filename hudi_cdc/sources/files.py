@@ -190,10 +190,24 @@ class FileSource:
         return BatchPart(envelopes=envelopes, avro_schema=envelope_schema, where=where)
 
     def next_batch(self, checkpoint: dict[str, Any] | None) -> Batch | None:
+        listed = self._list()
+        return self._batch(self._within_limit(self._pending(listed, checkpoint)), listed, checkpoint)
+
+    def covered(self, checkpoint: dict[str, Any] | None) -> tuple[Batch | None, int]:
+        """Every file ``checkpoint`` has taken, as one batch, and how many files it has not taken yet.
+
+        ``hudi-cdc verify`` replays this batch: a table must equal the replay of
+        exactly the files its checkpoint covers.
+        """
+        listed = self._list()
+        pending = {f.path for f in self._pending(listed, checkpoint)}
+        return self._batch([f for f in listed if f.path not in pending], listed, checkpoint), len(pending)
+
+    def _batch(
+        self, chosen: list[ListedFile], listed: list[ListedFile], checkpoint: dict[str, Any] | None
+    ) -> Batch | None:
         from hudi_cdc.sources.base import Batch
 
-        listed = self._list()
-        chosen = self._within_limit(self._pending(listed, checkpoint))
         if not chosen:
             return None
         schemas = [self._writer_schema(f) for f in chosen]
