@@ -25,6 +25,7 @@ __all__ = [
     "SchemaChangeBehavior",
     "SourceKind",
     "load_config",
+    "normalise_settings",
     "parse_props",
     "redact",
 ]
@@ -143,7 +144,8 @@ def parse_props(text: str, *, origin: str) -> dict[str, str]:
     return props
 
 
-def _normalise(values: dict[str, Any], origin: str) -> dict[str, Any]:
+def normalise_settings(values: Mapping[str, Any], origin: str) -> dict[str, Any]:
+    """Settings by their :class:`IngestConfig` names, with text values (env, properties) typed."""
     known = {f.name: f for f in dataclasses.fields(IngestConfig)}
     out: dict[str, Any] = {}
     for key, value in values.items():
@@ -200,11 +202,11 @@ def load_config(
             data = tomllib.loads(path.read_text())
         except (OSError, tomllib.TOMLDecodeError) as exc:
             raise ConfigError(f"cannot read config file {path}: {exc}") from exc
-        merged.update(_normalise(data, str(path)))
+        merged.update(normalise_settings(data, str(path)))
     env = os.environ if env is None else env
     from_env = {k[len(ENV_PREFIX) :].lower(): v for k, v in env.items() if k.startswith(ENV_PREFIX)}
-    merged.update(_normalise(from_env, "environment"))
-    merged.update(_normalise(overrides, "arguments"))
+    merged.update(normalise_settings(from_env, "environment"))
+    merged.update(normalise_settings(overrides, "arguments"))
 
     conf: dict[str, str] = dict(merged.pop("hoodie_conf", {}) or {})
     if props_file is not None:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import subprocess
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -26,10 +28,27 @@ def spark() -> Iterator[object]:
             "spark.sql.shuffle.partitions": "4",
             "spark.default.parallelism": "4",
             "spark.driver.memory": "2g",
+            "spark.scheduler.mode": "FAIR",  # as `hudi-cdc run` starts it; a single thread's jobs run as under FIFO
         },
     )
     yield session
     session.stop()
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A 96 MiB tmpfs for the test, to fill up (root only; skipped otherwise)."""
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=96m", "tmpfs", str(mount)], capture_output=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode().strip()}")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -12,31 +12,15 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from hudi_cdc.testing import envelope_schema, pg_event, write_events
-from hudi_cdc.testing.faults import kill_group, pending_instants, timeline_of
+from hudi_cdc.testing.faults import fill_disk, kill_group, pending_instants, timeline_of
 from tests.support import CUSTOMERS, apply_events, commit_instants, ingest_args, read_rows, run_cli
 
 pytestmark = pytest.mark.hudi
-
-
-@pytest.fixture
-def small_disk(tmp_path: Path) -> Iterator[Path]:
-    mount = tmp_path / "disk"
-    mount.mkdir()
-    if os.geteuid() != 0:
-        pytest.skip("mounting a tmpfs needs root")
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=96m", "tmpfs", str(mount)], capture_output=True)
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode().strip()}")
-    try:
-        yield mount
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], check=False)
 
 
 def _events(first: int, count: int, lsn: int) -> list[dict]:
@@ -52,23 +36,6 @@ def _expected(events: list[dict]) -> list[tuple]:
     return sorted((k, v["name"]) for k, v in apply_events(events).items())
 
 
-def _fill(mount: Path) -> Path:
-    """Take every free byte of the disk."""
-    filler = mount / "filler"
-    with open(filler, "wb", buffering=0) as f:
-        try:
-            while True:
-                f.write(b"\0" * (1 << 20))
-        except OSError:
-            pass
-        try:
-            while True:
-                f.write(b"\0" * 4096)
-        except OSError:
-            pass
-    return filler
-
-
 def test_a_full_disk_ends_the_round_cleanly_and_the_next_run_completes(spark, small_disk: Path, tmp_path: Path) -> None:  # noqa: ANN001
     schema = envelope_schema("customers", CUSTOMERS)
     source, base = tmp_path / "events", str(small_disk / "table")
@@ -79,7 +46,7 @@ def test_a_full_disk_ends_the_round_cleanly_and_the_next_run_completes(spark, sm
 
     second = _events(30, 300, 5000)
     write_events(source / "b.avro", schema, second)
-    filler = _fill(small_disk)
+    filler = fill_disk(small_disk)
     done = run_cli(*ingest_args(str(source), base))
     assert done.exit_code == 75, done.output  # transient: space may come back
     assert "No space left on device" in done.output and base in done.output

@@ -43,7 +43,7 @@ def jvm_log(verbose: int) -> Path | None:
     return jvm_log_path() if starts_jvm and verbose == 0 else None
 
 
-def session(log_path: Path | None):  # noqa: ANN202 - SparkSession
+def session(log_path: Path | None, conf: dict[str, str] | None = None):  # noqa: ANN202 - SparkSession
     """The Spark session, its JVM writing to ``log_path`` (or, without one, stdout sent to stderr).
 
     stdout belongs to the command's output (--json lines). A JVM started here
@@ -57,10 +57,10 @@ def session(log_path: Path | None):  # noqa: ANN202 - SparkSession
     from hudi_cdc.spark import spark_session
 
     if log_path is not None:
-        spark = spark_session(jvm_log=log_path)
+        spark = spark_session(jvm_log=log_path, conf=conf)
     else:
         with stdout_to_stderr():
-            spark = spark_session()
+            spark = spark_session(conf=conf)
     system = jvm(spark).java.lang.System
     system.setOut(system.err)
     return spark

@@ -11,7 +11,7 @@ import subprocess
 import time
 from pathlib import Path
 
-__all__ = ["STACK_SERVICES", "kill_group", "pending_instants", "restart_service", "timeline_of"]
+__all__ = ["STACK_SERVICES", "fill_disk", "kill_group", "pending_instants", "restart_service", "timeline_of"]
 
 # The local stack's JVM services, by the names of their folders under .stack/ (stack/start.sh).
 STACK_SERVICES = ("kafka", "apicurio", "connect")
@@ -70,3 +70,16 @@ def _alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     return True
+
+
+def fill_disk(mount: Path) -> Path:
+    """Take every free byte of the filesystem at ``mount``; delete the returned file to give them back."""
+    filler = mount / "filler"
+    with open(filler, "wb", buffering=0) as f:
+        for size in (1 << 20, 4096):
+            try:
+                while True:
+                    f.write(b"\0" * size)
+            except OSError:
+                pass
+    return filler

@@ -1,0 +1,82 @@
+"""``hudi-cdc run``: every table of a pipeline file, in one process (one round each, or --continuous)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from hudi_cdc.cli._common import fail, jvm_log, session
+from hudi_cdc.errors import HudiCdcError
+
+
+@click.command()
+@click.option(
+    "--pipeline", "pipeline_file", required=True, type=click.Path(dir_okay=False), help="The pipeline file (TOML)."
+)
+@click.option("--tables", help="Only these tables (schema.table or topic), comma separated.")
+@click.option(
+    "--continuous", is_flag=True, help="Keep every table current, in rounds, until stopped (SIGTERM, Ctrl-C)."
+)
+@click.option("--max-rounds", type=int, help="Continuous mode: stop after this many rounds of each table.")
+@click.option("--json", "as_json", is_flag=True, help="One JSON line per round, and the final report as JSON.")
+@click.pass_obj
+def run(
+    obj: dict[str, Any] | None,
+    pipeline_file: str,
+    tables: str | None,
+    continuous: bool,
+    max_rounds: int | None,
+    as_json: bool,
+) -> None:
+    """Replicate every table of a pipeline file. Exit 1 if any table failed (the others still ran)."""
+    from hudi_cdc.service import FAIR_SCHEDULING, Runner, TableState, load_pipeline
+
+    verbose = obj["verbose"] if obj else 0
+    log_path: Path | None = None
+
+    def on_round(table: TableState, result: Any) -> None:  # noqa: ANN401 - IngestResult | None
+        if as_json:
+            line = {"table": table.name, "state": table.state, "error": table.last_error if result is None else None}
+            click.echo(json.dumps({**line, **(result.to_dict() if result else {})}, sort_keys=True, default=str))
+        elif result is None:
+            click.echo(f"{table.name}: {table.state} ({table.last_error_kind}): {table.last_error}")
+        elif result.committed:
+            click.echo(
+                f"{table.name}: commit {result.commit_time}: {result.events} events -> {result.upserts} upserts, "
+                f"{result.deletes} deletes, {result.stale} stale ({result.duration_s:.1f}s)"
+            )
+        elif verbose or not continuous:
+            click.echo(f"{table.name}: nothing new")
+
+    try:
+        spec = load_pipeline(pipeline_file)
+        wanted = tuple(t.strip() for t in (tables or "").split(",") if t.strip())
+        log_path = jvm_log(verbose)
+        spark = session(log_path, conf=FAIR_SCHEDULING)
+        runner = Runner(spec, spark, tables=wanted, continuous=continuous, max_rounds=max_rounds, on_round=on_round)
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, lambda *_: runner.stop())
+        report = runner.run()
+    except HudiCdcError as exc:
+        kind = "transient" if exc.transient else "error"
+        fail(f"hudi-cdc run: {kind}: {exc}", 75 if exc.transient else 2, log_path)
+    except Exception as exc:  # one line for the shell; the traceback with -v
+        from hudi_cdc._jvm import java_message
+
+        logging.getLogger("hudi_cdc").info("unexpected failure", exc_info=True)
+        fail(f"hudi-cdc run: unexpected error: {java_message(exc)}", 2, log_path)
+    if as_json:
+        click.echo(json.dumps({"pipeline": report.pipeline, "failed": report.failed,
+                               "tables": {n: t.to_dict() for n, t in report.tables.items()}}, sort_keys=True, default=str))  # fmt: skip
+    else:
+        for name in report.failed:
+            click.echo(f"{name}: FAILED: {report.tables[name].last_error}", err=True)
+    if log_path is not None and not report.failed:
+        log_path.unlink(missing_ok=True)
+    sys.exit(report.exit_code)

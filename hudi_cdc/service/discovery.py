@@ -1,0 +1,56 @@
+"""Which tables the pipeline's source holds now: topics, or folders named like topics."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from hudi_cdc.errors import SourceError, TransientError
+from hudi_cdc.service.spec import PipelineSpec, TableRef
+from hudi_cdc.sources.kafka import CLIENT_PREFIX
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+__all__ = ["discover"]
+
+
+def discover(spark: SparkSession, spec: PipelineSpec) -> list[TableRef]:
+    """The source's tables that match the pipeline's patterns, sorted by topic."""
+    names = _topics(spec) if spec.source.kind == "kafka" else _folders(spark, spec)
+    return [TableRef(n) for n in sorted(names) if spec.source.matches(n)]
+
+
+def _topics(spec: PipelineSpec) -> list[str]:
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient
+
+    conf = {
+        k[len(CLIENT_PREFIX) :]: v
+        for k, v in spec.defaults.get("hoodie_conf", {}).items()
+        if k.startswith(CLIENT_PREFIX)
+    }
+    admin = AdminClient({"bootstrap.servers": str(spec.source.bootstrap_servers), **conf})
+    try:
+        topics = admin.list_topics(timeout=15).topics
+    except KafkaException as exc:
+        raise TransientError(f"cannot list the topics of {spec.source.bootstrap_servers}: {exc}") from None
+    return [name for name in topics if not name.startswith("_")]  # internal topics (__consumer_offsets, _schemas)
+
+
+def _folders(spark: SparkSession, spec: PipelineSpec) -> list[str]:
+    from hudi_cdc._jvm import hadoop_conf, java_message, jvm
+
+    root = jvm(spark).org.apache.hadoop.fs.Path(spec.source.path)
+    try:
+        fs = root.getFileSystem(hadoop_conf(spark))
+        if not fs.exists(root):
+            raise SourceError(f"{spec.origin} [source]: path {spec.source.path} does not exist")
+        return [
+            s.getPath().getName()
+            for s in fs.listStatus(root)
+            if s.isDirectory() and not s.getPath().getName().startswith((".", "_"))
+        ]
+    except SourceError:
+        raise
+    except Exception as exc:  # py4j wraps Hadoop's IOExceptions
+        raise SourceError(f"cannot list {spec.source.path}: {java_message(exc)}") from exc

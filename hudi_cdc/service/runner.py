@@ -1,0 +1,377 @@
+"""Many tables, one process, one Spark application: the database-wide run above :mod:`hudi_cdc.pipeline`.
+
+The runner discovers the pipeline's tables, runs their rounds (one
+``ingest_once`` each) on a bounded pool of threads, each table in a Spark fair
+scheduler pool of its own, so a table with a big backlog does not hold the
+freshness of the others, and keeps per-table state:
+
+- a transient failure (a broker restarting) is retried with backoff until the
+  table has been failing for its ``retry_timeout_seconds``; then, or at once
+  for a terminal failure (bad settings, an incompatible schema change), the
+  table is *failed*. The other tables go on either way; a failed table waits
+  for ``hudi-cdc resume`` (or a restart).
+- pause, resume and remove come from :mod:`hudi_cdc.service.control`, read
+  before every scheduling decision; a paused table's round under way finishes.
+- a new topic (or folder) matching the patterns is picked up at the next
+  discovery, without a restart.
+
+It never repeats the pipeline's logic: every table's round is the same
+``ingest_once`` a single-table ``ingest`` runs, with its checkpoint in its commit.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from hudi_cdc.errors import ConfigError, HudiCdcError
+from hudi_cdc.service import control
+from hudi_cdc.service.spec import PipelineSpec, TableRef, select
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from hudi_cdc.config import IngestConfig
+    from hudi_cdc.pipeline import IngestResult
+
+__all__ = ["RunReport", "Runner", "TableState"]
+
+log = logging.getLogger("hudi_cdc.runner")
+
+WAITING, RUNNING, RETRYING, FAILED, PAUSED, REMOVED, DONE = (
+    "waiting",
+    "running",
+    "retrying",
+    "failed",
+    "paused",
+    "removed",
+    "done",
+)
+_IDLE_POLL_S = 1.0  # how often control files are read while nothing finishes
+_MAX_BACKOFF_S = 60.0
+
+
+@dataclass
+class TableState:
+    """What the runner knows of one table; what ``status.json`` holds."""
+
+    name: str
+    topic: str
+    target: str
+    state: str = WAITING
+    rounds: int = 0
+    commits: int = 0
+    events: int = 0
+    upserts: int = 0
+    deletes: int = 0
+    stale: int = 0
+    failures: int = 0  # consecutive
+    failures_total: int = 0
+    failing_since: str | None = None
+    last_error: str | None = None
+    last_error_kind: str | None = None  # transient | terminal
+    last_round: dict[str, Any] | None = None
+    last_commit: str | None = None
+    next_round_at: str | None = None
+    # runner-only fields, not in the status file
+    config: IngestConfig | None = field(default=None, repr=False)
+    due: float = field(default=0.0, repr=False)
+    failing_since_s: float | None = field(default=None, repr=False)
+    checked: bool = field(default=False, repr=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        hidden = {"config", "due", "failing_since_s", "checked"}
+        return {k: v for k, v in self.__dict__.items() if k not in hidden}
+
+
+@dataclass
+class RunReport:
+    """The end of a run: every table's state; ``failed`` names the failed ones."""
+
+    pipeline: str
+    tables: dict[str, TableState]
+
+    @property
+    def failed(self) -> list[str]:
+        return sorted(n for n, t in self.tables.items() if t.state == FAILED)
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.failed else 0
+
+
+class Runner:
+    def __init__(
+        self,
+        spec: PipelineSpec,
+        spark: SparkSession,
+        *,
+        tables: Sequence[str] = (),
+        continuous: bool = False,
+        max_rounds: int | None = None,
+        on_round: Callable[[TableState, IngestResult | None], None] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        """``max_rounds``: rounds per table before the run ends (continuous; one-shot runs one)."""
+        self.spec = spec
+        self.spark = spark
+        self.wanted = tuple(tables)
+        self.continuous = continuous
+        self.rounds_wanted = max_rounds if continuous else 1
+        self.on_round = on_round
+        self.clock = clock
+        self.state_dir = spec.run.state_dir
+        self.tables: dict[str, TableState] = {}
+        self._stop = threading.Event()
+        self._next_discovery = 0.0
+        self._discovered_once = False
+
+    def stop(self) -> None:
+        """End the run once the rounds under way have finished (a signal handler may call it)."""
+        self._stop.set()
+
+    # -- tables ------------------------------------------------------------
+    def _discover(self) -> None:
+        from hudi_cdc.service.discovery import discover
+
+        try:
+            refs = discover(self.spark, self.spec)
+        except HudiCdcError as exc:
+            if not self._discovered_once or not exc.transient:
+                raise
+            log.warning("discovery failed (%s); the known tables go on", exc)
+            return
+        refs = [r for r in refs if self.spec.enabled(r)]
+        if self.wanted:
+            refs = (
+                select(refs, self.wanted)
+                if not self._discovered_once
+                else [r for r in refs if r.name in self.wanted or r.topic in self.wanted]
+            )
+        names: dict[str, str] = {}
+        for ref in refs:
+            if ref.name in names and names[ref.name] != ref.topic:
+                raise ConfigError(
+                    f"{self.spec.origin}: topics {names[ref.name]} and {ref.topic} are both table {ref.name}: "
+                    "narrow [source] tables to one server"
+                )
+            names[ref.name] = ref.topic
+            if ref.name not in self.tables:
+                self.tables[ref.name] = self._new_table(ref)
+                if self._discovered_once:
+                    log.info("new table %s (%s): replicating it from now on", ref.name, ref.topic)
+        if not self._discovered_once and not self.tables:
+            raise ConfigError(
+                f"{self.spec.origin}: no table of the source matches [source] tables = {list(self.spec.source.tables)}"
+            )
+        self._discovered_once = True
+        paths: dict[str, str] = {}
+        for table in self.tables.values():
+            if table.target in paths:
+                raise ConfigError(
+                    f"{self.spec.origin}: tables {paths[table.target]} and {table.name} would both write "
+                    f"{table.target}: put {{schema}} and {{table}} in target_base_path"
+                )
+            paths[table.target] = table.name
+
+    def _new_table(self, ref: TableRef) -> TableState:
+        config = self.spec.table_config(ref)
+        return TableState(name=ref.name, topic=ref.topic, target=config.target_base_path, config=config)
+
+    # -- the loop ----------------------------------------------------------
+    def run(self) -> RunReport:
+        workers = self.spec.run.max_concurrent_tables
+        running: dict[Future[IngestResult], TableState] = {}
+        self._check_scheduler()
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="hudi-cdc-table") as pool:
+            while True:
+                now = self.clock()
+                if now >= self._next_discovery and (self.continuous or not self._discovered_once):
+                    self._discover()
+                    self._next_discovery = now + self.spec.run.discovery_interval_seconds
+                self._apply_control()
+                if not self._stop.is_set():
+                    for table in self._due(now, workers - len(running)):
+                        table.state = RUNNING
+                        running[pool.submit(self._round, table)] = table
+                self._write_status()
+                if not running and (self._stop.is_set() or self._finished()):
+                    break
+                timeout = self._sleep_for(now) if not self._stop.is_set() else None
+                done, _ = wait(list(running), timeout=timeout, return_when=FIRST_COMPLETED)
+                for future in done:
+                    self._finish(running.pop(future), future)
+        self._write_status(ended=True)
+        return RunReport(self.spec.name, dict(self.tables))
+
+    def _check_scheduler(self) -> None:
+        mode = self.spark.sparkContext.getConf().get("spark.scheduler.mode", "FIFO")
+        if mode != "FAIR" and self.spec.run.max_concurrent_tables > 1:
+            log.warning(
+                "the Spark session runs jobs FIFO: a big round of one table can hold the others' rounds. "
+                "Start it with spark.scheduler.mode=FAIR (hudi-cdc run does)"
+            )
+
+    def _due(self, now: float, slots: int) -> list[TableState]:
+        ready = [t for t in self.tables.values() if t.state in (WAITING, RETRYING) and t.due <= now]
+        ready.sort(key=lambda t: (t.due, t.name))
+        return ready[: max(slots, 0)]
+
+    def _finished(self) -> bool:
+        return all(t.state in (DONE, FAILED, PAUSED, REMOVED) for t in self.tables.values())
+
+    def _sleep_for(self, now: float) -> float:
+        pending = [t.due - now for t in self.tables.values() if t.state in (WAITING, RETRYING)]
+        if self.continuous:
+            pending.append(self._next_discovery - now)
+        return max(0.05, min([_IDLE_POLL_S, *pending]))
+
+    def _apply_control(self) -> None:
+        flags = control.instructions(self.state_dir)
+        for table in self.tables.values():
+            own = flags.get(table.name, set())
+            if control.RETRY in own and control.take_retry(self.state_dir, table.name) and table.state == FAILED:
+                log.info("%s: retry asked for: trying again", table.name)
+                table.state, table.failures, table.failing_since, table.failing_since_s = WAITING, 0, None, None
+                table.due = 0.0
+            if table.state == RUNNING:
+                continue  # a round under way finishes; the flags apply after it
+            if control.REMOVED in own:
+                table.state = REMOVED
+            elif control.PAUSED in own:
+                table.state = PAUSED if table.state != FAILED else FAILED
+            elif table.state in (PAUSED, REMOVED):
+                log.info("%s: resumed", table.name)
+                table.state = WAITING if not self._done_rounds(table) else DONE
+
+    def _done_rounds(self, table: TableState) -> bool:
+        return self.rounds_wanted is not None and table.rounds >= self.rounds_wanted
+
+    # -- one round of one table (on a worker thread) -------------------------
+    def _round(self, table: TableState) -> IngestResult:
+        from hudi_cdc.ops.validate import preflight
+        from hudi_cdc.pipeline import ingest_once
+
+        assert table.config is not None
+        context = self.spark.sparkContext
+        context.setLocalProperty("spark.scheduler.pool", table.name)
+        context.setJobDescription(f"hudi-cdc {self.spec.name} {table.name}")
+        if not table.checked:
+            preflight(table.config, spark=self.spark)
+            table.checked = True
+        return ingest_once(table.config, spark=self.spark)
+
+    def _finish(self, table: TableState, future: Future[IngestResult]) -> None:
+        now = self.clock()
+        assert table.config is not None
+        try:
+            result = future.result()
+        except Exception as exc:  # noqa: BLE001 - one table's failure must not end the others
+            self._failed(table, exc, now)
+            if self.on_round:
+                self.on_round(table, None)
+            return
+        table.rounds += 1
+        table.failures, table.failing_since, table.failing_since_s, table.last_error_kind = 0, None, None, None
+        table.events += result.events
+        table.upserts += result.upserts
+        table.deletes += result.deletes
+        table.stale += result.stale
+        if result.committed:
+            table.commits += 1
+            table.last_commit = result.commit_time
+        table.last_round = {
+            "at": _iso(datetime.now(UTC)),
+            "commit": result.commit_time,
+            "events": result.events,
+            "upserts": result.upserts,
+            "deletes": result.deletes,
+            "stale": result.stale,
+            "duration_s": round(result.duration_s, 3),
+        }
+        log.info(
+            "round table=%s commit=%s events=%d upserts=%d deletes=%d stale=%d superseded=%d duration_s=%.2f",
+            table.name,
+            result.commit_time or "-",
+            result.events,
+            result.upserts,
+            result.deletes,
+            result.stale,
+            result.superseded,
+            result.duration_s,
+        )
+        if self._done_rounds(table):
+            table.state = DONE
+        else:
+            table.state = WAITING
+            table.due = now + max(table.config.min_sync_interval_seconds, 0.0)
+        if self.on_round:
+            self.on_round(table, result)
+
+    def _failed(self, table: TableState, exc: BaseException, now: float) -> None:
+        from hudi_cdc._jvm import java_message
+
+        assert table.config is not None
+        transient = isinstance(exc, HudiCdcError) and exc.transient
+        message = str(exc) if isinstance(exc, HudiCdcError) else java_message(exc)
+        if not isinstance(exc, HudiCdcError):
+            log.debug("%s: unexpected failure", table.name, exc_info=exc)
+        table.failures += 1
+        table.failures_total += 1
+        table.last_error = message
+        table.last_error_kind = "transient" if transient else "terminal"
+        if table.failing_since_s is None:
+            table.failing_since_s = now
+            table.failing_since = _iso(datetime.now(UTC))
+        failing_for = now - table.failing_since_s
+        limit = table.config.retry_timeout_seconds
+        if transient and failing_for < limit and not self._stop.is_set():
+            backoff = min(_MAX_BACKOFF_S, 2.0**table.failures, max(1.0, limit - failing_for))
+            table.state, table.due = RETRYING, now + backoff
+            log.warning(
+                "failed table=%s kind=transient retry_in_s=%.0f failing_for_s=%.0f error=%s",
+                table.name,
+                backoff,
+                failing_for,
+                message,
+            )
+            return
+        table.state = FAILED
+        log.error(
+            "failed table=%s kind=%s failing_for_s=%.0f error=%s (the other tables go on; "
+            "`hudi-cdc resume` retries it)",
+            table.name,
+            table.last_error_kind,
+            failing_for,
+            message,
+        )
+
+    # -- status ------------------------------------------------------------
+    def _write_status(self, *, ended: bool = False) -> None:
+        now, wall = self.clock(), datetime.now(UTC)
+        for table in self.tables.values():
+            waiting = table.state in (WAITING, RETRYING)
+            table.next_round_at = _iso(wall + timedelta(seconds=max(0.0, table.due - now))) if waiting else None
+        control.write_status(
+            self.state_dir,
+            {
+                "pipeline": self.spec.name,
+                "pipeline_file": self.spec.origin,
+                "updated_at": _iso(datetime.now(UTC)),
+                "pid": os.getpid(),
+                "continuous": self.continuous,
+                "ended": ended,
+                "tables": {n: t.to_dict() for n, t in sorted(self.tables.items())},
+            },
+        )
+
+
+def _iso(moment: datetime) -> str:
+    return moment.isoformat(timespec="seconds")

@@ -1,0 +1,270 @@
+"""The pipeline file: one source, many tables, read into typed settings.
+
+```toml
+name = "inventory"                           # default: the file's name without .toml
+
+[source]
+kind = "kafka"                               # or "files": one folder per table under `path`
+bootstrap_servers = "broker:9092"
+schema_registry_url = "http://registry:8080/apis/ccompat/v7"
+tables = ["dbserver1.inventory.*"]           # topic (or folder) names; * and ? match, exact names too
+exclude = ["dbserver1.inventory.audit_*"]
+flavor = "postgres"
+
+[defaults]                                   # any `ingest` setting, for every table
+target_base_path = "/lake/{schema}/{table}"  # {topic} {server} {schema} {table}
+target_table = "{schema}_{table}"
+table_type = "mor"
+
+[defaults.hoodie_conf]
+"hoodie.parquet.max.file.size" = "134217728"
+
+[tables."inventory.orders"]                  # per table: schema.table, or the topic name
+partition_path_field = "region"
+
+[tables."inventory.audit"]
+enabled = false
+
+[run]
+max_concurrent_tables = 2
+discovery_interval_seconds = 60
+state_dir = "/var/lib/hudi-cdc/inventory"    # default: <name>.state beside the file
+```
+
+A table's settings are ``[defaults]``, then the ``HUDI_CDC__*`` environment
+(as for ``ingest``), then the table's own section. Pure: no Spark, no network.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import fnmatch
+import os
+import tomllib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hudi_cdc.config import ENV_PREFIX, IngestConfig, normalise_settings
+from hudi_cdc.errors import ConfigError
+
+__all__ = ["PipelineSpec", "RunSettings", "SourceSettings", "TableRef", "load_pipeline", "select"]
+
+# Settings a table may not set: they come from [source] or from the command line.
+_SOURCE_LEVEL = {"source", "topic", "bootstrap_servers", "schema_registry_url", "source_path", "flavor"}
+_RUN_LEVEL = {"continuous", "max_rounds", "checkpoint"}
+_TEMPLATED = ("target_base_path", "target_table", "tombstone_path")
+
+
+@dataclass(frozen=True)
+class TableRef:
+    """One table of the source: a topic, or a folder named like one (``server.schema.table``)."""
+
+    topic: str
+
+    @property
+    def parts(self) -> dict[str, str]:
+        pieces = self.topic.split(".")
+        table = pieces[-1]
+        schema = pieces[-2] if len(pieces) > 1 else ""
+        server = ".".join(pieces[:-2])
+        return {"topic": self.topic, "server": server, "schema": schema, "table": table}
+
+    @property
+    def name(self) -> str:
+        """How the table is named in the pipeline file, ``--tables``, status and control: ``schema.table``."""
+        parts = self.parts
+        return f"{parts['schema']}.{parts['table']}" if parts["schema"] else parts["table"]
+
+
+@dataclass(frozen=True)
+class SourceSettings:
+    kind: str  # kafka | files
+    tables: tuple[str, ...]  # patterns
+    exclude: tuple[str, ...] = ()
+    bootstrap_servers: str | None = None
+    schema_registry_url: str | None = None
+    path: str | None = None
+    flavor: str = "postgres"
+
+    def matches(self, topic: str) -> bool:
+        return any(fnmatch.fnmatchcase(topic, p) for p in self.tables) and not any(
+            fnmatch.fnmatchcase(topic, p) for p in self.exclude
+        )
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    max_concurrent_tables: int = 2
+    discovery_interval_seconds: float = 60.0
+    state_dir: str = ""
+
+
+@dataclass(frozen=True)
+class PipelineSpec:
+    name: str
+    origin: str  # the file, for error messages
+    source: SourceSettings
+    defaults: Mapping[str, Any]
+    overrides: Mapping[str, Mapping[str, Any]]  # by table name or topic
+    run: RunSettings
+    disabled: frozenset[str] = field(default_factory=frozenset)
+
+    def override_for(self, ref: TableRef) -> Mapping[str, Any]:
+        return self.overrides.get(ref.topic) or self.overrides.get(ref.name) or {}
+
+    def enabled(self, ref: TableRef) -> bool:
+        return ref.topic not in self.disabled and ref.name not in self.disabled
+
+    def table_config(self, ref: TableRef, env: Mapping[str, str] | None = None) -> IngestConfig:
+        """The ``ingest`` settings of one table: defaults, then ``HUDI_CDC__*``, then its own section."""
+        where = f"{self.origin} [tables.{ref.name!r}]"
+        merged: dict[str, Any] = dict(self.defaults)
+        env = os.environ if env is None else env
+        from_env = {k[len(ENV_PREFIX) :].lower(): v for k, v in env.items() if k.startswith(ENV_PREFIX)}
+        merged.update(_settings(from_env, "the environment (HUDI_CDC__*)"))
+        own = dict(self.override_for(ref))
+        conf = {**dict(merged.pop("hoodie_conf", {})), **dict(own.pop("hoodie_conf", {}))}
+        merged.update(own)
+        for name in _TEMPLATED:
+            if isinstance(merged.get(name), str):
+                try:
+                    merged[name] = merged[name].format(**ref.parts)
+                except (KeyError, IndexError) as exc:
+                    raise ConfigError(f"{where}: {name} {merged[name]!r} names an unknown field {exc}") from None
+        for name in ("target_base_path", "target_table"):
+            if not merged.get(name):
+                raise ConfigError(f"{self.origin}: {name} is not set for {ref.name}: set it in [defaults]")
+        merged["flavor"] = self.source.flavor
+        if self.source.kind == "kafka":
+            merged.update(
+                source="kafka",
+                topic=ref.topic,
+                bootstrap_servers=self.source.bootstrap_servers,
+                schema_registry_url=self.source.schema_registry_url,
+            )
+        else:
+            merged.update(source="files", source_path=str(Path(str(self.source.path)) / ref.topic))
+        try:
+            return IngestConfig(**merged, hoodie_conf=conf)
+        except ConfigError as exc:
+            raise ConfigError(f"{where}: {exc}") from None
+
+
+def load_pipeline(path: str | os.PathLike[str]) -> PipelineSpec:
+    """Read and check a pipeline file; every problem names the file and the setting."""
+    origin = str(path)
+    try:
+        data = tomllib.loads(Path(path).read_text())
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"cannot read pipeline file {origin}: {exc}") from exc
+    unknown = set(data) - {"name", "source", "defaults", "tables", "run"}
+    if unknown:
+        raise ConfigError(
+            f"{origin}: unknown section(s) {', '.join(sorted(unknown))}; known: source, defaults, tables, run"
+        )
+    name = str(data.get("name") or Path(path).stem)
+    source = _source(data.get("source"), origin)
+    defaults = _settings(data.get("defaults", {}), f"{origin} [defaults]")
+    overrides: dict[str, Mapping[str, Any]] = {}
+    disabled = set()
+    tables = data.get("tables", {})
+    if not isinstance(tables, dict):
+        raise ConfigError(f'{origin}: [tables] must be tables like [tables."inventory.orders"]')
+    for table, values in tables.items():
+        if not isinstance(values, dict):
+            raise ConfigError(f"{origin}: tables.{table} must be a table of settings")
+        values = dict(values)
+        if values.pop("enabled", True) is False:
+            disabled.add(table)
+        overrides[table] = _settings(values, f"{origin} [tables.{table!r}]")
+    run = _run(data.get("run", {}), origin, Path(path).parent / f"{name}.state")
+    return PipelineSpec(name, origin, source, defaults, overrides, run, frozenset(disabled))
+
+
+def _source(raw: Any, origin: str) -> SourceSettings:  # noqa: ANN401 - TOML value
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{origin}: a [source] section is required (kind, tables, and where to read)")
+    known = {f.name for f in dataclasses.fields(SourceSettings)}
+    unknown = set(raw) - known
+    if unknown:
+        raise ConfigError(
+            f"{origin} [source]: unknown setting(s) {', '.join(sorted(unknown))}; known: {', '.join(sorted(known))}"
+        )
+    kind = raw.get("kind")
+    if kind not in ("kafka", "files"):
+        raise ConfigError(f'{origin} [source]: kind must be "kafka" or "files", got {kind!r}')
+    patterns = _strings(raw.get("tables"), f"{origin} [source] tables")
+    if not patterns:
+        raise ConfigError(
+            f'{origin} [source]: tables is required: topic names or patterns such as "dbserver1.inventory.*"'
+        )
+    needed = ("bootstrap_servers", "schema_registry_url") if kind == "kafka" else ("path",)
+    for name in needed:
+        if not raw.get(name):
+            raise ConfigError(f"{origin} [source]: {name} is required with kind = {kind!r}")
+    flavor = str(raw.get("flavor", "postgres")).lower()
+    if flavor not in ("postgres", "mysql"):
+        raise ConfigError(f"{origin} [source]: flavor must be postgres or mysql, got {flavor!r}")
+    return SourceSettings(
+        kind=kind,
+        tables=patterns,
+        exclude=_strings(raw.get("exclude"), f"{origin} [source] exclude"),
+        bootstrap_servers=raw.get("bootstrap_servers"),
+        schema_registry_url=raw.get("schema_registry_url"),
+        path=raw.get("path"),
+        flavor=flavor,
+    )
+
+
+def _strings(raw: Any, where: str) -> tuple[str, ...]:  # noqa: ANN401 - TOML value
+    if raw is None:
+        return ()
+    if isinstance(raw, str):
+        return (raw,)
+    if isinstance(raw, list) and all(isinstance(v, str) for v in raw):
+        return tuple(raw)
+    raise ConfigError(f"{where}: expected a string or a list of strings, got {raw!r}")
+
+
+def _settings(raw: Any, where: str) -> dict[str, Any]:  # noqa: ANN401 - TOML value
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{where}: expected a table of settings")
+    misplaced = (set(raw) & (_SOURCE_LEVEL | _RUN_LEVEL)) - {"hoodie_conf"}
+    if misplaced:
+        raise ConfigError(
+            f"{where}: {', '.join(sorted(misplaced))} cannot be set per table "
+            "(the source's settings go in [source]; continuous and max rounds on the command line)"
+        )
+    return normalise_settings(raw, where)
+
+
+def _run(raw: Any, origin: str, default_state: Path) -> RunSettings:  # noqa: ANN401 - TOML value
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{origin}: [run] must be a table")
+    known = {f.name for f in dataclasses.fields(RunSettings)}
+    unknown = set(raw) - known
+    if unknown:
+        raise ConfigError(
+            f"{origin} [run]: unknown setting(s) {', '.join(sorted(unknown))}; known: {', '.join(sorted(known))}"
+        )
+    settings = RunSettings(**{**raw, "state_dir": str(raw.get("state_dir") or default_state)})
+    if not isinstance(settings.max_concurrent_tables, int) or settings.max_concurrent_tables < 1:
+        raise ConfigError(f"{origin} [run]: max_concurrent_tables must be a positive integer")
+    if not isinstance(settings.discovery_interval_seconds, (int, float)) or settings.discovery_interval_seconds < 0:
+        raise ConfigError(f"{origin} [run]: discovery_interval_seconds must be a number >= 0")
+    return settings
+
+
+def select(refs: Sequence[TableRef], wanted: Sequence[str]) -> list[TableRef]:
+    """The tables ``--tables`` names (by name or topic); a name that matches nothing is an error."""
+    if not wanted:
+        return list(refs)
+    unknown = [w for w in wanted if not any(w in (r.name, r.topic) for r in refs)]
+    if unknown:
+        raise ConfigError(
+            f"--tables names {', '.join(unknown)}, not among the pipeline's tables: "
+            + (", ".join(r.name for r in refs) or "(none found)")
+        )
+    return [r for r in refs if r.name in wanted or r.topic in wanted]

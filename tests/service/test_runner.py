@@ -1,0 +1,156 @@
+"""``hudi-cdc run``: many tables from one pipeline file in one process, against real Spark and Hudi tables.
+
+The source is a folder per table of Debezium Avro files (the embedded default);
+each table is read back and compared with the source state its events lead to.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from hudi_cdc.cli import main
+from hudi_cdc.service import load_pipeline, resume, run_pipeline
+from hudi_cdc.service.control import read_status
+from hudi_cdc.testing.faults import fill_disk
+from hudi_cdc.testing.samples import SampleCustomers
+from tests.support import commit_instants, read_rows
+
+pytestmark = pytest.mark.hudi
+
+COLUMNS = ("id", "name", "email", "notes")
+
+
+def _pipeline(tmp_path: Path, *, lake: Path | None = None, run: str = "") -> Path:
+    path = tmp_path / "inventory.toml"
+    path.write_text(
+        f"""
+[source]
+kind = "files"
+path = "{tmp_path / "landing"}"
+tables = "dbserver1.public.*"
+
+[defaults]
+target_base_path = "{lake or tmp_path / "lake"}/{{table}}"
+target_table = "{{table}}"
+record_key_fields = "id"
+table_type = "cow"
+
+[tables."public.t2"]
+table_type = "mor"
+
+[run]
+max_concurrent_tables = 2
+discovery_interval_seconds = 0
+{run}
+"""
+    )
+    return path
+
+
+def _sample(tmp_path: Path, table: str, *, seed: int) -> SampleCustomers:
+    sample = SampleCustomers(tmp_path / "landing", keys=25, topic=f"dbserver1.public.{table}")
+    sample.snapshot(10)
+    sample.changes(seed)
+    return sample
+
+
+def _equal(spark, base: Path, sample: SampleCustomers) -> bool:  # noqa: ANN001
+    expected = sorted(tuple(row[c] for c in COLUMNS) for row in sample.state.values())
+    return read_rows(spark, str(base), COLUMNS) == expected
+
+
+def test_every_table_once_and_a_failing_table_stops_no_other(spark, tmp_path: Path) -> None:  # noqa: ANN001
+    samples = {t: _sample(tmp_path, t, seed=n) for n, t in enumerate(("t1", "t2", "t3"))}
+    garbage = samples["t3"].folder / "dbserver1.public.t3+0+9999999999.avro"
+    garbage.write_bytes(b"not avro at all")
+    path = _pipeline(tmp_path)
+
+    report = run_pipeline(path, spark=spark)
+    assert report.failed == ["public.t3"] and report.exit_code == 1
+    assert {n: t.state for n, t in report.tables.items()} == {
+        "public.t1": "done",
+        "public.t2": "done",
+        "public.t3": "failed",
+    }
+    for table in ("t1", "t2"):
+        assert _equal(spark, tmp_path / "lake" / table, samples[table])
+    status = read_status(load_pipeline(path).run.state_dir)
+    assert status is not None and status["ended"] is True
+    failed = status["tables"]["public.t3"]
+    assert failed["last_error_kind"] == "terminal" and str(garbage) in failed["last_error"]
+    assert status["tables"]["public.t1"]["commits"] == 1 and status["tables"]["public.t1"]["events"] > 0
+    assert not (tmp_path / "lake" / "t3" / ".hoodie" / "timeline").exists() or not commit_instants(
+        spark, str(tmp_path / "lake" / "t3")
+    )
+
+    # Fixed and resumed: the next run completes it; the others have nothing new.
+    garbage.unlink()
+    resume(path, "public.t3")
+    before = commit_instants(spark, str(tmp_path / "lake" / "t1"))
+    report = run_pipeline(path, spark=spark)
+    assert report.failed == [] and _equal(spark, tmp_path / "lake" / "t3", samples["t3"])
+    assert commit_instants(spark, str(tmp_path / "lake" / "t1")) == before
+
+
+def test_pause_remove_resume_and_a_subset_from_the_cli(spark, tmp_path: Path) -> None:  # noqa: ANN001
+    samples = {t: _sample(tmp_path, t, seed=10 + n) for n, t in enumerate(("t1", "t2", "t3"))}
+    path = _pipeline(tmp_path)
+    cli = CliRunner()
+    assert cli.invoke(main, ["pause", "--pipeline", str(path), "public.t2"]).exit_code == 0
+    assert cli.invoke(main, ["remove", "--pipeline", str(path), "public.t3"]).exit_code == 0
+    done = cli.invoke(main, ["run", "--pipeline", str(path), "--json"], catch_exceptions=False)
+    assert done.exit_code == 0, done.output
+    final = json.loads(done.output.strip().splitlines()[-1])
+    assert {n: t["state"] for n, t in final["tables"].items()} == {
+        "public.t1": "done",
+        "public.t2": "paused",
+        "public.t3": "removed",
+    }
+    assert _equal(spark, tmp_path / "lake" / "t1", samples["t1"])
+    assert not (tmp_path / "lake" / "t2").exists() and not (tmp_path / "lake" / "t3").exists()
+
+    samples["t1"].changes(99)  # more for t1, which the subset run must leave alone
+    before = commit_instants(spark, str(tmp_path / "lake" / "t1"))
+    assert cli.invoke(main, ["resume", "--pipeline", str(path), "public.t2", "public.t3"]).exit_code == 0
+    done = cli.invoke(main, ["run", "--pipeline", str(path), "--tables", "public.t2,dbserver1.public.t3"])
+    assert done.exit_code == 0, done.output
+    assert _equal(spark, tmp_path / "lake" / "t2", samples["t2"]) and _equal(
+        spark, tmp_path / "lake" / "t3", samples["t3"]
+    )
+    assert commit_instants(spark, str(tmp_path / "lake" / "t1")) == before
+    wrong = cli.invoke(main, ["run", "--pipeline", str(path), "--tables", "public.nope"])
+    assert wrong.exit_code == 2 and "public.nope" in wrong.output
+
+
+def test_continuous_new_tables_concurrency_and_a_transient_failure(spark, tmp_path: Path, small_disk: Path) -> None:  # noqa: ANN001
+    samples = {t: _sample(tmp_path, t, seed=20 + n) for n, t in enumerate(("t1", "t2"))}
+    path = _pipeline(tmp_path, lake=small_disk)
+    assert run_pipeline(path, spark=spark).failed == []  # the tables exist: a full disk now fails a commit
+    samples["t1"].changes(31)
+    samples["t2"].changes(32)
+    filler = fill_disk(small_disk)
+    rounds: list[tuple[str, float, float, str]] = []  # table, end, duration, state
+
+    def on_round(table, result) -> None:  # noqa: ANN001
+        rounds.append((table.name, time.monotonic(), result.duration_s if result else 0.0, table.state))
+        if result is None and table.last_error_kind == "transient" and filler.exists():
+            filler.unlink()  # space is back: the retry must finish the job
+        if table.name == "public.t1" and table.rounds == 1 and "t9" not in samples:
+            samples["t9"] = _sample(tmp_path, "t9", seed=40)  # a new table while the pipeline runs
+
+    report = run_pipeline(path, spark=spark, continuous=True, max_rounds=3, on_round=on_round)
+    assert report.failed == [], {n: t.last_error for n, t in report.tables.items()}
+    assert set(report.tables) == {"public.t1", "public.t2", "public.t9"}
+    for table, sample in samples.items():
+        assert _equal(spark, small_disk / table, sample), table
+    retried = [t for t in report.tables.values() if t.failures_total]
+    assert retried and all(t.last_error_kind is None for t in report.tables.values())
+    assert any("No space left on device" in r for r in [str(t.last_error) for t in retried])
+    # Rounds of different tables ran at the same time: some round ended while another table's was under way.
+    spans = [(name, end - duration, end) for name, end, duration, _ in rounds if duration]
+    assert any(a[0] != b[0] and a[1] < b[2] and b[1] < a[2] for a in spans for b in spans), spans

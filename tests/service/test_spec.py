@@ -1,0 +1,134 @@
+"""The pipeline file: defaults, per-table sections, templates, the environment, and errors that name the place."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from hudi_cdc.errors import ConfigError
+from hudi_cdc.service.spec import TableRef, load_pipeline, select
+
+KAFKA = """
+name = "inv"
+[source]
+kind = "kafka"
+bootstrap_servers = "127.0.0.1:1"
+schema_registry_url = "http://127.0.0.1:2"
+tables = ["dbserver1.inventory.*", "other.public.keep"]
+exclude = "dbserver1.inventory.audit_*"
+
+[defaults]
+target_base_path = "/lake/{server}/{schema}/{table}"
+target_table = "{schema}_{table}"
+table_type = "mor"
+source_limit = 500
+[defaults.hoodie_conf]
+"hoodie.a" = "1"
+"kafka.security.protocol" = "PLAINTEXT"
+
+[tables."inventory.orders"]
+partition_path_field = "region"
+table_type = "cow"
+[tables."inventory.orders".hoodie_conf]
+"hoodie.b" = "2"
+
+[tables."dbserver1.inventory.customers"]
+record_key_fields = "id,email"
+
+[tables."inventory.skipped"]
+enabled = false
+
+[run]
+max_concurrent_tables = 3
+"""
+
+
+def _write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "pipe.toml"
+    path.write_text(text)
+    return path
+
+
+def test_defaults_overrides_and_templates(tmp_path: Path) -> None:
+    spec = load_pipeline(_write(tmp_path, KAFKA))
+    assert spec.name == "inv" and spec.run.max_concurrent_tables == 3
+    assert spec.run.state_dir == str(tmp_path / "inv.state")
+    orders = spec.table_config(TableRef("dbserver1.inventory.orders"), env={})
+    assert orders.target_base_path == "/lake/dbserver1/inventory/orders" and orders.target_table == "inventory_orders"
+    assert orders.table_type == "COPY_ON_WRITE" and orders.partition_path_field == "region"
+    assert dict(orders.hoodie_conf) == {"hoodie.a": "1", "hoodie.b": "2", "kafka.security.protocol": "PLAINTEXT"}
+    assert (orders.source, orders.topic, orders.source_limit) == ("kafka", "dbserver1.inventory.orders", 500)
+    customers = spec.table_config(TableRef("dbserver1.inventory.customers"), env={})  # section named by topic
+    assert customers.record_key_fields == ("id", "email") and customers.table_type == "MERGE_ON_READ"
+    assert spec.source.matches("dbserver1.inventory.x") and spec.source.matches("other.public.keep")
+    assert not spec.source.matches("dbserver1.inventory.audit_log") and not spec.source.matches("other.public.x")
+    assert not spec.enabled(TableRef("dbserver1.inventory.skipped")) and spec.enabled(TableRef("dbserver1.inventory.x"))
+
+
+def test_environment_between_defaults_and_the_tables_section(tmp_path: Path) -> None:
+    spec = load_pipeline(_write(tmp_path, KAFKA))
+    env = {"HUDI_CDC__SOURCE_LIMIT": "7", "HUDI_CDC__TABLE_TYPE": "cow", "HUDI_CDC__PARTITION_PATH_FIELD": "x"}
+    other = spec.table_config(TableRef("dbserver1.inventory.other"), env=env)
+    assert (other.source_limit, other.table_type, other.partition_path_field) == (7, "COPY_ON_WRITE", "x")
+    orders = spec.table_config(TableRef("dbserver1.inventory.orders"), env=env)
+    assert orders.partition_path_field == "region"  # its own section wins
+    with pytest.raises(ConfigError, match="environment.*topic cannot be set per table"):
+        spec.table_config(TableRef("dbserver1.inventory.other"), env={"HUDI_CDC__TOPIC": "x"})
+
+
+def test_files_source_reads_a_folder_per_table(tmp_path: Path) -> None:
+    spec = load_pipeline(
+        _write(
+            tmp_path,
+            '[source]\nkind = "files"\npath = "/landing"\ntables = "*"\n'
+            '[defaults]\ntarget_base_path = "/lake/{table}"\ntarget_table = "{table}"\nrecord_key_fields = "id"\n',
+        )
+    )
+    config = spec.table_config(TableRef("db.public.t1"), env={})
+    assert (config.source, config.source_path, config.record_key_fields) == ("files", "/landing/db.public.t1", ("id",))
+    assert TableRef("db.public.t1").name == "public.t1"
+    assert select([TableRef("db.public.t1"), TableRef("db.public.t2")], ["db.public.t2"]) == [TableRef("db.public.t2")]
+    with pytest.raises(ConfigError, match=r"--tables names public\.nope, not among.*public\.t1, public\.t2"):
+        select([TableRef("db.public.t1"), TableRef("db.public.t2")], ["public.nope"])
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("[source]\nkind = 'kafka'\ntables = '*'\n", r"\[source\]: bootstrap_servers is required"),
+        ("[source]\nkind = 'jdbc'\ntables = '*'\n", r"kind must be \"kafka\" or \"files\""),
+        ("[source]\nkind = 'files'\npath = '/x'\n", "tables is required"),
+        (
+            "[source]\nkind = 'files'\npath = '/x'\ntables = '*'\n[defaults]\ntopic = 'x'\n",
+            r"\[defaults\]: topic cannot",
+        ),
+        (
+            "[source]\nkind = 'files'\npath = '/x'\ntables = '*'\n[defaults]\nsorce_limit = 1\n",
+            "unknown setting 'sorce_limit'",
+        ),
+        ("[source]\nkind = 'files'\npath = '/x'\ntables = '*'\n[run]\nmax_concurrent_tables = 0\n", "positive integer"),
+        ("[source]\nkind = 'files'\npath = '/x'\ntables = '*'\n[sources]\n", r"unknown section\(s\) sources"),
+        ("[source\n", "cannot read pipeline file"),
+        ("name = 'x'\n", "a \\[source\\] section is required"),
+    ],
+)
+def test_errors_name_the_file_and_the_setting(tmp_path: Path, text: str, message: str) -> None:
+    path = _write(tmp_path, text)
+    with pytest.raises(ConfigError, match=message) as caught:
+        load_pipeline(path)
+    assert str(path) in str(caught.value)
+
+
+def test_a_table_without_a_target_says_where_to_set_it(tmp_path: Path) -> None:
+    spec = load_pipeline(_write(tmp_path, "[source]\nkind = 'files'\npath = '/x'\ntables = '*'\n"))
+    with pytest.raises(ConfigError, match=r"target_base_path is not set for public\.t: set it in \[defaults\]"):
+        spec.table_config(TableRef("db.public.t"), env={})
+    spec = load_pipeline(
+        _write(
+            tmp_path,
+            "[source]\nkind = 'files'\npath = '/x'\ntables = '*'\n[defaults]\ntarget_base_path = '/l/{tabel}'\n",
+        )
+    )
+    with pytest.raises(ConfigError, match="names an unknown field 'tabel'"):
+        spec.table_config(TableRef("db.public.t"), env={})
