@@ -48,6 +48,7 @@ ORDER_COLUMN = "_source_order"
 DELETED_COLUMN = "_hoodie_is_deleted"
 OP_COLUMN = "_source_op"
 INGESTED_AT_COLUMN = "_ingested_at"
+SOURCE_TS_COLUMN = "_source_ts_ms"  # when the source committed the change (Debezium's source.ts_ms)
 TOMBSTONED_AT_COLUMN = "_tombstoned_at"
 # Columns that live only inside a run and are never written.
 INTERNAL_PREFIX = "__hudi_cdc_"
@@ -109,6 +110,8 @@ class PlanCounts:
     superseded: int = 0
     toast_filled: int = 0
     """Written rows that carried a TOAST placeholder, resolved from the batch or the table."""
+    source_ts_ms_max: int | None = None
+    """The newest source commit time (``source.ts_ms``) among the written changes: how fresh the table is."""
 
 
 @dataclass(frozen=True)
@@ -459,6 +462,7 @@ class MergePolicy(ABC):
     def _count(decided: DataFrame) -> PlanCounts:
         from pyspark.sql import functions as F
 
+        newest = F.max(SOURCE_TS_COLUMN) if SOURCE_TS_COLUMN in decided.columns else F.lit(None).cast("bigint")
         rows = (
             decided.groupBy(ACTION_COLUMN)
             .agg(
@@ -466,6 +470,7 @@ class MergePolicy(ABC):
                 F.sum(F.col(_EVENTS)).alias("events"),
                 F.sum(F.col(_EVENTS) - 1).alias("superseded"),
                 F.sum(F.col(_HAD_PLACEHOLDER).cast("int")).alias("toast"),
+                newest.alias("newest"),
             )
             .collect()
         )
@@ -478,6 +483,10 @@ class MergePolicy(ABC):
             stale=n[STALE],
             superseded=sum(int(r["superseded"] or 0) for r in rows),
             toast_filled=int(by_action[UPSERT]["toast"] or 0) if UPSERT in by_action else 0,
+            source_ts_ms_max=max(
+                (int(r["newest"]) for a, r in by_action.items() if a in (UPSERT, DELETE) and r["newest"] is not None),
+                default=None,
+            ),
         )
 
 

@@ -12,6 +12,7 @@ from hudi_cdc.cli.control import pause, remove, resume
 from hudi_cdc.cli.ingest import ingest
 from hudi_cdc.cli.jars import jars
 from hudi_cdc.cli.run import run
+from hudi_cdc.cli.status import status
 from hudi_cdc.cli.tombstones import tombstones
 from hudi_cdc.cli.validate import validate
 from hudi_cdc.cli.verify import verify
@@ -33,5 +34,5 @@ def main(ctx: click.Context, verbose: int) -> None:
     ctx.obj = {"verbose": verbose}
 
 
-for _command in (ingest, run, pause, resume, remove, tombstones, jars, verify, validate, connect):
+for _command in (ingest, run, status, pause, resume, remove, tombstones, jars, verify, validate, connect):
     main.add_command(_command)

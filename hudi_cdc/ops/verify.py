@@ -595,14 +595,9 @@ def _topic_ends(
 
 def kafka_end_offsets(topic: str, bootstrap_servers: str, conf: dict[str, str] | None = None) -> dict[str, int]:
     """The next offset to be written, per partition (as the checkpoint keys them)."""
-    from confluent_kafka import Consumer, TopicPartition
+    from hudi_cdc.sources.kafka import end_offsets
 
-    consumer = Consumer({"bootstrap.servers": bootstrap_servers, "group.id": "hudi-cdc-verify", **(conf or {})})
-    try:
-        partitions = consumer.list_topics(topic, timeout=15).topics[topic].partitions
-        return {str(p): consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=15)[1] for p in partitions}
-    finally:
-        consumer.close()
+    return {str(p): end for (_, p), end in end_offsets(bootstrap_servers, [topic], conf).items()}
 
 
 def checkpoint_covers(checkpoint: str | None, ends: dict[str, int]) -> bool:

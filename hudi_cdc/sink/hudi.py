@@ -9,7 +9,7 @@ back on the next write, with the checkpoint still at the previous commit.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from hudi_cdc._jvm import hadoop_conf, java_message, jvm
@@ -27,6 +27,7 @@ class CommitInfo:
     instant: str
     action: str
     extra: dict[str, str]
+    written: dict[str, int] = field(default_factory=dict)  # Hudi's own counts: inserts, updates
 
 
 class HudiTable:
@@ -88,7 +89,11 @@ class HudiTable:
             else:
                 metadata = timeline.readCommitMetadata(instant)
             extra = {str(k): str(v) for k, v in dict(metadata.getExtraMetadata()).items()}
-            out.append(CommitInfo(str(instant.requestedTime()), action, extra))
+            written = {
+                "inserts": int(metadata.fetchTotalInsertRecordsWritten()),
+                "updates": int(metadata.fetchTotalUpdateRecordsWritten()),
+            }
+            out.append(CommitInfo(str(instant.requestedTime()), action, extra, written))
         return out if newest_first else out[::-1]
 
     def checkpoint_commit(self) -> CommitInfo | None:

@@ -203,6 +203,10 @@ class FileSource:
         pending = {f.path for f in self._pending(listed, checkpoint)}
         return self._batch([f for f in listed if f.path not in pending], listed, checkpoint), len(pending)
 
+    def not_taken(self, checkpoint: dict[str, Any] | None) -> int:
+        """How many files ``checkpoint`` has not taken yet (``hudi-cdc status``)."""
+        return len(self._pending(self._list(), checkpoint))
+
     def _batch(
         self, chosen: list[ListedFile], listed: list[ListedFile], checkpoint: dict[str, Any] | None
     ) -> Batch | None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from hudi_cdc.config import IngestConfig
     from hudi_cdc.sources.base import Batch, BatchPart
 
-__all__ = ["KafkaSource", "OffsetRange", "plan_ranges", "parse_kafka_checkpoint"]
+__all__ = ["KafkaSource", "OffsetRange", "end_offsets", "plan_ranges", "parse_kafka_checkpoint"]
 
 log = logging.getLogger("hudi_cdc")
 
@@ -51,6 +51,37 @@ class OffsetRange:
     @property
     def count(self) -> int:
         return self.end - self.start
+
+
+def end_offsets(
+    bootstrap_servers: str, topics: Sequence[str], conf: Mapping[str, str] | None = None
+) -> dict[tuple[str, int], int]:
+    """The next offset to be written per ``(topic, partition)``, from one consumer; a missing topic has none."""
+    from confluent_kafka import Consumer, KafkaException, TopicPartition
+
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap_servers,
+            "group.id": "hudi-cdc-probe",
+            "enable.auto.commit": False,
+            **(conf or {}),
+        }
+    )
+    try:
+        ends = {}
+        for topic in topics:
+            meta = consumer.list_topics(topic, timeout=15).topics.get(topic)
+            if meta is None or meta.error is not None:
+                continue
+            for partition in meta.partitions:
+                ends[(topic, partition)] = consumer.get_watermark_offsets(
+                    TopicPartition(topic, partition), timeout=15, cached=False
+                )[1]
+        return ends
+    except KafkaException as exc:
+        raise TransientError(f"cannot reach Kafka at {bootstrap_servers}: {exc}") from None
+    finally:
+        consumer.close()
 
 
 def parse_kafka_checkpoint(text: str, topic: str) -> dict[str, Any]:

@@ -16,6 +16,8 @@ import urllib.request
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from hudi_cdc.sources.kafka import end_offsets
+
 __all__ = ["Framer", "create_topic", "end_offsets", "produce", "register_schema", "wait_until_quiet"]
 
 
@@ -80,22 +82,6 @@ def produce(bootstrap: str, topic: str, messages: Iterable[tuple[bytes | None, b
     if left:
         raise RuntimeError(f"{left} message(s) to {topic} were not acknowledged")
     return count
-
-
-def end_offsets(bootstrap: str, topics: Sequence[str]) -> dict[tuple[str, int], int]:
-    from confluent_kafka import Consumer, TopicPartition
-
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "hudi-cdc-probe", "enable.auto.commit": False})
-    try:
-        result = {}
-        for topic in topics:
-            meta = consumer.list_topics(topic, timeout=10).topics[topic]
-            for partition in meta.partitions:
-                _, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=10)
-                result[(topic, partition)] = high
-        return result
-    finally:
-        consumer.close()
 
 
 def wait_until_quiet(

@@ -14,6 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from hudi_cdc.cli import main
+from hudi_cdc.ops.status import pipeline_status
 from hudi_cdc.service import load_pipeline, resume, run_pipeline
 from hudi_cdc.service.control import read_status
 from hudi_cdc.testing.faults import fill_disk
@@ -88,13 +89,30 @@ def test_every_table_once_and_a_failing_table_stops_no_other(spark, tmp_path: Pa
         spark, str(tmp_path / "lake" / "t3")
     )
 
+    # Status, from the tables and the source folders (no runner running).
+    shown = pipeline_status(spark, load_pipeline(path))
+    by_name = {t.name: t for t in shown.tables}
+    assert shown.runner is not None and shown.runner["ended"] and not shown.runner["alive"]
+    assert by_name["public.t1"].state == "done" and by_name["public.t1"].behind == 0 and by_name["public.t1"].lag_s == 0
+    assert by_name["public.t1"].recent["events"] == status["tables"]["public.t1"]["events"]
+    assert by_name["public.t1"].last_commit == status["tables"]["public.t1"]["last_commit"]
+    assert by_name["public.t3"].state == "failed" and str(garbage) in str(by_name["public.t3"].last_error)
+    assert by_name["public.t3"].behind == 3 and by_name["public.t3"].last_commit is None  # all three files pending
+    samples["t1"].changes(7)
+    shown = CliRunner().invoke(main, ["status", "--pipeline", str(path), "--tables", "public.t1", "--json"])
+    assert shown.exit_code == 0, shown.output
+    t1 = json.loads(shown.output.strip().splitlines()[-1])["tables"]
+    assert [(t["name"], t["behind"], t["behind_unit"]) for t in t1] == [("public.t1", 1, "files")]
+    assert t1[0]["lag_s"] is not None and t1[0]["lag_s"] > 0  # behind: now minus the newest source commit time
+
     # Fixed and resumed: the next run completes it; the others have nothing new.
     garbage.unlink()
     resume(path, "public.t3")
-    before = commit_instants(spark, str(tmp_path / "lake" / "t1"))
+    before = commit_instants(spark, str(tmp_path / "lake" / "t2"))
     report = run_pipeline(path, spark=spark)
     assert report.failed == [] and _equal(spark, tmp_path / "lake" / "t3", samples["t3"])
-    assert commit_instants(spark, str(tmp_path / "lake" / "t1")) == before
+    assert _equal(spark, tmp_path / "lake" / "t1", samples["t1"])
+    assert commit_instants(spark, str(tmp_path / "lake" / "t2")) == before  # nothing new: no commit
 
 
 def test_pause_remove_resume_and_a_subset_from_the_cli(spark, tmp_path: Path) -> None:  # noqa: ANN001

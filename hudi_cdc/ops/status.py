@@ -1,0 +1,229 @@
+"""``hudi-cdc status``: where every table of a pipeline stands, read from the tables and the source.
+
+It needs no running process. Per table: the runner's state if a runner has
+written one (with control flags applied: paused, removed), the last commit
+and its time, the checkpoint, how far the table is behind its source (Kafka
+messages past the checkpoint, or files not taken yet) and in seconds (0 when
+caught up, else now minus the newest source commit time the table holds),
+and the counts of its recent commits.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from hudi_cdc.errors import HudiCdcError
+from hudi_cdc.service import control
+from hudi_cdc.service.spec import PipelineSpec, TableRef
+from hudi_cdc.sink import options as opt
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from hudi_cdc.config import IngestConfig
+    from hudi_cdc.sink.hudi import CommitInfo
+
+__all__ = ["PipelineStatus", "TableStatus", "pipeline_status"]
+
+RECENT_COMMITS = 10
+
+
+@dataclass
+class TableStatus:
+    name: str
+    topic: str
+    target: str
+    state: str  # the runner's (running, waiting, retrying, failed, done), or paused/removed, or idle/not started
+    last_error: str | None = None
+    last_commit: str | None = None
+    last_commit_at: str | None = None
+    checkpoint: str | None = None
+    behind: int | None = None  # Kafka messages, or files, not in the table yet; None when unknown
+    behind_unit: str = "messages"
+    lag_s: float | None = None
+    recent: dict[str, int] = field(default_factory=dict)  # summed over the last RECENT_COMMITS commits
+    tombstones_held: int | None = None
+    problems: list[str] = field(default_factory=list)  # what could not be read
+
+
+@dataclass
+class PipelineStatus:
+    pipeline: str
+    runner: dict[str, Any] | None  # pid, alive, updated_at, ended: from the runner's status file
+    tables: list[TableStatus]
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def describe(self) -> str:
+        runner = self.runner
+        if runner is None:
+            head = f"pipeline {self.pipeline}: no runner has written a status yet"
+        else:
+            alive = "running" if runner["alive"] else "ended" if runner.get("ended") else "not running (killed?)"
+            head = f"pipeline {self.pipeline}: runner pid {runner['pid']} {alive}, status of {runner['updated_at']}"
+        lines = [head]
+        for t in self.tables:
+            behind = "?" if t.behind is None else f"{t.behind} {t.behind_unit}"
+            lag = "?" if t.lag_s is None else f"{t.lag_s:.0f}s"
+            commit = f"{t.last_commit} ({t.last_commit_at})" if t.last_commit else "no commit yet"
+            recent = ", ".join(f"{k} {v}" for k, v in t.recent.items()) or "-"
+            lines.append(f"  {t.name}: {t.state}; {commit}; behind {behind}, lag {lag}; recent: {recent}")
+            if t.tombstones_held is not None:
+                lines[-1] += f"; tombstones {t.tombstones_held}"
+            if t.last_error:
+                lines.append(f"    last error: {t.last_error}")
+            lines += [f"    could not read: {p}" for p in t.problems]
+        return "\n".join(lines)
+
+
+def pipeline_status(spark: SparkSession, spec: PipelineSpec, *, tables: Sequence[str] = ()) -> PipelineStatus:
+    from hudi_cdc.service.discovery import discover
+    from hudi_cdc.service.spec import select
+
+    written = control.read_status(spec.run.state_dir)
+    known = (written or {}).get("tables", {})
+    try:
+        refs = [r for r in discover(spark, spec) if spec.enabled(r)]
+    except HudiCdcError:  # the source is down: the tables the runner knew
+        refs = [TableRef(t["topic"]) for t in known.values()]
+    refs += [TableRef(t["topic"]) for n, t in known.items() if n not in {r.name for r in refs}]
+    refs = select(sorted(refs, key=lambda r: r.name), tables)
+    flags = control.instructions(spec.run.state_dir)
+    now = datetime.now(UTC)
+    statuses = [_table(spark, spec, ref, known.get(ref.name), flags.get(ref.name, set()), now) for ref in refs]
+    if spec.source.kind == "kafka":
+        _kafka_behind(spec, statuses)
+    for status in statuses:
+        if status.behind == 0:
+            status.lag_s = 0.0
+    return PipelineStatus(spec.name, _runner(written), statuses)
+
+
+def _runner(written: dict[str, Any] | None) -> dict[str, Any] | None:
+    if written is None:
+        return None
+    pid = int(written["pid"])
+    try:
+        os.kill(pid, 0)
+        alive = not written.get("ended")
+    except OSError:
+        alive = False
+    return {"pid": pid, "alive": alive, "updated_at": written["updated_at"], "ended": bool(written.get("ended"))}
+
+
+def _table(
+    spark: SparkSession,
+    spec: PipelineSpec,
+    ref: TableRef,
+    known: dict[str, Any] | None,
+    flags: set[str],
+    now: datetime,
+) -> TableStatus:
+    from hudi_cdc.sink.hudi import HudiTable
+
+    config = spec.table_config(ref)
+    state = (known or {}).get("state") or "idle"
+    if control.REMOVED in flags:
+        state = control.REMOVED
+    elif control.PAUSED in flags and state != "running":
+        state = control.PAUSED
+    status = TableStatus(
+        ref.name, ref.topic, config.target_base_path, state, last_error=(known or {}).get("last_error")
+    )
+    if state != "failed":
+        status.last_error = None
+    status.behind_unit = "messages" if spec.source.kind == "kafka" else "files"
+    try:
+        commits = HudiTable(spark, config.target_base_path).commits()
+    except Exception as exc:  # noqa: BLE001 - a table that cannot be read is reported, not fatal
+        from hudi_cdc._jvm import java_message
+
+        status.problems.append(f"the Hudi table: {java_message(exc)}")
+        return status
+    ours = [c for c in commits if opt.CHECKPOINT_KEY in c.extra]
+    if not ours:
+        status.state = status.state if known else "not started"
+        if spec.source.kind == "files":
+            status.behind = _files_behind(spark, config, None, status)
+        return status
+    newest = ours[0]
+    status.last_commit = newest.instant
+    status.last_commit_at = _instant_time(newest.instant)
+    status.checkpoint = newest.extra[opt.CHECKPOINT_KEY]
+    _recent(status, ours[:RECENT_COMMITS], now)
+    if spec.source.kind == "files":
+        status.behind = _files_behind(spark, config, status.checkpoint, status)
+    return status
+
+
+def _recent(status: TableStatus, commits: list[CommitInfo], now: datetime) -> None:
+    totals = {"commits": len(commits), "events": 0, "upserts": 0, "deletes": 0, "stale": 0, "inserts": 0, "updates": 0}
+    newest_source_ts = None
+    for commit in commits:
+        stats = json.loads(commit.extra.get(opt.STATS_KEY, "{}"))
+        for key in ("events", "upserts", "deletes", "stale"):
+            totals[key] += int(stats.get(key) or 0)
+        for key in ("inserts", "updates"):
+            totals[key] += commit.written.get(key, 0)
+        if status.tombstones_held is None and "tombstones_held" in stats:
+            status.tombstones_held = int(stats["tombstones_held"])
+        if newest_source_ts is None and stats.get("source_ts_ms_max"):
+            newest_source_ts = int(stats["source_ts_ms_max"])
+    status.recent = totals
+    if newest_source_ts is not None:
+        status.lag_s = max(0.0, now.timestamp() - newest_source_ts / 1000)
+
+
+def _files_behind(spark: SparkSession, config: IngestConfig, checkpoint: str | None, status: TableStatus) -> int | None:
+    from hudi_cdc.sources.files import FileSource
+
+    try:
+        source = FileSource(spark, config)
+        return source.not_taken(source.parse_checkpoint(checkpoint) if checkpoint else None)
+    except HudiCdcError as exc:
+        status.problems.append(f"the source folder: {exc}")
+        return None
+
+
+def _kafka_behind(spec: PipelineSpec, statuses: list[TableStatus]) -> None:
+    from hudi_cdc.sources.kafka import CLIENT_PREFIX, end_offsets, parse_kafka_checkpoint
+
+    conf = {
+        k[len(CLIENT_PREFIX) :]: v
+        for k, v in spec.defaults.get("hoodie_conf", {}).items()
+        if k.startswith(CLIENT_PREFIX)
+    }
+    try:
+        ends = end_offsets(str(spec.source.bootstrap_servers), [s.topic for s in statuses], conf)
+    except HudiCdcError as exc:
+        for status in statuses:
+            status.problems.append(f"Kafka: {exc}")
+        return
+    for status in statuses:
+        mine = {p: end for (t, p), end in ends.items() if t == status.topic}
+        if not mine:
+            status.problems.append(f"Kafka: topic {status.topic} not found")
+            continue
+        offsets: dict[str, Any] = {}
+        if status.checkpoint:
+            try:
+                offsets = parse_kafka_checkpoint(status.checkpoint, status.topic).get("offsets", {})
+            except HudiCdcError as exc:
+                status.problems.append(f"checkpoint: {exc}")
+                continue
+        status.behind = sum(max(0, end - int(offsets.get(str(p), 0))) for p, end in mine.items())
+
+
+def _instant_time(instant: str) -> str | None:
+    """A Hudi instant (yyyyMMddHHmmss[SSS], in the writer JVM's time zone: UTC for sessions hudi-cdc starts)."""
+    try:
+        moment = datetime.strptime(instant[:14], "%Y%m%d%H%M%S").replace(tzinfo=UTC)
+    except ValueError:
+        return None
+    return moment.isoformat(timespec="seconds")
