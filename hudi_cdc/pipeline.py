@@ -53,6 +53,9 @@ class IngestResult:
     tombstones_purged: int = 0
     duration_s: float = 0.0
     details: dict[str, Any] = field(default_factory=dict)
+    source_ts_ms_min: int | None = None
+    source_ts_ms_max: int | None = None
+    """The oldest and newest source commit times of the committed changes (Debezium's ``source.ts_ms``)."""
 
     @property
     def committed(self) -> bool:
@@ -216,6 +219,8 @@ def ingest_once(config: IngestConfig, *, spark: SparkSession | None = None) -> I
         tombstones_purged=purged,
         duration_s=time.monotonic() - started,
         details=details,
+        source_ts_ms_min=plan.counts.source_ts_ms_min,
+        source_ts_ms_max=plan.counts.source_ts_ms_max,
     )
     log.info(
         "%s: commit %s: %d events, %d upserts, %d deletes, %d stale, %d superseded (%.1fs)",

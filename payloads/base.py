@@ -110,8 +110,9 @@ class PlanCounts:
     superseded: int = 0
     toast_filled: int = 0
     """Written rows that carried a TOAST placeholder, resolved from the batch or the table."""
+    source_ts_ms_min: int | None = None
     source_ts_ms_max: int | None = None
-    """The newest source commit time (``source.ts_ms``) among the written changes: how fresh the table is."""
+    """The oldest and newest source commit times (``source.ts_ms``) of the written changes: freshness and lag."""
 
 
 @dataclass(frozen=True)
@@ -462,7 +463,9 @@ class MergePolicy(ABC):
     def _count(decided: DataFrame) -> PlanCounts:
         from pyspark.sql import functions as F
 
-        newest = F.max(SOURCE_TS_COLUMN) if SOURCE_TS_COLUMN in decided.columns else F.lit(None).cast("bigint")
+        has_ts = SOURCE_TS_COLUMN in decided.columns
+        newest = F.max(SOURCE_TS_COLUMN) if has_ts else F.lit(None).cast("bigint")
+        oldest = F.min(SOURCE_TS_COLUMN) if has_ts else F.lit(None).cast("bigint")
         rows = (
             decided.groupBy(ACTION_COLUMN)
             .agg(
@@ -471,6 +474,7 @@ class MergePolicy(ABC):
                 F.sum(F.col(_EVENTS) - 1).alias("superseded"),
                 F.sum(F.col(_HAD_PLACEHOLDER).cast("int")).alias("toast"),
                 newest.alias("newest"),
+                oldest.alias("oldest"),
             )
             .collect()
         )
@@ -483,6 +487,10 @@ class MergePolicy(ABC):
             stale=n[STALE],
             superseded=sum(int(r["superseded"] or 0) for r in rows),
             toast_filled=int(by_action[UPSERT]["toast"] or 0) if UPSERT in by_action else 0,
+            source_ts_ms_min=min(
+                (int(r["oldest"]) for a, r in by_action.items() if a in (UPSERT, DELETE) and r["oldest"] is not None),
+                default=None,
+            ),
             source_ts_ms_max=max(
                 (int(r["newest"]) for a, r in by_action.items() if a in (UPSERT, DELETE) and r["newest"] is not None),
                 default=None,

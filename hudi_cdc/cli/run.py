@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import signal
@@ -24,6 +25,9 @@ from hudi_cdc.errors import HudiCdcError
     "--continuous", is_flag=True, help="Keep every table current, in rounds, until stopped (SIGTERM, Ctrl-C)."
 )
 @click.option("--max-rounds", type=int, help="Continuous mode: stop after this many rounds of each table.")
+@click.option(
+    "--metrics-port", type=int, help="Continuous mode: serve Prometheus metrics on this port ([run] metrics_port)."
+)
 @click.option("--json", "as_json", is_flag=True, help="One JSON line per round, and the final report as JSON.")
 @click.pass_obj
 def run(
@@ -32,6 +36,7 @@ def run(
     tables: str | None,
     continuous: bool,
     max_rounds: int | None,
+    metrics_port: int | None,
     as_json: bool,
 ) -> None:
     """Replicate every table of a pipeline file. Exit 1 if any table failed (the others still ran)."""
@@ -56,6 +61,8 @@ def run(
 
     try:
         spec = load_pipeline(pipeline_file)
+        if metrics_port is not None:
+            spec = dataclasses.replace(spec, run=dataclasses.replace(spec.run, metrics_port=metrics_port))
         wanted = tuple(t.strip() for t in (tables or "").split(",") if t.strip())
         log_path = jvm_log(verbose)
         spark = session(log_path, conf=FAIR_SCHEDULING)

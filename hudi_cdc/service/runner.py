@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from hudi_cdc.errors import ConfigError, HudiCdcError
 from hudi_cdc.service import control
+from hudi_cdc.service.metrics import PipelineMetrics
 from hudi_cdc.service.spec import PipelineSpec, TableRef, select
 
 if TYPE_CHECKING:
@@ -129,6 +130,7 @@ class Runner:
         self.clock = clock
         self.state_dir = spec.run.state_dir
         self.tables: dict[str, TableState] = {}
+        self.metrics = PipelineMetrics(spec.name)
         self._stop = threading.Event()
         self._next_discovery = 0.0
         self._discovered_once = False
@@ -187,9 +189,27 @@ class Runner:
 
     # -- the loop ----------------------------------------------------------
     def run(self) -> RunReport:
+        self._check_scheduler()
+        stop_serving = None
+        if self.continuous and self.spec.run.metrics_port:
+            stop_serving = self.metrics.serve(self.spec.run.metrics_port, self.spec.run.metrics_address)
+            log.info("metrics on http://%s:%d/metrics", self.spec.run.metrics_address, self.spec.run.metrics_port)
+        try:
+            self._loop()
+        finally:
+            if stop_serving is not None:
+                stop_serving()
+        self._write_status(ended=True)
+        if self.spec.run.pushgateway_url:
+            try:
+                self.metrics.push(self.spec.run.pushgateway_url)
+            except HudiCdcError as exc:
+                log.error("%s (the tables' results stand)", exc)
+        return RunReport(self.spec.name, dict(self.tables))
+
+    def _loop(self) -> None:
         workers = self.spec.run.max_concurrent_tables
         running: dict[Future[IngestResult], TableState] = {}
-        self._check_scheduler()
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="hudi-cdc-table") as pool:
             while True:
                 now = self.clock()
@@ -203,13 +223,11 @@ class Runner:
                         running[pool.submit(self._round, table)] = table
                 self._write_status()
                 if not running and (self._stop.is_set() or self._finished()):
-                    break
+                    return
                 timeout = self._sleep_for(now) if not self._stop.is_set() else None
                 done, _ = wait(list(running), timeout=timeout, return_when=FIRST_COMPLETED)
                 for future in done:
                     self._finish(running.pop(future), future)
-        self._write_status(ended=True)
-        return RunReport(self.spec.name, dict(self.tables))
 
     def _check_scheduler(self) -> None:
         mode = self.spark.sparkContext.getConf().get("spark.scheduler.mode", "FIFO")
@@ -275,6 +293,7 @@ class Runner:
             result = future.result()
         except Exception as exc:  # noqa: BLE001 - one table's failure must not end the others
             self._failed(table, exc, now)
+            self.metrics.observe(table, None)
             if self.on_round:
                 self.on_round(table, None)
             return
@@ -312,6 +331,7 @@ class Runner:
         else:
             table.state = WAITING
             table.due = now + max(table.config.min_sync_interval_seconds, 0.0)
+        self.metrics.observe(table, result)
         if self.on_round:
             self.on_round(table, result)
 
@@ -359,6 +379,8 @@ class Runner:
         for table in self.tables.values():
             waiting = table.state in (WAITING, RETRYING)
             table.next_round_at = _iso(wall + timedelta(seconds=max(0.0, table.due - now))) if waiting else None
+        for table in self.tables.values():
+            self.metrics.set_state(table)
         control.write_status(
             self.state_dir,
             {

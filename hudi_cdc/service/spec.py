@@ -29,6 +29,8 @@ enabled = false
 max_concurrent_tables = 2
 discovery_interval_seconds = 60
 state_dir = "/var/lib/hudi-cdc/inventory"    # default: <name>.state beside the file
+metrics_port = 9464                          # continuous: Prometheus metrics (hudi_cdc.service.metrics)
+pushgateway_url = "pushgateway:9091"         # one-shot: push them at the end
 ```
 
 A table's settings are ``[defaults]``, then the ``HUDI_CDC__*`` environment
@@ -99,6 +101,9 @@ class RunSettings:
     max_concurrent_tables: int = 2
     discovery_interval_seconds: float = 60.0
     state_dir: str = ""
+    metrics_port: int = 0  # continuous mode: serve Prometheus metrics here (0: not served)
+    metrics_address: str = "127.0.0.1"
+    pushgateway_url: str | None = None  # one-shot runs: push the metrics here at the end
 
 
 @dataclass(frozen=True)
@@ -254,6 +259,8 @@ def _run(raw: Any, origin: str, default_state: Path) -> RunSettings:  # noqa: AN
         raise ConfigError(f"{origin} [run]: max_concurrent_tables must be a positive integer")
     if not isinstance(settings.discovery_interval_seconds, (int, float)) or settings.discovery_interval_seconds < 0:
         raise ConfigError(f"{origin} [run]: discovery_interval_seconds must be a number >= 0")
+    if not isinstance(settings.metrics_port, int) or not 0 <= settings.metrics_port < 65536:
+        raise ConfigError(f"{origin} [run]: metrics_port must be a port number (0: no metrics endpoint)")
     return settings
 
 

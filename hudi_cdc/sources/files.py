@@ -191,7 +191,9 @@ class FileSource:
 
     def next_batch(self, checkpoint: dict[str, Any] | None) -> Batch | None:
         listed = self._list()
-        return self._batch(self._within_limit(self._pending(listed, checkpoint)), listed, checkpoint)
+        pending = self._pending(listed, checkpoint)
+        chosen = self._within_limit(pending)
+        return self._batch(chosen, listed, checkpoint, behind_after=len(pending) - len(chosen))
 
     def covered(self, checkpoint: dict[str, Any] | None) -> tuple[Batch | None, int]:
         """Every file ``checkpoint`` has taken, as one batch, and how many files it has not taken yet.
@@ -201,14 +203,18 @@ class FileSource:
         """
         listed = self._list()
         pending = {f.path for f in self._pending(listed, checkpoint)}
-        return self._batch([f for f in listed if f.path not in pending], listed, checkpoint), len(pending)
+        return self._batch([f for f in listed if f.path not in pending], listed, checkpoint, 0), len(pending)
 
     def not_taken(self, checkpoint: dict[str, Any] | None) -> int:
         """How many files ``checkpoint`` has not taken yet (``hudi-cdc status``)."""
         return len(self._pending(self._list(), checkpoint))
 
     def _batch(
-        self, chosen: list[ListedFile], listed: list[ListedFile], checkpoint: dict[str, Any] | None
+        self,
+        chosen: list[ListedFile],
+        listed: list[ListedFile],
+        checkpoint: dict[str, Any] | None,
+        behind_after: int,
     ) -> Batch | None:
         from hudi_cdc.sources.base import Batch
 
@@ -229,5 +235,10 @@ class FileSource:
             parts=parts,
             next_checkpoint={"kind": CHECKPOINT_KIND, "folders": folders, "max_mtime_ms": max_mtime},
             description=f"{len(chosen)} file(s), {size} bytes, {chosen[0].relative} .. {chosen[-1].relative}",
-            details={"files": len(chosen), "bytes": size, "writer_schemas": len(set(schemas))},
+            details={
+                "files": len(chosen),
+                "bytes": size,
+                "writer_schemas": len(set(schemas)),
+                "behind_after": behind_after,  # files left for the next rounds
+            },
         )

@@ -324,6 +324,7 @@ class KafkaSource:
         total = sum(r.count for r in ranges)
         if total == 0:
             return None
+        left = sum(max(0, watermarks[r.partition][1] - r.end) for r in ranges)  # for the next rounds
         spans = ", ".join(f"{r.partition}:{r.start}..{r.end}" for r in ranges if r.count)
         description = f"{total} message(s) of {self._topic} [{spans}]"
         reading = [r for r in ranges if r.count]
@@ -338,7 +339,7 @@ class KafkaSource:
         reader = merged_reader_schema([writers[i] for i in ids]) if ids else None
         if reader is not None:
             part = self._single_pass(reading, ids, writers, reader, subject)
-            details = {"messages": total, "writer_schemas": len(ids), "decode": "single-pass"}
+            details = {"messages": total, "writer_schemas": len(ids), "decode": "single-pass", "behind_after": left}
             return Batch([part], next_checkpoint, description, details=details, key_fields=key_fields)
         log.info(
             "%s: %s; decoding per writer schema",
@@ -346,7 +347,7 @@ class KafkaSource:
             f"no registry subject {subject}" if not ids else "its schema versions do not resolve to one reader schema",
         )
         parts = self._per_writer_schema(reading)
-        details = {"messages": total, "writer_schemas": len(parts), "decode": "per-writer-schema"}
+        details = {"messages": total, "writer_schemas": len(parts), "decode": "per-writer-schema", "behind_after": left}
         return Batch(parts, next_checkpoint, description, details=details, key_fields=key_fields)
 
     def _single_pass(

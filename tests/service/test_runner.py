@@ -172,3 +172,61 @@ def test_continuous_new_tables_concurrency_and_a_transient_failure(spark, tmp_pa
     # Rounds of different tables ran at the same time: some round ended while another table's was under way.
     spans = [(name, end - duration, end) for name, end, duration, _ in rounds if duration]
     assert any(a[0] != b[0] and a[1] < b[2] and b[1] < a[2] for a in spans for b in spans), spans
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def test_metrics_are_served_while_the_pipeline_runs(spark, tmp_path: Path) -> None:  # noqa: ANN001
+    import urllib.request
+
+    from prometheus_client.parser import text_string_to_metric_families
+
+    port = _free_port()
+    samples = {t: _sample(tmp_path, t, seed=50 + n) for n, t in enumerate(("t1", "t2"))}
+    path = _pipeline(tmp_path, run=f"metrics_port = {port}")
+    scraped: list[dict[tuple[str, tuple], float]] = []
+
+    def on_round(table, result) -> None:  # noqa: ANN001
+        if table.name == "public.t1" and table.rounds == 1:
+            samples["t1"].changes(51)  # a second committed round for t1
+        if table.name == "public.t1" and table.rounds == 2:
+            text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()  # noqa: S310
+            scraped.append(
+                {
+                    (s.name, tuple(sorted(s.labels.items()))): s.value
+                    for family in text_string_to_metric_families(text)
+                    for s in family.samples
+                }
+            )
+            scraped.append({"events": table.events, "commits": table.commits})  # type: ignore[dict-item]
+
+    report = run_pipeline(path, spark=spark, continuous=True, max_rounds=3, on_round=on_round)
+    assert report.failed == []
+    metrics, seen = scraped
+    t1 = (("table", "public.t1"),)
+    assert metrics[("hudi_cdc_events_total", t1)] == seen["events"] > 0
+    assert metrics[("hudi_cdc_rounds_total", (("result", "committed"), ("table", "public.t1")))] == seen["commits"] == 2
+    upserts = metrics[("hudi_cdc_changes_total", (("outcome", "upsert"), ("table", "public.t1")))]
+    deletes = metrics[("hudi_cdc_changes_total", (("outcome", "delete"), ("table", "public.t1")))]
+    assert upserts > 0 and deletes > 0
+    assert (
+        metrics[("hudi_cdc_freshness_seconds_count", t1)] == 2 and metrics[("hudi_cdc_freshness_seconds_sum", t1)] > 0
+    )
+    assert metrics[("hudi_cdc_behind", t1)] == 0 and metrics[("hudi_cdc_lag_seconds", t1)] == 0
+    assert metrics[("hudi_cdc_table_state", (("state", "running"), ("table", "public.t1")))] == 0
+    assert (
+        sum(
+            v
+            for (name, labels), v in metrics.items()
+            if name == "hudi_cdc_table_state" and ("table", "public.t1") in labels
+        )
+        == 1
+    )
+    with pytest.raises(OSError):  # the endpoint ends with the run
+        urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5)  # noqa: S310

@@ -1,0 +1,117 @@
+"""Prometheus metrics of a pipeline, fed by the round results the runner already has.
+
+Served over HTTP in continuous mode (``[run] metrics_port``), pushed to a
+Pushgateway after a one-shot run (``[run] pushgateway_url``). Per table:
+
+- ``hudi_cdc_events_total{table}``: change events read;
+  ``hudi_cdc_changes_total{table,outcome}``: what they became (upsert, delete,
+  stale: older than the table's row or tombstone, superseded: a newer event
+  of the same key in the round);
+- ``hudi_cdc_rounds_total{table,result}`` (committed, empty, failed) and
+  ``hudi_cdc_failures_total{table,kind}`` (transient, terminal);
+- ``hudi_cdc_round_duration_seconds{table}`` (histogram);
+- ``hudi_cdc_freshness_seconds{table}`` (histogram, one observation per
+  committed round): from the source commit of the round's *oldest* change to
+  the moment its commit completed, so every change of the round was visible
+  within it; "99% of rounds within N s" is an SLO on all changes;
+- ``hudi_cdc_lag_seconds{table}``: 0 when the last round left nothing behind,
+  else now minus the newest source commit time the table holds;
+  ``hudi_cdc_behind{table}``: messages (Kafka) or files left after the last round;
+- ``hudi_cdc_table_state{table,state}``: 1 for the table's current state;
+  ``hudi_cdc_tombstones_held{table}``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from hudi_cdc.errors import ConfigError, TransientError
+
+if TYPE_CHECKING:
+    from hudi_cdc.pipeline import IngestResult
+    from hudi_cdc.service.runner import TableState
+
+__all__ = ["PipelineMetrics"]
+
+STATES = ("waiting", "running", "retrying", "failed", "paused", "removed", "done")
+_SECONDS = (0.5, 1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 1800)
+
+
+class PipelineMetrics:
+    def __init__(self, pipeline: str) -> None:
+        from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+        self.pipeline = pipeline
+        self.registry = CollectorRegistry()
+        labels = ["table"]
+        r = self.registry
+        self.events = Counter("hudi_cdc_events", "Change events read", labels, registry=r)
+        self.changes = Counter("hudi_cdc_changes", "What the events became", [*labels, "outcome"], registry=r)
+        self.rounds = Counter("hudi_cdc_rounds", "Rounds by result", [*labels, "result"], registry=r)
+        self.failures = Counter("hudi_cdc_failures", "Failed rounds by kind", [*labels, "kind"], registry=r)
+        self.duration = Histogram(
+            "hudi_cdc_round_duration_seconds", "Round duration", labels, buckets=_SECONDS, registry=r
+        )
+        self.freshness = Histogram(
+            "hudi_cdc_freshness_seconds",
+            "Source commit of a round's oldest change to its Hudi commit",
+            labels,
+            buckets=_SECONDS,
+            registry=r,
+        )
+        self.lag = Gauge(
+            "hudi_cdc_lag_seconds", "Now minus the newest source commit time held; 0 when caught up", labels, registry=r
+        )
+        self.behind = Gauge("hudi_cdc_behind", "Messages or files left after the last round", labels, registry=r)
+        self.state = Gauge("hudi_cdc_table_state", "1 for the table's current state", [*labels, "state"], registry=r)
+        self.tombstones = Gauge("hudi_cdc_tombstones_held", "Delete tombstones held", labels, registry=r)
+        self._newest: dict[str, float] = {}  # table -> newest source commit time held (s), for the lag gauge
+
+    def observe(self, table: TableState, result: IngestResult | None, *, now: float | None = None) -> None:
+        """Record one finished round (``result`` None: it failed, ``table.last_error_kind`` says how)."""
+        now = time.time() if now is None else now
+        name = table.name
+        self.set_state(table)
+        if result is None:
+            self.rounds.labels(name, "failed").inc()
+            self.failures.labels(name, table.last_error_kind or "terminal").inc()
+            return
+        self.rounds.labels(name, "committed" if result.committed else "empty").inc()
+        self.duration.labels(name).observe(result.duration_s)
+        self.tombstones.labels(name).set(result.tombstones_held)
+        if result.events:
+            self.events.labels(name).inc(result.events)
+            for outcome in ("upserts", "deletes", "stale", "superseded"):
+                self.changes.labels(name, outcome.rstrip("s")).inc(getattr(result, outcome))
+        if result.committed and result.source_ts_ms_min is not None:
+            self.freshness.labels(name).observe(max(0.0, now - result.source_ts_ms_min / 1000))
+        if result.source_ts_ms_max is not None:
+            self._newest[name] = result.source_ts_ms_max / 1000
+        left = int(result.details.get("behind_after", 0)) if result.committed else 0
+        self.behind.labels(name).set(left)
+        newest = self._newest.get(name)
+        self.lag.labels(name).set(0.0 if left == 0 or newest is None else max(0.0, now - newest))
+
+    def set_state(self, table: TableState) -> None:
+        for state in STATES:
+            self.state.labels(table.name, state).set(1 if table.state == state else 0)
+
+    def serve(self, port: int, address: str = "127.0.0.1") -> Callable[[], None]:
+        """Serve ``/metrics`` on a daemon thread; returns what stops it."""
+        from prometheus_client import start_http_server
+
+        try:
+            server, _ = start_http_server(port, addr=address, registry=self.registry)
+        except OSError as exc:
+            raise ConfigError(f"cannot serve metrics on {address}:{port}: {exc}") from None
+        return server.shutdown
+
+    def push(self, gateway: str) -> None:
+        from prometheus_client import push_to_gateway
+
+        try:
+            push_to_gateway(gateway, job=f"hudi-cdc-{self.pipeline}", registry=self.registry)
+        except OSError as exc:
+            raise TransientError(f"cannot push metrics to {gateway}: {exc}") from None
