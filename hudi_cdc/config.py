@@ -23,6 +23,7 @@ __all__ = [
     "TableType",
     "Flavor",
     "SchemaChangeBehavior",
+    "TruncateBehavior",
     "SourceKind",
     "load_config",
     "normalise_settings",
@@ -34,6 +35,7 @@ TableType = Literal["COPY_ON_WRITE", "MERGE_ON_READ"]
 Flavor = Literal["postgres", "mysql"]
 SourceKind = Literal["files", "kafka"]
 SchemaChangeBehavior = Literal["fail", "evolve", "ignore"]
+TruncateBehavior = Literal["fail", "apply", "ignore"]
 
 ENV_PREFIX = "HUDI_CDC__"
 _TABLE_TYPE_ALIASES = {"cow": "COPY_ON_WRITE", "mor": "MERGE_ON_READ"}
@@ -82,6 +84,8 @@ class IngestConfig:
     """
     schema_change_behavior: SchemaChangeBehavior = "fail"
     """What an incompatible column type change does (docs/types.md#schema-evolution)."""
+    truncate_behavior: TruncateBehavior = "fail"
+    """What a TRUNCATE event does: fail the round, apply it (rows older than it go), or ignore it."""
     hoodie_conf: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -89,6 +93,7 @@ class IngestConfig:
         _check_literal("flavor", self.flavor, Flavor)
         _check_literal("source", self.source, SourceKind)
         _check_literal("schema_change_behavior", self.schema_change_behavior, SchemaChangeBehavior)
+        _check_literal("truncate_behavior", self.truncate_behavior, TruncateBehavior)
         if any(not k for k in self.record_key_fields) or (self.source == "files" and not self.record_key_fields):
             raise ConfigError("record_key_fields is empty: set --record-key-field id[,k2]")
         required = ["target_base_path", "target_table"]
@@ -159,7 +164,7 @@ def normalise_settings(values: Mapping[str, Any], origin: str) -> dict[str, Any]
             value = tuple(value)
         elif key == "table_type" and isinstance(value, str):
             value = _TABLE_TYPE_ALIASES.get(value.lower(), value.upper())
-        elif key in ("flavor", "schema_change_behavior") and isinstance(value, str):
+        elif key in ("flavor", "schema_change_behavior", "truncate_behavior") and isinstance(value, str):
             value = value.lower()
         elif key in ("source_limit", "max_rounds") and isinstance(value, str):
             value = _parse_number(key, value, int, origin)

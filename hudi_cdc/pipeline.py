@@ -27,9 +27,11 @@ from payloads.base import ORDER_COLUMN, TOMBSTONED_AT_COLUMN, is_data_column
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
+    from hudi_cdc.sink.hudi import CommitInfo
     from hudi_cdc.sources.base import Batch, Source
+    from payloads.base import MergePolicy
 
-__all__ = ["IngestResult", "ingest_once", "run"]
+__all__ = ["IngestResult", "ingest_once", "merge_policy", "run"]
 
 log = logging.getLogger("hudi_cdc")
 
@@ -79,8 +81,16 @@ def _make_source(spark: SparkSession, config: IngestConfig) -> Source:
     raise HudiCdcError(f"source {config.source!r} is not available")  # guarded by config validation
 
 
-def _starting_checkpoint(table: HudiTable, source: Source, config: IngestConfig) -> dict[str, Any] | None:
-    stored = table.checkpoint_commit()
+def merge_policy(config: IngestConfig) -> MergePolicy:
+    """The merge policy of a table's settings (its flavor, placeholder and TRUNCATE behaviour)."""
+    return policy_for(
+        config.flavor,
+        toast_placeholder=config.toast_placeholder if config.flavor == "postgres" else None,
+        apply_truncates=config.truncate_behavior == "apply",
+    )
+
+
+def _starting_checkpoint(stored: CommitInfo | None, source: Source, config: IngestConfig) -> dict[str, Any] | None:
     if config.checkpoint is not None:
         already_applied = stored is not None and stored.extra.get(opt.CHECKPOINT_RESET_KEY) == config.checkpoint
         if not already_applied:
@@ -100,9 +110,7 @@ def ingest_once(config: IngestConfig, *, spark: SparkSession | None = None) -> I
     now = datetime.now(UTC)
     table = HudiTable(spark, config.target_base_path)
     source = _make_source(spark, config)
-    policy = policy_for(
-        config.flavor, toast_placeholder=config.toast_placeholder if config.flavor == "postgres" else None
-    )
+    policy = merge_policy(config)
     keys = config.record_key_fields or table.record_key_fields()
 
     def tombstone_store(key_fields: tuple[str, ...]) -> TombstoneStore:
@@ -114,7 +122,10 @@ def ingest_once(config: IngestConfig, *, spark: SparkSession | None = None) -> I
     if purged:
         log.info("purged %d tombstone(s) older than %s hours", purged, config.tombstone_retention_hours)
 
-    checkpoint = _starting_checkpoint(table, source, config)
+    last = table.checkpoint_commit()
+    # The newest TRUNCATE the table applied: every commit carries it (see MergePolicy.plan).
+    truncated_at = last.extra.get(opt.TRUNCATED_AT_KEY) if last else None
+    checkpoint = _starting_checkpoint(last, source, config)
     batch = source.next_batch(checkpoint)
     if batch is None:
         log.info("%s: nothing new since the last checkpoint", config.target_table)
@@ -148,7 +159,7 @@ def ingest_once(config: IngestConfig, *, spark: SparkSession | None = None) -> I
     # first commit leaves .hoodie with a pending instant alone. Asked once per round.
     committed = table.has_commits()
     if not batch.parts:  # only Kafka tombstones: nothing to write, but the checkpoint must move
-        return _commit_checkpoint_only(table, committed, config, batch, keys, tombstones, purged, started)
+        return _commit_checkpoint_only(table, committed, config, batch, keys, tombstones, purged, started, truncated_at)
 
     table_schema = table.read().schema if committed else None
     flat = change_rows(
@@ -158,11 +169,13 @@ def ingest_once(config: IngestConfig, *, spark: SparkSession | None = None) -> I
         ingested_at=now,
         behavior=config.schema_change_behavior,
         table_schema=table_schema,
+        truncates=config.truncate_behavior,
     )
     stored = StoredState(
         tombstones=lambda: _keys_and_order(tombstones.read()),
         stored_rows=lambda columns: _stored_columns(table, columns) if committed else None,
         past_rows=lambda columns: _past_columns(table, columns) if committed else iter(()),
+        truncated_at=truncated_at,
     )
     try:
         # Reading, decoding and deciding run as one Spark job (see MergePolicy.plan).
@@ -184,8 +197,18 @@ def ingest_once(config: IngestConfig, *, spark: SparkSession | None = None) -> I
             )
         assert plan.upserts is not None and plan.tombstones is not None  # a plan without errors has them
         events = plan.counts.events
+        if plan.truncated_at is not None:
+            log.warning(
+                "%s: TRUNCATE at position %s applied: %d stored row(s) older than it deleted",
+                config.target_table,
+                plan.truncated_at,
+                plan.counts.truncated,
+            )
+            truncated_at = max(truncated_at or "", plan.truncated_at)
         if events == 0:  # e.g. only Kafka tombstones: nothing to write, but the checkpoint must move
-            return _commit_checkpoint_only(table, committed, config, batch, keys, tombstones, purged, started)
+            return _commit_checkpoint_only(
+                table, committed, config, batch, keys, tombstones, purged, started, truncated_at
+            )
         if plan.counts.deletes:
             tombstones.record(plan.tombstones)
         held = tombstones.count()
@@ -198,7 +221,7 @@ def ingest_once(config: IngestConfig, *, spark: SparkSession | None = None) -> I
             plan.counts.upserts,
             plan.counts.deletes,
         )
-        commit_time = _commit(table, config, keys, plan.upserts, batch, stats)
+        commit_time = _commit(table, config, keys, plan.upserts, batch, stats, truncated_at)
     finally:
         # In a continuous process the next round needs that memory (see release).
         release(*plan.materialised, *(part.envelopes for part in batch.parts))
@@ -237,7 +260,13 @@ def ingest_once(config: IngestConfig, *, spark: SparkSession | None = None) -> I
 
 
 def _commit(
-    table: HudiTable, config: IngestConfig, keys: tuple[str, ...], rows: DataFrame, batch: Batch, stats: dict[str, Any]
+    table: HudiTable,
+    config: IngestConfig,
+    keys: tuple[str, ...],
+    rows: DataFrame,
+    batch: Batch,
+    stats: dict[str, Any],
+    truncated_at: str | None,
 ) -> str:
     """Write ``rows`` in one Hudi commit that also carries the batch's checkpoint and stats."""
     options = opt.write_options(
@@ -255,6 +284,8 @@ def _commit(
     }
     if config.checkpoint is not None:
         metadata[opt.CHECKPOINT_RESET_KEY] = config.checkpoint
+    if truncated_at:
+        metadata[opt.TRUNCATED_AT_KEY] = truncated_at
     return table.write(rows, options, metadata)
 
 
@@ -267,13 +298,15 @@ def _commit_checkpoint_only(
     tombstones: TombstoneStore,
     purged: int,
     started: float,
+    truncated_at: str | None,
 ) -> IngestResult:
     """Commit no rows with the batch's checkpoint (the table must have a commit to hold it)."""
     commit_time = None
     if committed:
         current = table.read()
         empty = current.select(*[c for c in current.columns if is_data_column(c)]).limit(0)
-        commit_time = _commit(table, config, keys, empty, batch, {"events": 0, **_details(batch, 0)})
+        stats = {"events": 0, **_details(batch, 0)}
+        commit_time = _commit(table, config, keys, empty, batch, stats, truncated_at)
     return IngestResult(
         table=config.target_table,
         base_path=config.target_base_path,

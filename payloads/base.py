@@ -19,6 +19,7 @@ keeps the newer of stored and incoming, deletes included.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -95,6 +96,8 @@ class StoredState:
     stored_rows: Callable[[Sequence[str]], DataFrame | None]
     past_rows: Callable[[Sequence[str]], Iterator[DataFrame]] = field(default=lambda columns: iter(()))
     """The table's rows as of each earlier commit still retained, newest first (time travel)."""
+    truncated_at: str | None = None
+    """The ``_source_order`` of the newest TRUNCATE the table has applied: no event at or before it counts."""
 
     @staticmethod
     def empty() -> StoredState:
@@ -110,6 +113,8 @@ class PlanCounts:
     superseded: int = 0
     toast_filled: int = 0
     """Written rows that carried a TOAST placeholder, resolved from the batch or the table."""
+    truncated: int = 0
+    """Stored rows deleted by a TRUNCATE in the batch (also counted in ``deletes``)."""
     source_ts_ms_min: int | None = None
     source_ts_ms_max: int | None = None
     """The oldest and newest source commit times (``source.ts_ms``) of the written changes: freshness and lag."""
@@ -132,6 +137,8 @@ class WritePlan:
     """Bad events (``origin: event op=.. key (..): problem``), up to five; when set, nothing else is."""
     materialised: tuple[DataFrame, ...] = ()
     """The local checkpoints the plan made: the caller releases them when the round is done."""
+    truncated_at: str | None = None
+    """The position of the newest TRUNCATE in the batch, which the table must remember (``StoredState``)."""
 
     @staticmethod
     def failed(errors: Sequence[str], materialised: Sequence[DataFrame] = ()) -> WritePlan:
@@ -150,8 +157,10 @@ class MergePolicy(ABC):
 
     name: str
 
-    def __init__(self, *, toast_placeholder: str | None = None) -> None:
+    def __init__(self, *, toast_placeholder: str | None = None, apply_truncates: bool = False) -> None:
         self.toast_placeholder = toast_placeholder
+        self.apply_truncates = apply_truncates
+        """A TRUNCATE event (op ``t``, no key) empties the table as of its position (see :meth:`plan`)."""
 
     # -- flavor specifics ------------------------------------------------
     @property
@@ -256,6 +265,15 @@ class MergePolicy(ABC):
         if errors:
             return WritePlan.failed([_describe_error(row, keys) for row in errors], [checkpointed])
 
+        truncated_at, truncates = None, 0
+        if self.apply_truncates:
+            # Truncates have no key: they are the NULL key's group, whose winner is the newest one.
+            is_truncate = F.col(OP_COLUMN) == F.lit("t")
+            newest = winners.filter(is_truncate).agg(F.max(ORDER_COLUMN), F.sum(_EVENTS)).first()
+            truncated_at, truncates = (newest[0], int(newest[1] or 0)) if newest is not None else (None, 0)
+            winners = winners.filter(~F.coalesce(is_truncate, F.lit(False)))
+        floor = max((o for o in (stored.truncated_at, truncated_at) if o), default=None)
+
         winners = winners.withColumn(_HAD_PLACEHOLDER, has_placeholder)
         stored_order = F.lit(None).cast("string")
         from_table: dict[str, str] = {}
@@ -263,6 +281,8 @@ class MergePolicy(ABC):
         if toastable:
             pending = winners.filter(has_placeholder).select(*keys)
             table_rows = None if pending.isEmpty() else stored.stored_rows([*keys, ORDER_COLUMN, *toastable])
+            if table_rows is not None and floor is not None:  # rows from before a TRUNCATE are gone
+                table_rows = table_rows.where(F.col(ORDER_COLUMN) > F.lit(floor))
             if table_rows is not None:  # None before the first commit
                 from_table = {name: f"{_STORED}{known[name]}" for name in toastable if name in table_rows.columns}
                 # Hints, not estimates: the keys are small, the stored rows may be large (TOAST values);
@@ -297,6 +317,8 @@ class MergePolicy(ABC):
                 ~is_delete & F.col(_TOMB_ORDER).isNotNull() & (F.col(ORDER_COLUMN) <= F.col(_TOMB_ORDER))
             )
 
+        if floor is not None:  # at or before a TRUNCATE the table has applied, or this batch's
+            is_stale = is_stale | (F.col(ORDER_COLUMN) <= F.lit(floor))
         action = (
             F.when(is_stale, F.lit(STALE))
             .when(is_delete, F.lit(DELETE))
@@ -333,14 +355,57 @@ class MergePolicy(ABC):
                 "written; nothing was written and the checkpoint did not move"
             )
         counts = self._count(decided)
+        if truncated_at is not None:  # the truncate events are events of the batch too
+            counts = dataclasses.replace(counts, events=counts.events + truncates)
         writes = decided.filter(F.col(ACTION_COLUMN).isin(UPSERT, DELETE))
         upserts = writes.select(*[c for c in decided.columns if not c.startswith(INTERNAL_PREFIX)])
+        if truncated_at is not None:
+            upserts, counts = self._truncate(upserts, writes, keys, stored, truncated_at, counts, materialised)
         tombstone_rows = decided.filter(F.col(ACTION_COLUMN) == F.lit(DELETE)).select(
             *keys, ORDER_COLUMN, F.col(INGESTED_AT_COLUMN).alias(TOMBSTONED_AT_COLUMN)
         )
         return WritePlan(
-            decided=decided, upserts=upserts, tombstones=tombstone_rows, counts=counts, materialised=tuple(materialised)
+            decided=decided,
+            upserts=upserts,
+            tombstones=tombstone_rows,
+            counts=counts,
+            materialised=tuple(materialised),
+            truncated_at=truncated_at,
         )
+
+    @staticmethod
+    def _truncate(
+        upserts: DataFrame,
+        writes: DataFrame,
+        keys: list[str],
+        stored: StoredState,
+        truncated_at: str,
+        counts: PlanCounts,
+        materialised: list[DataFrame],
+    ) -> tuple[DataFrame, PlanCounts]:
+        """Add a delete of every stored row older than the TRUNCATE that no later event of the batch writes.
+
+        Only rows older than it go: a table that already holds later changes (a replay) keeps them.
+        Each delete carries the truncate's position, so Hudi's ordering lets it win; no tombstone is
+        kept per row, the table remembers the position instead (``StoredState.truncated_at``).
+        """
+        from pyspark.sql import functions as F
+
+        stored_rows = stored.stored_rows(upserts.columns)
+        if stored_rows is None:
+            return upserts, counts
+        gone = (
+            stored_rows.where(F.col(ORDER_COLUMN) < F.lit(truncated_at))
+            .join(writes.select(*keys), on=keys, how="left_anti")
+            .withColumn(ORDER_COLUMN, F.lit(truncated_at))
+            .withColumn(OP_COLUMN, F.lit("t"))
+            .withColumn(DELETED_COLUMN, F.lit(True))
+            .localCheckpoint(eager=True)
+        )
+        materialised.append(gone)
+        n = gone.count()
+        counts = dataclasses.replace(counts, deletes=counts.deletes + n, truncated=n)
+        return upserts.unionByName(gone, allowMissingColumns=True), counts
 
     @staticmethod
     def _fill_moved(

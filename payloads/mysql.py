@@ -25,8 +25,8 @@ _FILE_DIGITS, _POS_DIGITS, _ROW_DIGITS = 10, 20, 10
 class MySqlPolicy(MergePolicy):
     name = "mysql"
 
-    def __init__(self, *, toast_placeholder: str | None = None) -> None:
-        super().__init__(toast_placeholder=toast_placeholder)
+    def __init__(self, *, toast_placeholder: str | None = None, apply_truncates: bool = False) -> None:
+        super().__init__(toast_placeholder=toast_placeholder, apply_truncates=apply_truncates)
 
     @property
     def source_meta_columns(self) -> Sequence[tuple[str, str, str, bool]]:

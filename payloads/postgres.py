@@ -27,8 +27,10 @@ LSN_DIGITS = 20
 class PostgresPolicy(MergePolicy):
     name = "postgres"
 
-    def __init__(self, *, toast_placeholder: str | None = DEFAULT_TOAST_PLACEHOLDER) -> None:
-        super().__init__(toast_placeholder=toast_placeholder)
+    def __init__(
+        self, *, toast_placeholder: str | None = DEFAULT_TOAST_PLACEHOLDER, apply_truncates: bool = False
+    ) -> None:
+        super().__init__(toast_placeholder=toast_placeholder, apply_truncates=apply_truncates)
 
     @property
     def source_meta_columns(self) -> Sequence[tuple[str, str, str, bool]]:

@@ -141,6 +141,11 @@ _CONFIG_OPTIONS = [
         type=click.Choice(["fail", "evolve", "ignore"]),
         help="What an incompatible column type change does (default fail).",
     ),
+    click.option(
+        "--truncate-behavior",
+        type=click.Choice(["fail", "apply", "ignore"]),
+        help="What a TRUNCATE event does (default fail): apply it (rows older than it are deleted), or ignore it.",
+    ),
     click.option("--hoodie-conf", multiple=True, help="A Hudi setting k=v; repeatable."),
     click.option(
         "--props", "props_file", type=click.Path(dir_okay=False), help="Java properties file of Hudi settings."

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
     from pyspark.sql.types import StructType
 
-    from hudi_cdc.config import SchemaChangeBehavior
+    from hudi_cdc.config import SchemaChangeBehavior, TruncateBehavior
     from hudi_cdc.sources.base import Batch
     from payloads.base import MergePolicy
 
@@ -32,6 +32,7 @@ def change_rows(
     ingested_at: datetime,
     behavior: SchemaChangeBehavior,
     table_schema: StructType | None,
+    truncates: TruncateBehavior = "fail",
 ) -> DataFrame:
     """Every part flattened, the parts' schemas reconciled with each other and the table's, ordered."""
     flats = [
@@ -43,6 +44,7 @@ def change_rows(
                 ingested_at=ingested_at,
                 where=part.where or batch.description,
                 value_conversions=value_conversions(part.avro_schema) if part.avro_schema else None,
+                truncates=truncates,
             ),
             part.where or batch.description,
         )

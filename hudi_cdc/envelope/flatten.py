@@ -44,8 +44,13 @@ def flatten(
     ingested_at: datetime,
     where: str,
     value_conversions: Mapping[str, Conversion] | None = None,
+    truncates: str = "fail",
 ) -> DataFrame:
     """Rows of the changed table plus meta columns, one per envelope.
+
+    ``truncates`` says what a TRUNCATE event (op ``t``, no key, no images) becomes:
+    an error (``fail``), nothing (``ignore``), or a row with a NULL key that the
+    merge policy applies (``apply``).
 
     ``envelopes`` has the envelope fields plus the internal origin/arrival
     columns, and may have an error column of the source's own; ``value_conversions`` turn physical Avro values into their logical
@@ -101,10 +106,18 @@ def flatten(
         *meta,
     )
     op = F.col(OP_COLUMN)
+    if truncates == "ignore":
+        rows = rows.where(op.isNull() | (op != F.lit("t")))
+    error = F.when(op.isNull(), F.lit("envelope has no op"))
+    if truncates == "apply":
+        error = error.when(op == F.lit("t"), F.lit(None))  # no key, no image: the policy applies it
+    else:
+        error = error.when(
+            op == F.lit("t"),
+            F.lit("a TRUNCATE event (op=t) with truncate_behavior = fail: set it to apply or ignore, or re-snapshot"),
+        )
     error = (
-        F.when(op.isNull(), F.lit("envelope has no op"))
-        .when(op == F.lit("t"), F.lit("truncate events (op=t) are not supported; re-snapshot the table"))
-        .when(~op.isin(*KNOWN_OPS), F.concat(F.lit("unknown op '"), op, F.lit("'")))
+        error.when(~op.isin(*KNOWN_OPS), F.concat(F.lit("unknown op '"), op, F.lit("'")))
         .when((op == F.lit("d")) & F.col(INTERNAL_PREFIX + "image").isNull(), F.lit("delete without a before image"))
         .when(F.col(INTERNAL_PREFIX + "image").isNull(), F.concat(F.lit("op '"), op, F.lit("' without an after image")))
     )

@@ -441,11 +441,12 @@ def verify_replay(
     from hudi_cdc.envelope.batch import change_rows
     from hudi_cdc.envelope.types import reader_schema
     from hudi_cdc.errors import DecodeError
+    from hudi_cdc.pipeline import merge_policy
     from hudi_cdc.sink.hudi import HudiTable
     from hudi_cdc.sink.options import CHECKPOINT_RESET_KEY
     from hudi_cdc.sources.files import FileSource
     from hudi_cdc.spark import release
-    from payloads import StoredState, policy_for
+    from payloads import StoredState
     from payloads.base import ACTION_COLUMN, INGESTED_AT_COLUMN, INTERNAL_PREFIX, UPSERT
 
     started = time.monotonic()
@@ -465,9 +466,7 @@ def verify_replay(
             "the table was once started from a given --checkpoint: events before it are in the replay, not the table"
         )
     hudi = table.read()
-    policy = policy_for(
-        config.flavor, toast_placeholder=config.toast_placeholder if config.flavor == "postgres" else None
-    )
+    policy = merge_policy(config)
 
     def compared(name: str) -> bool:
         return not name.startswith(("_hoodie_", INTERNAL_PREFIX)) and name != INGESTED_AT_COLUMN
@@ -484,6 +483,7 @@ def verify_replay(
                 ingested_at=datetime.now(UTC),
                 behavior=config.schema_change_behavior,
                 table_schema=hudi.schema,
+                truncates=config.truncate_behavior,
             )
             plan = policy.plan(rows, key_fields=keys, stored=StoredState.empty())
             materialised = plan.materialised

@@ -35,6 +35,7 @@ CHECKPOINT_KEY = META_PREFIX + "checkpoint"
 SOURCE_KEY = META_PREFIX + "source"
 STATS_KEY = META_PREFIX + "stats"
 CHECKPOINT_RESET_KEY = META_PREFIX + "checkpoint.reset"  # the --checkpoint a run started from
+TRUNCATED_AT_KEY = META_PREFIX + "truncated.at"  # the newest applied TRUNCATE's position, carried by every commit
 
 EVENT_TIME_ORDERING = "EVENT_TIME_ORDERING"
 

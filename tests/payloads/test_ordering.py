@@ -93,6 +93,6 @@ def test_delete_uses_before_and_flags_problems(spark) -> None:
     assert [r[ERROR_COLUMN] for r in flat[1:]] == [
         "delete without a before image",
         "op 'c' without an after image",
-        "truncate events (op=t) are not supported; re-snapshot the table",
+        "a TRUNCATE event (op=t) with truncate_behavior = fail: set it to apply or ignore, or re-snapshot",
         "envelope has no op",
     ]
