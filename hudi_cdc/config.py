@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, get_args
+from urllib.parse import urlsplit, urlunsplit
 
 from hudi_cdc.errors import ConfigError
 from payloads.postgres import DEFAULT_TOAST_PLACEHOLDER
@@ -29,6 +30,7 @@ __all__ = [
     "normalise_settings",
     "parse_props",
     "redact",
+    "redact_url",
 ]
 
 TableType = Literal["COPY_ON_WRITE", "MERGE_ON_READ"]
@@ -118,6 +120,8 @@ class IngestConfig:
     def __repr__(self) -> str:
         fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         fields["hoodie_conf"] = redact(self.hoodie_conf)
+        for name in ("schema_registry_url", "bootstrap_servers"):
+            fields[name] = redact_url(fields[name]) if fields[name] else fields[name]
         body = ", ".join(f"{k}={v!r}" for k, v in fields.items())
         return f"IngestConfig({body})"
 
@@ -128,6 +132,16 @@ def _check_literal(name: str, value: Any, literal: Any) -> None:
     allowed = get_args(literal)
     if value not in allowed:
         raise ConfigError(f"{name}={value!r} is not one of {', '.join(allowed)}")
+
+
+def redact_url(url: str) -> str:
+    """``url`` with its password, if any, replaced by ``***`` (the user name stays: it says who connects)."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.hostname or ""
+    netloc = f"{parts.username}:***@{host}" + (f":{parts.port}" if parts.port else "")
+    return urlunsplit(parts._replace(netloc=netloc))
 
 
 def redact(conf: Mapping[str, str]) -> dict[str, str]:

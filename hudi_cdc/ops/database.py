@@ -13,8 +13,9 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
+from hudi_cdc.config import redact_url
 from hudi_cdc.errors import ConfigError, TransientError
 
 __all__ = ["SourceDatabase", "redact_url"]
@@ -22,16 +23,6 @@ __all__ = ["SourceDatabase", "redact_url"]
 # Refusals a retry will not fix (libpq's wording).
 _TERMINAL = ("authentication failed", "does not exist", "no password supplied", "no pg_hba.conf entry")
 _SCHEMES = {"postgresql": "postgres", "postgres": "postgres"}
-
-
-def redact_url(url: str) -> str:
-    """``url`` with any password replaced by ``***``."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    host = parts.hostname or ""
-    netloc = f"{parts.username}:***@{host}" + (f":{parts.port}" if parts.port else "")
-    return urlunsplit(parts._replace(netloc=netloc))
 
 
 @dataclass(frozen=True)

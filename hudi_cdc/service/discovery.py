@@ -21,19 +21,23 @@ def discover(spark: SparkSession, spec: PipelineSpec) -> list[TableRef]:
 
 
 def _topics(spec: PipelineSpec) -> list[str]:
-    from confluent_kafka import KafkaException
-    from confluent_kafka.admin import AdminClient
+    from confluent_kafka import Consumer, KafkaException
 
     conf = {
         k[len(CLIENT_PREFIX) :]: v
         for k, v in spec.defaults.get("hoodie_conf", {}).items()
         if k.startswith(CLIENT_PREFIX)
     }
-    admin = AdminClient({"bootstrap.servers": str(spec.source.bootstrap_servers), **conf})
+    # A consumer, not an AdminClient: it can be closed, so no client keeps retrying a dead broker behind us.
+    client = Consumer(
+        {"bootstrap.servers": str(spec.source.bootstrap_servers), "group.id": "hudi-cdc-discovery", **conf}
+    )
     try:
-        topics = admin.list_topics(timeout=15).topics
+        topics = client.list_topics(timeout=15).topics
     except KafkaException as exc:
         raise TransientError(f"cannot list the topics of {spec.source.bootstrap_servers}: {exc}") from None
+    finally:
+        client.close()
     return [name for name in topics if not name.startswith("_")]  # internal topics (__consumer_offsets, _schemas)
 
 

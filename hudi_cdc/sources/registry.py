@@ -14,6 +14,7 @@ import urllib.parse
 import urllib.request
 from typing import Any
 
+from hudi_cdc.config import redact_url
 from hudi_cdc.errors import DecodeError, SourceError, TransientError
 
 __all__ = ["SchemaRegistry", "SchemaRegistryUnavailable", "redact_url"]
@@ -23,14 +24,6 @@ class SchemaRegistryUnavailable(TransientError, SourceError):
     """The registry did not answer; a retry may succeed."""
 
     transient = True
-
-
-def redact_url(url: str) -> str:
-    parts = urllib.parse.urlsplit(url)
-    if parts.username or parts.password:
-        netloc = "***@" + (parts.hostname or "") + (f":{parts.port}" if parts.port else "")
-        return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
-    return url
 
 
 class SchemaRegistry:

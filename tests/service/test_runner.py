@@ -17,6 +17,7 @@ from hudi_cdc.cli import main
 from hudi_cdc.ops.status import pipeline_status
 from hudi_cdc.service import load_pipeline, resume, run_pipeline
 from hudi_cdc.service.control import read_status
+from hudi_cdc.service.spec import TableRef
 from hudi_cdc.testing.faults import fill_disk
 from hudi_cdc.testing.samples import SampleCustomers
 from tests.support import commit_instants, read_rows
@@ -230,3 +231,38 @@ def test_metrics_are_served_while_the_pipeline_runs(spark, tmp_path: Path) -> No
     )
     with pytest.raises(OSError):  # the endpoint ends with the run
         urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5)  # noqa: S310
+
+
+def test_no_secret_in_output_status_or_logs(spark, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:  # noqa: ANN001
+    """A pipeline with a SASL password and registry credentials, against a Kafka that is not there."""
+    secret = "s3cret-Pa55-word"
+    path = tmp_path / "secret.toml"
+    path.write_text(
+        f"""
+[source]
+kind = "kafka"
+bootstrap_servers = "127.0.0.1:1"
+schema_registry_url = "http://reader:{secret}@127.0.0.1:2/apis/ccompat/v7"
+tables = "dbserver1.inventory.*"
+[defaults]
+target_base_path = "{tmp_path}/lake/{{table}}"
+target_table = "{{table}}"
+[defaults.hoodie_conf]
+"kafka.security.protocol" = "SASL_PLAINTEXT"
+"kafka.sasl.mechanism" = "PLAIN"
+"kafka.sasl.username" = "replicator"
+"kafka.sasl.password" = "{secret}"
+"kafka.socket.connection.setup.timeout.ms" = "1000"
+"""
+    )
+    caplog.set_level("DEBUG")
+    cli = CliRunner()
+    done = cli.invoke(main, ["-v", "run", "--pipeline", str(path)])
+    assert done.exit_code == 75, done.output  # Kafka unreachable at discovery: transient
+    shown = cli.invoke(main, ["status", "--pipeline", str(path), "--json"])
+    assert shown.exit_code == 0, shown.output
+    assert "127.0.0.1:1" in done.output
+    for text in (done.output, shown.output, caplog.text, repr(load_pipeline(path).table_config(TableRef("a.b.c")))):
+        assert secret not in text
+    state = tmp_path / "secret.state"
+    assert not state.exists() or all(secret not in p.read_text() for p in state.rglob("*") if p.is_file())

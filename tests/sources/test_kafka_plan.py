@@ -62,4 +62,4 @@ def test_registry_unreachable_is_transient_and_hides_credentials() -> None:
     with pytest.raises(SchemaRegistryUnavailable) as failure:
         registry.schema(1)
     assert failure.value.transient and "s3cret" not in str(failure.value) and "unreachable" in str(failure.value)
-    assert redact_url("http://u:p@h:1/x") == "http://***@h:1/x"
+    assert redact_url("http://u:p@h:1/x") == "http://u:***@h:1/x"
