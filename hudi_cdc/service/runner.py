@@ -174,18 +174,29 @@ class Runner:
                 f"{self.spec.origin}: no table of the source matches [source] tables = {list(self.spec.source.tables)}"
             )
         self._discovered_once = True
-        paths: dict[str, str] = {}
-        for table in self.tables.values():
-            if table.target in paths:
-                raise ConfigError(
-                    f"{self.spec.origin}: tables {paths[table.target]} and {table.name} would both write "
-                    f"{table.target}: put {{schema}} and {{table}} in target_base_path"
-                )
-            paths[table.target] = table.name
 
     def _new_table(self, ref: TableRef) -> TableState:
-        config = self.spec.table_config(ref)
-        return TableState(name=ref.name, topic=ref.topic, target=config.target_base_path, config=config)
+        """A table's state; its settings' problem (or a target another table has) fails it alone."""
+        try:
+            config = self.spec.table_config(ref)
+        except ConfigError as exc:
+            return self._refused(TableState(name=ref.name, topic=ref.topic, target=""), str(exc))
+        table = TableState(name=ref.name, topic=ref.topic, target=config.target_base_path, config=config)
+        other = next((t.name for t in self.tables.values() if t.target == table.target), None)
+        if other is not None:
+            message = (
+                f"{self.spec.origin}: tables {other} and {table.name} would both write {table.target}: "
+                "put {schema} and {table} in target_base_path"
+            )
+            return self._refused(table, message)
+        return table
+
+    @staticmethod
+    def _refused(table: TableState, message: str) -> TableState:
+        table.state, table.last_error, table.last_error_kind = FAILED, message, "terminal"
+        table.failures = table.failures_total = 1
+        log.error("failed table=%s kind=terminal error=%s", table.name, message)
+        return table
 
     # -- the loop ----------------------------------------------------------
     def run(self) -> RunReport:
@@ -256,9 +267,12 @@ class Runner:
         for table in self.tables.values():
             own = flags.get(table.name, set())
             if control.RETRY in own and control.take_retry(self.state_dir, table.name) and table.state == FAILED:
-                log.info("%s: retry asked for: trying again", table.name)
-                table.state, table.failures, table.failing_since, table.failing_since_s = WAITING, 0, None, None
-                table.due = 0.0
+                if table.config is None:  # its settings were refused: only a restart re-reads the file
+                    log.error("%s: cannot retry: fix its settings in %s and restart", table.name, self.spec.origin)
+                else:
+                    log.info("%s: retry asked for: trying again", table.name)
+                    table.state, table.failures, table.failing_since, table.failing_since_s = WAITING, 0, None, None
+                    table.due = 0.0
             if table.state == RUNNING:
                 continue  # a round under way finishes; the flags apply after it
             if control.REMOVED in own:

@@ -266,3 +266,14 @@ target_table = "{{table}}"
         assert secret not in text
     state = tmp_path / "secret.state"
     assert not state.exists() or all(secret not in p.read_text() for p in state.rglob("*") if p.is_file())
+
+
+def test_a_table_whose_settings_are_refused_fails_alone(spark, tmp_path: Path) -> None:  # noqa: ANN001
+    samples = {t: _sample(tmp_path, t, seed=60 + n) for n, t in enumerate(("t1", "t2"))}
+    path = _pipeline(tmp_path)
+    path.write_text(path.read_text().replace('table_type = "mor"', 'table_type = "morr"'))
+    report = run_pipeline(path, spark=spark)
+    assert report.failed == ["public.t2"]
+    assert "table_type='MORR' is not one of" in str(report.tables["public.t2"].last_error)
+    assert str(path) in str(report.tables["public.t2"].last_error)
+    assert _equal(spark, tmp_path / "lake" / "t1", samples["t1"])
