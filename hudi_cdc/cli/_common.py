@@ -23,6 +23,11 @@ def password_options(command: Callable[..., Any]) -> Callable[..., Any]:
     )
 
 
+def split_list(value: str | None) -> tuple[str, ...]:
+    """``a, b,c`` -> ``("a", "b", "c")``: the comma-separated options (--tables, --columns...)."""
+    return tuple(v.strip() for v in (value or "").split(",") if v.strip())
+
+
 def parse_hoodie_conf(values: tuple[str, ...]) -> dict[str, str]:
     conf = {}
     for item in values:

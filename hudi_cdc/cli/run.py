@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from hudi_cdc.cli._common import fail, jvm_log, session
+from hudi_cdc.cli._common import fail, jvm_log, session, split_list
 from hudi_cdc.errors import HudiCdcError
 
 
@@ -63,7 +63,7 @@ def run(
         spec = load_pipeline(pipeline_file)
         if metrics_port is not None:
             spec = dataclasses.replace(spec, run=dataclasses.replace(spec.run, metrics_port=metrics_port))
-        wanted = tuple(t.strip() for t in (tables or "").split(",") if t.strip())
+        wanted = split_list(tables)
         log_path = jvm_log(verbose)
         spark = session(log_path, conf=FAIR_SCHEDULING)
         runner = Runner(spec, spark, tables=wanted, continuous=continuous, max_rounds=max_rounds, on_round=on_round)

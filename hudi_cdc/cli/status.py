@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from hudi_cdc.cli._common import fail, jvm_log, session
+from hudi_cdc.cli._common import fail, jvm_log, session, split_list
 from hudi_cdc.errors import HudiCdcError
 
 
@@ -28,7 +28,7 @@ def status(obj: dict[str, Any] | None, pipeline_file: str, tables: str | None, a
     try:
         spec = load_pipeline(pipeline_file)
         log_path = jvm_log(verbose)
-        wanted = tuple(t.strip() for t in (tables or "").split(",") if t.strip())
+        wanted = split_list(tables)
         result = pipeline_status(session(log_path), spec, tables=wanted)
     except HudiCdcError as exc:
         fail(f"hudi-cdc status: {exc}", 2, log_path)

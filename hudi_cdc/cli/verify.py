@@ -14,14 +14,10 @@ from typing import Any, NoReturn
 
 import click
 
-from hudi_cdc.cli._common import jvm_log, password_options, session
+from hudi_cdc.cli._common import jvm_log, password_options, session, split_list
 from hudi_cdc.errors import ConfigError, HudiCdcError
 
 EQUAL, DIFFERENT, COULD_NOT_RUN = 0, 1, 2
-
-
-def _split(value: str | None) -> tuple[str, ...]:
-    return tuple(v.strip() for v in (value or "").split(",") if v.strip())
 
 
 @click.command()
@@ -96,9 +92,9 @@ def verify(
             database = SourceDatabase(source_url, password_file=password_file, password_env=password_env)
         log_path = jvm_log(verbose)
         spark = session(log_path)
-        compare: dict[str, Any] = {"columns": _split(columns) or None, "where": where, "max_diffs": max_diffs}
+        compare: dict[str, Any] = {"columns": split_list(columns) or None, "where": where, "max_diffs": max_diffs}
         if source_path:
-            keys = _split(record_key_field) or HudiTable(spark, target_base_path).record_key_fields()
+            keys = split_list(record_key_field) or HudiTable(spark, target_base_path).record_key_fields()
             config = IngestConfig(
                 target_base_path=target_base_path,
                 target_table=Path(target_base_path.rstrip("/")).name,
@@ -121,7 +117,7 @@ def verify(
                 target_base_path,
                 database,
                 source_table,
-                key_fields=_split(record_key_field),
+                key_fields=split_list(record_key_field),
                 recheck=wait,
                 **compare,
             )

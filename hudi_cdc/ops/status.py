@@ -192,13 +192,9 @@ def _files_behind(spark: SparkSession, config: IngestConfig, checkpoint: str | N
 
 
 def _kafka_behind(spec: PipelineSpec, statuses: list[TableStatus]) -> None:
-    from hudi_cdc.sources.kafka import CLIENT_PREFIX, end_offsets, parse_kafka_checkpoint
+    from hudi_cdc.sources.kafka import client_conf, end_offsets, parse_kafka_checkpoint
 
-    conf = {
-        k[len(CLIENT_PREFIX) :]: v
-        for k, v in spec.defaults.get("hoodie_conf", {}).items()
-        if k.startswith(CLIENT_PREFIX)
-    }
+    conf = client_conf(spec.defaults.get("hoodie_conf", {}))
     try:
         ends = end_offsets(str(spec.source.bootstrap_servers), [s.topic for s in statuses], conf)
     except HudiCdcError as exc:

@@ -221,9 +221,9 @@ class _Context:
 
     # -- Kafka ------------------------------------------------------------------------------------------
     def kafka_conf(self) -> dict[str, str]:
-        from hudi_cdc.sources.kafka import CLIENT_PREFIX
+        from hudi_cdc.sources.kafka import client_conf
 
-        conf = {k[len(CLIENT_PREFIX) :]: v for k, v in self.config.hoodie_conf.items() if k.startswith(CLIENT_PREFIX)}
+        conf = client_conf(self.config.hoodie_conf)
         conf.pop("basic.auth.user.info", None)  # the registry's, not the broker's
         return conf
 

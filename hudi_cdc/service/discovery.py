@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from hudi_cdc.errors import SourceError, TransientError
 from hudi_cdc.service.spec import PipelineSpec, TableRef
-from hudi_cdc.sources.kafka import CLIENT_PREFIX
+from hudi_cdc.sources.kafka import client_conf
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -23,11 +23,7 @@ def discover(spark: SparkSession, spec: PipelineSpec) -> list[TableRef]:
 def _topics(spec: PipelineSpec) -> list[str]:
     from confluent_kafka import Consumer, KafkaException
 
-    conf = {
-        k[len(CLIENT_PREFIX) :]: v
-        for k, v in spec.defaults.get("hoodie_conf", {}).items()
-        if k.startswith(CLIENT_PREFIX)
-    }
+    conf = client_conf(spec.defaults.get("hoodie_conf", {}))
     # A consumer, not an AdminClient: it can be closed, so no client keeps retrying a dead broker behind us.
     client = Consumer(
         {"bootstrap.servers": str(spec.source.bootstrap_servers), "group.id": "hudi-cdc-discovery", **conf}

@@ -191,12 +191,7 @@ def load_pipeline(path: str | os.PathLike[str]) -> PipelineSpec:
 def _source(raw: Any, origin: str) -> SourceSettings:  # noqa: ANN401 - TOML value
     if not isinstance(raw, dict):
         raise ConfigError(f"{origin}: a [source] section is required (kind, tables, and where to read)")
-    known = {f.name for f in dataclasses.fields(SourceSettings)}
-    unknown = set(raw) - known
-    if unknown:
-        raise ConfigError(
-            f"{origin} [source]: unknown setting(s) {', '.join(sorted(unknown))}; known: {', '.join(sorted(known))}"
-        )
+    _only_known(raw, SourceSettings, f"{origin} [source]")
     kind = raw.get("kind")
     if kind not in ("kafka", "files"):
         raise ConfigError(f'{origin} [source]: kind must be "kafka" or "files", got {kind!r}')
@@ -221,6 +216,15 @@ def _source(raw: Any, origin: str) -> SourceSettings:  # noqa: ANN401 - TOML val
         path=raw.get("path"),
         flavor=flavor,
     )
+
+
+def _only_known(raw: dict[str, Any], settings: type, where: str) -> None:
+    known = {f.name for f in dataclasses.fields(settings)}
+    unknown = set(raw) - known
+    if unknown:
+        raise ConfigError(
+            f"{where}: unknown setting(s) {', '.join(sorted(unknown))}; known: {', '.join(sorted(known))}"
+        )
 
 
 def _strings(raw: Any, where: str) -> tuple[str, ...]:  # noqa: ANN401 - TOML value
@@ -248,12 +252,7 @@ def _settings(raw: Any, where: str) -> dict[str, Any]:  # noqa: ANN401 - TOML va
 def _run(raw: Any, origin: str, default_state: Path) -> RunSettings:  # noqa: ANN401 - TOML value
     if not isinstance(raw, dict):
         raise ConfigError(f"{origin}: [run] must be a table")
-    known = {f.name for f in dataclasses.fields(RunSettings)}
-    unknown = set(raw) - known
-    if unknown:
-        raise ConfigError(
-            f"{origin} [run]: unknown setting(s) {', '.join(sorted(unknown))}; known: {', '.join(sorted(known))}"
-        )
+    _only_known(raw, RunSettings, f"{origin} [run]")
     settings = RunSettings(**{**raw, "state_dir": str(raw.get("state_dir") or default_state)})
     if not isinstance(settings.max_concurrent_tables, int) or settings.max_concurrent_tables < 1:
         raise ConfigError(f"{origin} [run]: max_concurrent_tables must be a positive integer")

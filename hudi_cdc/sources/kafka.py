@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from hudi_cdc.config import IngestConfig
     from hudi_cdc.sources.base import Batch, BatchPart
 
-__all__ = ["KafkaSource", "OffsetRange", "end_offsets", "plan_ranges", "parse_kafka_checkpoint"]
+__all__ = ["KafkaSource", "OffsetRange", "client_conf", "end_offsets", "plan_ranges", "parse_kafka_checkpoint"]
 
 log = logging.getLogger("hudi_cdc")
 
@@ -51,6 +51,11 @@ class OffsetRange:
     @property
     def count(self) -> int:
         return self.end - self.start
+
+
+def client_conf(hoodie_conf: Mapping[str, str]) -> dict[str, str]:
+    """The Kafka client settings among ``hoodie_conf`` (``kafka.<setting>``), without the prefix."""
+    return {k[len(CLIENT_PREFIX) :]: v for k, v in hoodie_conf.items() if k.startswith(CLIENT_PREFIX)}
 
 
 def end_offsets(
@@ -178,9 +183,7 @@ class KafkaSource:
         self._config = config
         self._topic = config.topic
         self._reader_schema = reader_schema
-        self._client_conf = {
-            k[len(CLIENT_PREFIX) :]: v for k, v in config.hoodie_conf.items() if k.startswith(CLIENT_PREFIX)
-        }
+        self._client_conf = client_conf(config.hoodie_conf)
         self._registry = SchemaRegistry(
             config.schema_registry_url, basic_auth=self._client_conf.pop("basic.auth.user.info", None)
         )
