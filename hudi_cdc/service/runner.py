@@ -134,6 +134,7 @@ class Runner:
         self._stop = threading.Event()
         self._next_discovery = 0.0
         self._discovered_once = False
+        self._written: tuple[Any, ...] | None = None  # what status.json was last written from
 
     def stop(self) -> None:
         """End the run once the rounds under way have finished (a signal handler may call it)."""
@@ -389,6 +390,14 @@ class Runner:
 
     # -- status ------------------------------------------------------------
     def _write_status(self, *, ended: bool = False) -> None:
+        """Rewrite ``status.json`` (and the state gauges) when a table's state, rounds or failures changed.
+
+        The loop calls this every pass, up to once a second while idle; an unchanged file is not rewritten.
+        """
+        seen = (ended, tuple((n, t.state, t.rounds, t.failures_total, t.due) for n, t in sorted(self.tables.items())))
+        if seen == self._written:
+            return
+        self._written = seen
         now, wall = self.clock(), datetime.now(UTC)
         for table in self.tables.values():
             waiting = table.state in (WAITING, RETRYING)
