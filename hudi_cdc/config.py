@@ -38,6 +38,7 @@ Flavor = Literal["postgres", "mysql"]
 SourceKind = Literal["files", "kafka"]
 SchemaChangeBehavior = Literal["fail", "evolve", "ignore"]
 TruncateBehavior = Literal["fail", "apply", "ignore"]
+OnBadEvent = Literal["fail", "quarantine"]
 
 ENV_PREFIX = "HUDI_CDC__"
 _TABLE_TYPE_ALIASES = {"cow": "COPY_ON_WRITE", "mor": "MERGE_ON_READ"}
@@ -88,6 +89,10 @@ class IngestConfig:
     """What an incompatible column type change does (docs/types.md#schema-evolution)."""
     truncate_behavior: TruncateBehavior = "fail"
     """What a TRUNCATE event does: fail the round, apply it (rows older than it go), or ignore it."""
+    on_bad_event: OnBadEvent = "fail"
+    """What an event that cannot be applied does: fail the round, or go to the quarantine table and let the rest commit."""
+    quarantine_path: str | None = None
+    """Where quarantined events live (a Hudi table); default ``<target_base_path>_hudi_cdc_quarantine``."""
     hoodie_conf: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -96,6 +101,7 @@ class IngestConfig:
         _check_literal("source", self.source, SourceKind)
         _check_literal("schema_change_behavior", self.schema_change_behavior, SchemaChangeBehavior)
         _check_literal("truncate_behavior", self.truncate_behavior, TruncateBehavior)
+        _check_literal("on_bad_event", self.on_bad_event, OnBadEvent)
         if any(not k for k in self.record_key_fields) or (self.source == "files" and not self.record_key_fields):
             raise ConfigError("record_key_fields is empty: set --record-key-field id[,k2]")
         required = ["target_base_path", "target_table"]
@@ -116,6 +122,10 @@ class IngestConfig:
     @property
     def resolved_tombstone_path(self) -> str:
         return self.tombstone_path or self.target_base_path.rstrip("/") + "_hudi_cdc_tombstones"
+
+    @property
+    def resolved_quarantine_path(self) -> str:
+        return self.quarantine_path or self.target_base_path.rstrip("/") + "_hudi_cdc_quarantine"
 
     def __repr__(self) -> str:
         fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
@@ -178,7 +188,9 @@ def normalise_settings(values: Mapping[str, Any], origin: str) -> dict[str, Any]
             value = tuple(value)
         elif key == "table_type" and isinstance(value, str):
             value = _TABLE_TYPE_ALIASES.get(value.lower(), value.upper())
-        elif key in ("flavor", "schema_change_behavior", "truncate_behavior") and isinstance(value, str):
+        elif key in ("flavor", "schema_change_behavior", "truncate_behavior", "on_bad_event") and isinstance(
+            value, str
+        ):
             value = value.lower()
         elif key in ("source_limit", "max_rounds") and isinstance(value, str):
             value = _parse_number(key, value, int, origin)

@@ -19,6 +19,7 @@ from hudi_cdc.envelope.batch import change_rows
 from hudi_cdc.errors import ConfigError, DecodeError, HudiCdcError, SourceError
 from hudi_cdc.sink import options as opt
 from hudi_cdc.sink.hudi import HudiTable
+from hudi_cdc.sink.quarantine import QuarantineStore
 from hudi_cdc.sink.tombstones import TombstoneStore
 from hudi_cdc.spark import release
 from payloads import StoredState, policy_for
@@ -58,6 +59,8 @@ class IngestResult:
     source_ts_ms_min: int | None = None
     source_ts_ms_max: int | None = None
     """The oldest and newest source commit times of the committed changes (Debezium's ``source.ts_ms``)."""
+    quarantined: int = 0
+    """Bad events set aside in the quarantine table by this round (``on_bad_event = quarantine``)."""
 
     @property
     def committed(self) -> bool:
@@ -101,15 +104,20 @@ def _starting_checkpoint(stored: CommitInfo | None, source: Source, config: Inge
     return source.parse_checkpoint(stored.extra[opt.CHECKPOINT_KEY])
 
 
-def ingest_once(config: IngestConfig, *, spark: SparkSession | None = None) -> IngestResult:
-    """One round: read what is new since the table's checkpoint and commit it with the next one."""
+def ingest_once(
+    config: IngestConfig, *, spark: SparkSession | None = None, source: Source | None = None
+) -> IngestResult:
+    """One round: read what is new since the table's checkpoint and commit it with the next one.
+
+    ``source`` replaces the configured one (re-applying quarantined events reads them from there).
+    """
     from hudi_cdc.spark import spark_session
 
     started = time.monotonic()
     spark = spark or spark_session()
     now = datetime.now(UTC)
     table = HudiTable(spark, config.target_base_path)
-    source = _make_source(spark, config)
+    source = source or _make_source(spark, config)
     policy = merge_policy(config)
     keys = config.record_key_fields or table.record_key_fields()
 
@@ -162,6 +170,7 @@ def ingest_once(config: IngestConfig, *, spark: SparkSession | None = None) -> I
         return _commit_checkpoint_only(table, committed, config, batch, keys, tombstones, purged, started, truncated_at)
 
     table_schema = table.read().schema if committed else None
+    quarantine = config.on_bad_event == "quarantine"
     flat = change_rows(
         batch,
         policy,
@@ -170,6 +179,7 @@ def ingest_once(config: IngestConfig, *, spark: SparkSession | None = None) -> I
         behavior=config.schema_change_behavior,
         table_schema=table_schema,
         truncates=config.truncate_behavior,
+        keep_raw=quarantine,
     )
     stored = StoredState(
         tombstones=lambda: _keys_and_order(tombstones.read()),
@@ -180,7 +190,7 @@ def ingest_once(config: IngestConfig, *, spark: SparkSession | None = None) -> I
     try:
         # Reading, decoding and deciding run as one Spark job (see MergePolicy.plan).
         log.info("%s: reading, decoding and deciding each key's change", config.target_table)
-        plan = policy.plan(flat, key_fields=keys, stored=stored)
+        plan = policy.plan(flat, key_fields=keys, stored=stored, quarantine=quarantine)
     except HudiCdcError:
         raise
     except Exception as exc:  # e.g. corrupt Avro blocks, which surface only when the data is read
@@ -192,10 +202,21 @@ def ingest_once(config: IngestConfig, *, spark: SparkSession | None = None) -> I
     try:
         if plan.errors:
             raise DecodeError(
-                f"{config.target_table}: bad change events, nothing committed and the checkpoint did not move: "
-                + "; ".join(plan.errors)
+                f"{config.target_table}: bad change events, nothing committed and the checkpoint did not move "
+                "(--on-bad-event quarantine would set them aside): " + "; ".join(plan.errors)
             )
         assert plan.upserts is not None and plan.tombstones is not None  # a plan without errors has them
+        quarantined = 0
+        if plan.quarantined is not None:
+            # Before the commit that moves the checkpoint past them (a replay writes the same rows again).
+            store = QuarantineStore(spark, config.resolved_quarantine_path, target_table=config.target_table)
+            quarantined = store.record(plan.quarantined, key_fields=keys, batch=batch.description)
+            log.warning(
+                "%s: %d bad event(s) quarantined in %s (hudi-cdc quarantine list)",
+                config.target_table,
+                quarantined,
+                store.path,
+            )
         events = plan.counts.events
         if plan.truncated_at is not None:
             log.warning(
@@ -205,15 +226,17 @@ def ingest_once(config: IngestConfig, *, spark: SparkSession | None = None) -> I
                 plan.counts.truncated,
             )
             truncated_at = max(truncated_at or "", plan.truncated_at)
-        if events == 0:  # e.g. only Kafka tombstones: nothing to write, but the checkpoint must move
+        # e.g. only Kafka tombstones: nothing to write, but the checkpoint must move. A new table
+        # whose first batch was all quarantined is created empty, to hold the checkpoint.
+        if events == 0 and (committed or not quarantined):
             return _commit_checkpoint_only(
-                table, committed, config, batch, keys, tombstones, purged, started, truncated_at
+                table, committed, config, batch, keys, tombstones, purged, started, truncated_at, quarantined
             )
         if plan.counts.deletes:
             tombstones.record(plan.tombstones)
         held = tombstones.count()
         details = _details(batch, events)
-        stats = {**asdict(plan.counts), "tombstones_held": held, **details}
+        stats = {**asdict(plan.counts), "quarantined": quarantined, "tombstones_held": held, **details}
         log.info(
             "%s: %d events decided: writing %d upserts and %d deletes to Hudi",
             config.target_table,
@@ -244,6 +267,7 @@ def ingest_once(config: IngestConfig, *, spark: SparkSession | None = None) -> I
         details=details,
         source_ts_ms_min=plan.counts.source_ts_ms_min,
         source_ts_ms_max=plan.counts.source_ts_ms_max,
+        quarantined=quarantined,
     )
     log.info(
         "%s: commit %s: %d events, %d upserts, %d deletes, %d stale, %d superseded (%.1fs)",
@@ -299,13 +323,14 @@ def _commit_checkpoint_only(
     purged: int,
     started: float,
     truncated_at: str | None,
+    quarantined: int = 0,
 ) -> IngestResult:
     """Commit no rows with the batch's checkpoint (the table must have a commit to hold it)."""
     commit_time = None
     if committed:
         current = table.read()
         empty = current.select(*[c for c in current.columns if is_data_column(c)]).limit(0)
-        stats = {"events": 0, **_details(batch, 0)}
+        stats = {"events": 0, "quarantined": quarantined, **_details(batch, 0)}
         commit_time = _commit(table, config, keys, empty, batch, stats, truncated_at)
     return IngestResult(
         table=config.target_table,
@@ -317,6 +342,7 @@ def _commit_checkpoint_only(
         tombstones_purged=purged,
         duration_s=time.monotonic() - started,
         details=_details(batch, 0),
+        quarantined=quarantined,
     )
 
 

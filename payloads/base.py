@@ -38,6 +38,7 @@ __all__ = [
     "INTERNAL_PREFIX",
     "ORIGIN_COLUMN",
     "ORDER_COLUMN",
+    "RAW_COLUMN",
     "MergePolicy",
     "PlanCounts",
     "StoredState",
@@ -72,6 +73,8 @@ _MAX_HOPS = 4  # a key moved this many times within one batch is followed back
 _PAST_COMMITS = 3  # how far back a moved key's old values are looked for (the move's delete is usually last round's)
 ORIGIN_COLUMN = INTERNAL_PREFIX + "origin"
 """Where an event came from (file path, topic-partition@offset), for error messages."""
+RAW_COLUMN = INTERNAL_PREFIX + "raw"
+"""An event's bytes as the source gave them: set only when bad events are quarantined, never aggregated."""
 
 
 def is_data_column(name: str) -> bool:
@@ -118,6 +121,8 @@ class PlanCounts:
     source_ts_ms_min: int | None = None
     source_ts_ms_max: int | None = None
     """The oldest and newest source commit times (``source.ts_ms``) of the written changes: freshness and lag."""
+    quarantined: int = 0
+    """Bad events set aside (``on_bad_event = quarantine``): not in ``events``."""
 
 
 @dataclass(frozen=True)
@@ -139,6 +144,8 @@ class WritePlan:
     """The local checkpoints the plan made: the caller releases them when the round is done."""
     truncated_at: str | None = None
     """The position of the newest TRUNCATE in the batch, which the table must remember (``StoredState``)."""
+    quarantined: DataFrame | None = None
+    """With ``quarantine``: the bad events, as flat rows whose error column says why; None when there are none."""
 
     @staticmethod
     def failed(errors: Sequence[str], materialised: Sequence[DataFrame] = ()) -> WritePlan:
@@ -206,8 +213,15 @@ class MergePolicy(ABC):
             return None
         return F.coalesce(test, F.lit(False))
 
-    def plan(self, batch: DataFrame, *, key_fields: Sequence[str], stored: StoredState) -> WritePlan:
+    def plan(
+        self, batch: DataFrame, *, key_fields: Sequence[str], stored: StoredState, quarantine: bool = False
+    ) -> WritePlan:
         """Decide every event of ``batch`` (flattened and ordered; may carry the error column).
+
+        A bad event (the error column set, or a TOAST placeholder with no value to take)
+        fails the plan; with ``quarantine`` it is left out instead and returned in
+        ``quarantined``: the winner and fills of its key come from its good events only,
+        and a key whose placeholder has no value sets all its events of the batch aside.
 
         One aggregation per key over the events, streaming from the source: the winner is
         the newest position, each placeholder column's fill the newest real value (which is
@@ -219,7 +233,7 @@ class MergePolicy(ABC):
         from pyspark.sql import functions as F
 
         keys = list(key_fields)
-        columns = [c for c in batch.columns if c != ERROR_COLUMN]
+        columns = [c for c in batch.columns if c not in (ERROR_COLUMN, RAW_COLUMN)]
         others = [c for c in columns if c not in keys]
         is_delete = F.col(OP_COLUMN) == F.lit("d")
         toastable = {
@@ -234,11 +248,13 @@ class MergePolicy(ABC):
         has_placeholder = any_placeholder & ~is_delete
 
         position = F.struct(F.col(ORDER_COLUMN), F.col(ARRIVAL_COLUMN))
+        has_errors = ERROR_COLUMN in batch.columns
+        good = F.col(ERROR_COLUMN).isNull() if quarantine and has_errors else F.lit(True)
         aggregates = [
-            F.max_by(F.struct(*[F.col(f"`{c}`") for c in others]), position).alias(_WINNER),
-            F.count(F.lit(1)).alias(_EVENTS),
+            F.max_by(F.struct(*[F.col(f"`{c}`") for c in others]), F.when(good, position)).alias(_WINNER),
+            F.count(F.when(good, F.lit(1))).alias(_EVENTS),
         ]
-        if ERROR_COLUMN in batch.columns:
+        if has_errors:
             error = F.col(ERROR_COLUMN)
             first_error = F.struct(F.col(ORIGIN_COLUMN).alias("origin"), F.col(OP_COLUMN).alias("op"), error.alias("e"))
             aggregates.append(F.min_by(first_error, F.when(error.isNotNull(), position)).alias(_FIRST_ERROR))
@@ -248,7 +264,7 @@ class MergePolicy(ABC):
         for name, test in toastable.items():
             # A struct, so that a real NULL is a value and not "nothing known"; with its position.
             newest_real = F.struct(F.col(f"`{name}`").alias("v"), F.col(ORDER_COLUMN).alias("o"))
-            aggregates.append(F.max_by(newest_real, F.when(~test & ~is_delete, position)).alias(known[name]))
+            aggregates.append(F.max_by(newest_real, F.when(~test & ~is_delete & good, position)).alias(known[name]))
         winners = (
             batch.groupBy(*keys)
             .agg(*aggregates)
@@ -262,8 +278,12 @@ class MergePolicy(ABC):
         checkpointed = winners
 
         errors = winners.filter(F.col(_FIRST_ERROR).isNotNull()).select(*keys, _FIRST_ERROR).limit(5).collect()
-        if errors:
+        if errors and not quarantine:
             return WritePlan.failed([_describe_error(row, keys) for row in errors], [checkpointed])
+        # Set aside, read again from the source only when there are any.
+        quarantined = batch.filter(F.col(ERROR_COLUMN).isNotNull()) if errors else None
+        if errors:
+            winners = winners.filter(F.col(_EVENTS) > 0)  # keys with bad events only
 
         truncated_at, truncates = None, 0
         if self.apply_truncates:
@@ -342,10 +362,24 @@ class MergePolicy(ABC):
             from hudi_cdc.spark import release
 
             scratch: list[DataFrame] = []
-            decided = self._fill_moved(batch, decided, keys, toastable, stored, scratch).localCheckpoint(eager=True)
+            moved = self._fill_moved(batch.filter(good), decided, keys, toastable, stored, scratch)
+            decided = moved.localCheckpoint(eager=True)
             release(*scratch)  # in a continuous process, left-over blocks add up round after round
             materialised.append(decided)
             unresolved = decided.filter(F.col(ACTION_COLUMN) == F.lit(ERROR)).select(*keys).limit(5).collect()
+        if unresolved and quarantine:
+            # Every event of such a key waits: none of them can be written without the value.
+            bad_keys = decided.filter(F.col(ACTION_COLUMN) == F.lit(ERROR)).select(*keys)
+            reason = (
+                f"TOAST placeholder {self.toast_placeholder!r} with no value to take: the table has never "
+                "seen this key's unchanged value"
+            )
+            unplaced = (
+                batch.filter(good).join(bad_keys, on=keys, how="left_semi").withColumn(ERROR_COLUMN, F.lit(reason))
+            )
+            quarantined = unplaced if quarantined is None else quarantined.unionByName(unplaced)
+            decided = decided.filter(F.col(ACTION_COLUMN) != F.lit(ERROR))
+            unresolved = []
         if unresolved:
             from hudi_cdc.errors import MergeError
 
@@ -371,6 +405,7 @@ class MergePolicy(ABC):
             counts=counts,
             materialised=tuple(materialised),
             truncated_at=truncated_at,
+            quarantined=quarantined,
         )
 
     @staticmethod

@@ -11,6 +11,7 @@ from hudi_cdc.cli.connect import connect
 from hudi_cdc.cli.control import pause, remove, resume
 from hudi_cdc.cli.ingest import ingest
 from hudi_cdc.cli.jars import jars
+from hudi_cdc.cli.quarantine import quarantine
 from hudi_cdc.cli.run import run
 from hudi_cdc.cli.status import status
 from hudi_cdc.cli.tombstones import tombstones
@@ -34,5 +35,5 @@ def main(ctx: click.Context, verbose: int) -> None:
     ctx.obj = {"verbose": verbose}
 
 
-for _command in (ingest, run, status, pause, resume, remove, tombstones, jars, verify, validate, connect):
+for _command in (ingest, run, status, pause, resume, remove, quarantine, tombstones, jars, verify, validate, connect):
     main.add_command(_command)

@@ -151,6 +151,15 @@ _CONFIG_OPTIONS = [
         type=click.Choice(["fail", "apply", "ignore"]),
         help="What a TRUNCATE event does (default fail): apply it (rows older than it are deleted), or ignore it.",
     ),
+    click.option(
+        "--on-bad-event",
+        type=click.Choice(["fail", "quarantine"]),
+        help="What an event that cannot be applied does (default fail): quarantine sets it aside in an error "
+        "table beside the target, and the rest of the batch commits (docs/operations.md#quarantine).",
+    ),
+    click.option(
+        "--quarantine-path", help="Where quarantined events live (default: <target-base-path>_hudi_cdc_quarantine)."
+    ),
     click.option("--hoodie-conf", multiple=True, help="A Hudi setting k=v; repeatable."),
     click.option(
         "--props", "props_file", type=click.Path(dir_okay=False), help="Java properties file of Hudi settings."

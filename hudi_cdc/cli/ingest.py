@@ -58,8 +58,9 @@ def ingest(
                 click.echo(
                     f"{result.table}: commit {result.commit_time}: {result.events} events -> "
                     f"{result.upserts} upserts, {result.deletes} deletes, {result.stale} stale, "
-                    f"{result.superseded} superseded; {result.tombstones_held} tombstones held "
-                    f"({result.duration_s:.1f}s)"
+                    f"{result.superseded} superseded; {result.tombstones_held} tombstones held"
+                    + (f"; {result.quarantined} quarantined" if result.quarantined else "")
+                    + f" ({result.duration_s:.1f}s)"
                 )
             else:
                 click.echo(f"{result.table}: nothing new")

@@ -6,19 +6,21 @@ both read the same events the same way.
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from typing import TYPE_CHECKING
 
 from hudi_cdc.envelope.evolution import align_to_table, unify
 from hudi_cdc.envelope.flatten import flatten
 from hudi_cdc.envelope.types import value_conversions
+from payloads.base import INTERNAL_PREFIX, RAW_COLUMN
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
     from pyspark.sql.types import StructType
 
     from hudi_cdc.config import SchemaChangeBehavior, TruncateBehavior
-    from hudi_cdc.sources.base import Batch
+    from hudi_cdc.sources.base import Batch, BatchPart
     from payloads.base import MergePolicy
 
 __all__ = ["change_rows"]
@@ -33,12 +35,17 @@ def change_rows(
     behavior: SchemaChangeBehavior,
     table_schema: StructType | None,
     truncates: TruncateBehavior = "fail",
+    keep_raw: bool = False,
 ) -> DataFrame:
-    """Every part flattened, the parts' schemas reconciled with each other and the table's, ordered."""
+    """Every part flattened, the parts' schemas reconciled with each other and the table's, ordered.
+
+    ``keep_raw`` keeps each event's bytes in the raw column (for quarantine): a source's own
+    (a Kafka message value), else the envelope encoded in Avro with the part's schema.
+    """
     flats = [
         (
             flatten(
-                part.envelopes,
+                _with_raw(part) if keep_raw else part.envelopes.drop(RAW_COLUMN),
                 source_meta_columns=policy.source_meta_columns,
                 key_fields=key_fields,
                 ingested_at=ingested_at,
@@ -53,3 +60,31 @@ def change_rows(
     flat = unify(flats, behavior=behavior)
     flat = align_to_table(flat, table_schema, behavior=behavior, where=batch.description)
     return policy.with_order(flat)
+
+
+def _with_raw(part: BatchPart) -> DataFrame:
+    """The part's envelopes with the raw column as ``struct(data, format, schema)``."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.avro.functions import to_avro
+    from pyspark.sql.types import BinaryType
+
+    envelopes = part.envelopes
+    if RAW_COLUMN in envelopes.columns:
+        data_type = envelopes.schema[RAW_COLUMN].dataType
+        if not isinstance(data_type, BinaryType):
+            return envelopes  # already the struct (events read back from a quarantine table)
+        raw = F.struct(
+            F.col(RAW_COLUMN).alias("data"),
+            F.lit("confluent").alias("format"),
+            F.lit(None).cast("string").alias("schema"),
+        )
+    else:
+        fields = [c for c in envelopes.columns if not c.startswith(INTERNAL_PREFIX)]
+        record = F.struct(*[F.col(f"`{c}`") for c in fields])
+        schema = json.dumps(part.avro_schema) if part.avro_schema else None  # None: Spark derives one, not kept
+        raw = F.struct(
+            (to_avro(record, schema) if schema else to_avro(record)).alias("data"),
+            F.lit("avro").alias("format"),
+            F.lit(schema).cast("string").alias("schema"),
+        )
+    return envelopes.withColumn(RAW_COLUMN, raw)

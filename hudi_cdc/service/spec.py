@@ -56,7 +56,7 @@ __all__ = ["PipelineSpec", "RunSettings", "SourceSettings", "TableRef", "load_pi
 # Settings a table may not set: they come from [source] or from the command line.
 _SOURCE_LEVEL = {"source", "topic", "bootstrap_servers", "schema_registry_url", "source_path", "flavor"}
 _RUN_LEVEL = {"continuous", "max_rounds", "checkpoint"}
-_TEMPLATED = ("target_base_path", "target_table", "tombstone_path")
+_TEMPLATED = ("target_base_path", "target_table", "tombstone_path", "quarantine_path")
 
 
 @dataclass(frozen=True)

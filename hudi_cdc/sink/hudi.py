@@ -104,8 +104,15 @@ class HudiTable:
         commit = self.checkpoint_commit()
         return None if commit is None else commit.extra[opt.CHECKPOINT_KEY]
 
-    def write(self, rows: DataFrame, options: Mapping[str, str], extra_metadata: Mapping[str, str]) -> str:
-        """Upsert ``rows`` in one commit carrying ``extra_metadata``; return its instant time."""
+    def write(
+        self,
+        rows: DataFrame,
+        options: Mapping[str, str],
+        extra_metadata: Mapping[str, str],
+        *,
+        marker: str = opt.CHECKPOINT_KEY,
+    ) -> str:
+        """Upsert ``rows`` in one commit carrying ``extra_metadata`` (with ``marker``); return its instant time."""
         before = self._instant_times()
         # Arrays may hold NULL elements (int[] {1,NULL}); parquet-avro's legacy
         # two-level lists cannot, and a user's own session may not set this.
@@ -114,9 +121,9 @@ class HudiTable:
             rows.write.format("hudi").options(**options).options(**extra_metadata).mode("append").save(self.base_path)
         except Exception as exc:
             raise SinkError(f"writing Hudi table {self.base_path} failed: {java_message(exc)}") from exc
-        ours = [c for c in self.commits() if c.instant not in before and opt.CHECKPOINT_KEY in c.extra]
+        ours = [c for c in self.commits() if c.instant not in before and marker in c.extra]
         if not ours:
-            raise SinkError(f"the write to {self.base_path} completed but no new commit carries the checkpoint")
+            raise SinkError(f"the write to {self.base_path} completed but no new commit carries {marker}")
         return ours[0].instant
 
     def read(self) -> DataFrame:

@@ -36,6 +36,7 @@ SOURCE_KEY = META_PREFIX + "source"
 STATS_KEY = META_PREFIX + "stats"
 CHECKPOINT_RESET_KEY = META_PREFIX + "checkpoint.reset"  # the --checkpoint a run started from
 TRUNCATED_AT_KEY = META_PREFIX + "truncated.at"  # the newest applied TRUNCATE's position, carried by every commit
+QUARANTINE_KEY = META_PREFIX + "quarantine"  # a quarantine table's commits: the batch or re-apply they record
 
 EVENT_TIME_ORDERING = "EVENT_TIME_ORDERING"
 

@@ -24,7 +24,7 @@ from hudi_cdc.envelope.avro_schemas import merged_reader_schema
 from hudi_cdc.envelope.flatten import ORIGIN_COLUMN
 from hudi_cdc.errors import CheckpointError, DecodeError, SourceError, TransientError
 from hudi_cdc.sources.registry import SchemaRegistry
-from payloads.base import ARRIVAL_COLUMN, ERROR_COLUMN
+from payloads.base import ARRIVAL_COLUMN, ERROR_COLUMN, RAW_COLUMN
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -336,12 +336,9 @@ class KafkaSource:
         # The subject's versions are every schema the topic's values can be written with
         # (TopicNameStrategy, Debezium's default): one reader schema for all of them lets the
         # batch decode in one pass over Kafka, with nothing cached.
-        subject = f"{self._topic}-value"
-        ids = self._registry.subject_schema_ids(subject) or []
-        writers = {i: self._registry.schema(i) for i in ids}
-        reader = merged_reader_schema([writers[i] for i in ids]) if ids else None
+        subject, ids, writers, reader = self._value_schemas()
         if reader is not None:
-            part = self._single_pass(reading, ids, writers, reader, subject)
+            part = self._single_pass(self._read(reading), ids, writers, reader, subject)
             details = {"messages": total, "writer_schemas": len(ids), "decode": "single-pass", "behind_after": left}
             return Batch([part], next_checkpoint, description, details=details, key_fields=key_fields)
         log.info(
@@ -353,9 +350,29 @@ class KafkaSource:
         details = {"messages": total, "writer_schemas": len(parts), "decode": "per-writer-schema", "behind_after": left}
         return Batch(parts, next_checkpoint, description, details=details, key_fields=key_fields)
 
+    def _value_schemas(self) -> tuple[str, list[int], dict[int, dict[str, Any]], dict[str, Any] | None]:
+        """The value subject, its schema ids, their schemas, and one reader schema for all (None: none fits)."""
+        subject = f"{self._topic}-value"
+        ids = self._registry.subject_schema_ids(subject) or []
+        writers = {i: self._registry.schema(i) for i in ids}
+        reader = merged_reader_schema([writers[i] for i in ids]) if ids else None
+        return subject, ids, writers, reader
+
+    def decode(self, messages: DataFrame) -> BatchPart:
+        """Messages of this topic (``value``, ``partition``, ``offset``) decoded as a batch is: re-applying
+        quarantined events after a fix (a schema registered again, say)."""
+        subject, ids, writers, reader = self._value_schemas()
+        if reader is None:
+            raise DecodeError(
+                f"registry subject {subject} "
+                + ("does not exist" if not ids else "has versions with no common reader")
+                + ": the messages cannot be decoded yet"
+            )
+        return self._single_pass(messages, ids, writers, reader, subject)
+
     def _single_pass(
         self,
-        ranges: list[OffsetRange],
+        frame: DataFrame,
         ids: list[int],
         writers: Mapping[int, dict[str, Any]],
         reader: dict[str, Any],
@@ -372,16 +389,12 @@ class KafkaSource:
         # PERMISSIVE: a payload that does not decode reads NULL and becomes an error naming its offset.
         options = {"avroSchema": json.dumps(envelope_schema), "mode": "PERMISSIVE"}
         # The schema id once per message, as a column: every branch of the decode tests it.
-        messages = (
-            self._read(ranges)
-            .filter(value.isNotNull())
-            .select(
-                "value",
-                _framed().alias("framed"),
-                _schema_id().alias("schema_id"),
-                _origin(self._topic).alias(ORIGIN_COLUMN),
-                F.struct(F.col("partition"), F.col("offset")).alias(ARRIVAL_COLUMN),
-            )
+        messages = frame.filter(value.isNotNull()).select(
+            "value",
+            _framed().alias("framed"),
+            _schema_id().alias("schema_id"),
+            _origin(self._topic).alias(ORIGIN_COLUMN),
+            F.struct(F.col("partition"), F.col("offset")).alias(ARRIVAL_COLUMN),
         )
         decode = None
         for i in ids:
@@ -389,7 +402,9 @@ class KafkaSource:
             branch = F.col("schema_id") == F.lit(i)
             decode = F.when(branch, decoded) if decode is None else decode.when(branch, decoded)
         assert decode is not None, "called with the subject's schema ids, never none"
-        decoded_frame = messages.select(decode.alias("envelope"), "framed", "schema_id", ORIGIN_COLUMN, ARRIVAL_COLUMN)
+        decoded_frame = messages.select(
+            decode.alias("envelope"), "framed", "schema_id", ORIGIN_COLUMN, ARRIVAL_COLUMN, value.alias(RAW_COLUMN)
+        )
         schema_id = F.col("schema_id").cast("string")
         error = (
             F.when(~F.col("framed"), F.lit(NOT_FRAMED))
@@ -408,7 +423,9 @@ class KafkaSource:
                 F.concat(F.lit("the Avro payload does not decode with its writer schema (id "), schema_id, F.lit(")")),
             )
         )
-        envelopes = decoded_frame.select("envelope.*", ORIGIN_COLUMN, ARRIVAL_COLUMN, error.alias(ERROR_COLUMN))
+        envelopes = decoded_frame.select(
+            "envelope.*", ORIGIN_COLUMN, ARRIVAL_COLUMN, error.alias(ERROR_COLUMN), RAW_COLUMN
+        )
         return BatchPart(envelopes=envelopes, avro_schema=envelope_schema, where=f"schema ids {ids}")
 
     def _per_writer_schema(self, ranges: list[OffsetRange]) -> list[BatchPart]:
