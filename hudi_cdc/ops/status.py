@@ -48,6 +48,7 @@ class TableStatus:
     lag_s: float | None = None
     recent: dict[str, int] = field(default_factory=dict)  # summed over the last RECENT_COMMITS commits
     tombstones_held: int | None = None
+    quarantined: int | None = None  # events waiting in the quarantine table (None: it has none, or unread)
     problems: list[str] = field(default_factory=list)  # what could not be read
 
 
@@ -76,6 +77,8 @@ class PipelineStatus:
             lines.append(f"  {t.name}: {t.state}; {commit}; behind {behind}, lag {lag}; recent: {recent}")
             if t.tombstones_held is not None:
                 lines[-1] += f"; tombstones {t.tombstones_held}"
+            if t.quarantined:
+                lines[-1] += f"; quarantined {t.quarantined} (hudi-cdc quarantine list)"
             if t.last_error:
                 lines.append(f"    last error: {t.last_error}")
             lines += [f"    could not read: {p}" for p in t.problems]
@@ -127,8 +130,11 @@ def _table(
 ) -> TableStatus:
     from hudi_cdc.sink.hudi import HudiTable
 
-    config = spec.table_config(ref)
     state = (known or {}).get("state") or "idle"
+    try:
+        config = spec.table_config(ref)
+    except HudiCdcError as exc:  # its settings are refused: reported, the other tables still are
+        return TableStatus(ref.name, ref.topic, "?", "failed", last_error=str(exc))
     if control.REMOVED in flags:
         state = control.REMOVED
     elif control.PAUSED in flags and state != "running":
@@ -157,17 +163,19 @@ def _table(
     status.last_commit_at = _instant_time(newest.instant)
     status.checkpoint = newest.extra[opt.CHECKPOINT_KEY]
     _recent(status, ours[:RECENT_COMMITS], now)
+    status.quarantined = _quarantined(spark, config, status)
     if spec.source.kind == "files":
         status.behind = _files_behind(spark, config, status.checkpoint, status)
     return status
 
 
 def _recent(status: TableStatus, commits: list[CommitInfo], now: datetime) -> None:
-    totals = {"commits": len(commits), "events": 0, "upserts": 0, "deletes": 0, "stale": 0, "inserts": 0, "updates": 0}
+    counted = ("events", "upserts", "deletes", "stale", "quarantined")
+    totals = {"commits": len(commits), **dict.fromkeys(counted, 0), "inserts": 0, "updates": 0}
     newest_source_ts = None
     for commit in commits:
         stats = json.loads(commit.extra.get(opt.STATS_KEY, "{}"))
-        for key in ("events", "upserts", "deletes", "stale"):
+        for key in counted:
             totals[key] += int(stats.get(key) or 0)
         for key in ("inserts", "updates"):
             totals[key] += commit.written.get(key, 0)
@@ -178,6 +186,19 @@ def _recent(status: TableStatus, commits: list[CommitInfo], now: datetime) -> No
     status.recent = totals
     if newest_source_ts is not None:
         status.lag_s = max(0.0, now.timestamp() - newest_source_ts / 1000)
+
+
+def _quarantined(spark: SparkSession, config: IngestConfig, status: TableStatus) -> int | None:
+    from hudi_cdc.sink.quarantine import QuarantineStore
+
+    try:
+        store = QuarantineStore(spark, config.resolved_quarantine_path, target_table=config.target_table)
+        return store.count() if store.exists() else None
+    except Exception as exc:  # noqa: BLE001 - reported, not fatal
+        from hudi_cdc._jvm import java_message
+
+        status.problems.append(f"the quarantine table: {java_message(exc)}")
+        return None
 
 
 def _files_behind(spark: SparkSession, config: IngestConfig, checkpoint: str | None, status: TableStatus) -> int | None:

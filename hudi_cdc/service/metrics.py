@@ -6,7 +6,8 @@ Pushgateway after a one-shot run (``[run] pushgateway_url``). Per table:
 - ``hudi_cdc_events_total{table}``: change events read;
   ``hudi_cdc_changes_total{table,outcome}``: what they became (upsert, delete,
   stale: older than the table's row or tombstone, superseded: a newer event
-  of the same key in the round);
+  of the same key in the round); ``hudi_cdc_quarantined_total{table}``: bad
+  events set aside (``on_bad_event = quarantine``);
 - ``hudi_cdc_rounds_total{table,result}`` (committed, empty, failed) and
   ``hudi_cdc_failures_total{table,kind}`` (transient, terminal);
 - ``hudi_cdc_round_duration_seconds{table}`` (histogram);
@@ -49,6 +50,7 @@ class PipelineMetrics:
         r = self.registry
         self.events = Counter("hudi_cdc_events", "Change events read", labels, registry=r)
         self.changes = Counter("hudi_cdc_changes", "What the events became", [*labels, "outcome"], registry=r)
+        self.quarantined = Counter("hudi_cdc_quarantined", "Bad events set aside", labels, registry=r)
         self.rounds = Counter("hudi_cdc_rounds", "Rounds by result", [*labels, "result"], registry=r)
         self.failures = Counter("hudi_cdc_failures", "Failed rounds by kind", [*labels, "kind"], registry=r)
         self.duration = Histogram(
@@ -85,6 +87,8 @@ class PipelineMetrics:
             self.events.labels(name).inc(result.events)
             for outcome in ("upserts", "deletes", "stale", "superseded"):
                 self.changes.labels(name, outcome.rstrip("s")).inc(getattr(result, outcome))
+        if result.quarantined:
+            self.quarantined.labels(name).inc(result.quarantined)
         if result.committed and result.source_ts_ms_min is not None:
             self.freshness.labels(name).observe(max(0.0, now - result.source_ts_ms_min / 1000))
         if result.source_ts_ms_max is not None:

@@ -73,6 +73,7 @@ class TableState:
     upserts: int = 0
     deletes: int = 0
     stale: int = 0
+    quarantined: int = 0
     failures: int = 0  # consecutive
     failures_total: int = 0
     failing_since: str | None = None
@@ -318,6 +319,7 @@ class Runner:
         table.upserts += result.upserts
         table.deletes += result.deletes
         table.stale += result.stale
+        table.quarantined += result.quarantined
         if result.committed:
             table.commits += 1
             table.last_commit = result.commit_time
@@ -328,10 +330,12 @@ class Runner:
             "upserts": result.upserts,
             "deletes": result.deletes,
             "stale": result.stale,
+            "quarantined": result.quarantined,
             "duration_s": round(result.duration_s, 3),
         }
         log.info(
-            "round table=%s commit=%s events=%d upserts=%d deletes=%d stale=%d superseded=%d duration_s=%.2f",
+            "round table=%s commit=%s events=%d upserts=%d deletes=%d stale=%d superseded=%d quarantined=%d "
+            "duration_s=%.2f",
             table.name,
             result.commit_time or "-",
             result.events,
@@ -339,6 +343,7 @@ class Runner:
             result.deletes,
             result.stale,
             result.superseded,
+            result.quarantined,
             result.duration_s,
         )
         if self._done_rounds(table):

@@ -103,6 +103,9 @@ class QuarantineStore:
         finally:
             release(rows)
 
+    def exists(self) -> bool:
+        return self._table.exists()
+
     def read(self, state: str | None = None) -> DataFrame | None:
         """The table's rows (``state`` only, if given); None when nothing was ever quarantined."""
         from pyspark.sql import functions as F

@@ -18,6 +18,7 @@ from hudi_cdc.ops.status import pipeline_status
 from hudi_cdc.service import load_pipeline, resume, run_pipeline
 from hudi_cdc.service.control import read_status
 from hudi_cdc.service.spec import TableRef
+from hudi_cdc.testing import pg_event
 from hudi_cdc.testing.faults import fill_disk
 from hudi_cdc.testing.samples import SampleCustomers
 from tests.support import commit_instants, read_rows
@@ -277,3 +278,23 @@ def test_a_table_whose_settings_are_refused_fails_alone(spark, tmp_path: Path) -
     assert "table_type='MORR' is not one of" in str(report.tables["public.t2"].last_error)
     assert str(path) in str(report.tables["public.t2"].last_error)
     assert _equal(spark, tmp_path / "lake" / "t1", samples["t1"])
+    # Status reports the refused table and still reads the healthy one.
+    shown = {t.name: t for t in pipeline_status(spark, load_pipeline(path)).tables}
+    assert shown["public.t2"].state == "failed" and "table_type='MORR'" in str(shown["public.t2"].last_error)
+    assert shown["public.t1"].last_commit is not None and shown["public.t1"].behind == 0
+
+
+def test_quarantine_per_table_with_counts_in_status(spark, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:  # noqa: ANN001
+    sample = _sample(tmp_path, "t1", seed=80)
+    path = _pipeline(tmp_path)
+    path.write_text(path.read_text() + '\n[tables."public.t1"]\non_bad_event = "quarantine"\n')
+    key = next(iter(sample.state))
+    sample.write([pg_event("x", lsn=sample.lsn + 1, after=sample.state[key])])  # unknown op
+    sample.changes(81)
+    caplog.set_level("INFO", logger="hudi_cdc")
+    report = run_pipeline(path, spark=spark)
+    assert report.failed == [] and report.tables["public.t1"].quarantined == 1
+    assert _equal(spark, tmp_path / "lake" / "t1", sample)  # the rest of the batch, and the rounds after, applied
+    assert any("round table=public.t1" in r.message and "quarantined=1" in r.message for r in caplog.records)
+    t1 = {t.name: t for t in pipeline_status(spark, load_pipeline(path)).tables}["public.t1"]
+    assert t1.quarantined == 1 and t1.recent["quarantined"] == 1
