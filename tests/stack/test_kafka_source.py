@@ -250,3 +250,43 @@ def test_a_record_larger_than_the_fetch_size_is_read_whole(spark, tmp_path: Path
     done = ingest(topic, base, "--hoodie-conf", "kafka.max.partition.fetch.bytes=1024")
     assert done.exit_code == 0, done.output
     assert read_rows(spark, base, ["id", "name"]) == [(1, large), (2, "small")]
+
+
+def test_quarantine_keeps_the_message_bytes_and_reapplies_through_the_registry(spark, tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from hudi_cdc.cli import main
+
+    topic, base = Topic(), str(tmp_path / "t")
+    settings = ["--on-bad-event", "quarantine"]
+    topic.send([pg_event("c", lsn=10, after=row(1, "a", tier=1))], version=2)
+    assert ingest(topic, base, *settings).exit_code == 0
+    garbage = b"\x7fELF" + bytes(range(256)) * 4
+    topic.send_raw([(2, garbage)])
+    topic.send([pg_event("u", lsn=30, after=row(3, PLACEHOLDER, tier=7))], version=2)  # key 3 never seen
+    topic.send([pg_event("c", lsn=40, after=row(4, "d", tier=4))], version=2)
+    done = ingest(topic, base, *settings)
+    assert done.exit_code == 0, done.output
+    assert last_result(done.output)["quarantined"] == 2
+    assert read_rows(spark, base, ["id", "name", "tier"]) == [(1, "a", 1), (4, "d", 4)]
+    held = {r["origin"]: r for r in spark.read.format("hudi").load(base + "_hudi_cdc_quarantine").collect()}
+    assert set(held) == {f"{topic.name}-0@1", f"{topic.name}-0@2"}
+    assert bytes(held[f"{topic.name}-0@1"]["raw"]) == garbage  # the message as Kafka held it
+    assert "not in the Confluent wire format" in held[f"{topic.name}-0@1"]["reason"]
+    assert "TOAST placeholder" in held[f"{topic.name}-0@2"]["reason"]
+    assert {r["raw_format"] for r in held.values()} == {"confluent"}
+
+    # The fix: key 3's full row arrives from before the update; the re-apply decodes the kept bytes again.
+    topic.send([pg_event("c", lsn=25, after=row(3, "c", tier=3))], version=2)
+    assert ingest(topic, base, *settings).exit_code == 0
+    common = [
+        "--source", "kafka", "--topic", topic.name, "--bootstrap-servers", BOOTSTRAP,
+        "--schema-registry-url", REGISTRY, "--target-base-path", base, "--target-table", "customers", "--json",
+    ]  # fmt: skip
+    result = CliRunner().invoke(main, ["quarantine", "reapply", *common], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert {k: v for k, v in last_result(result.output).items() if k in ("reapplied", "still_quarantined")} == {
+        "reapplied": 1,
+        "still_quarantined": 1,
+    }
+    assert read_rows(spark, base, ["id", "name", "tier"]) == [(1, "a", 1), (3, "c", 7), (4, "d", 4)]
