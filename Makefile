@@ -8,7 +8,7 @@ JARS := $(JARS_DIR)/.fetched
 PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help install jars airflow demo demo-files demo-stack test test-nostack bench bench-scale bench-freshness bench-verify bench-all chaos test-fast lint clean stack-up stack-down stack-reset
+.PHONY: help install jars airflow demo demo-files demo-stack test test-nostack bench bench-scale bench-freshness bench-verify bench-pipeline bench-all chaos test-fast lint clean stack-up stack-down stack-reset
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -87,7 +87,10 @@ bench: install stack-up $(HS) ## hudi-cdc vs HoodieStreamer on one Debezium stre
 bench-scale: install stack-up ## Cost per event at 100k/1M/5M backlogs, per round as the table grows, memory vs --source-limit
 	$(PY) -m bench.scale --markdown docs/benchmarks.md
 
-bench-all: bench bench-scale bench-freshness ## All three benchmarks, results into docs/benchmarks.md
+bench-pipeline: install stack-up ## 50 tables in one process at 5,000 changes/s: freshness per table, an idle table's cost
+	$(PY) -m bench.pipeline --markdown docs/benchmarks.md
+
+bench-all: bench bench-scale bench-freshness bench-pipeline ## All four benchmarks, results into docs/benchmarks.md
 
 bench-verify: install stack-up ## How long hudi-cdc verify takes on a 10M-row table (Postgres against a Hudi COW table)
 	$(PY) -m bench.verify --rows 10000000
