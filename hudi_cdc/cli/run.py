@@ -79,11 +79,13 @@ def run(
         logging.getLogger("hudi_cdc").info("unexpected failure", exc_info=True)
         fail(f"hudi-cdc run: unexpected error: {java_message(exc)}", 2, log_path)
     if as_json:
-        click.echo(json.dumps({"pipeline": report.pipeline, "failed": report.failed,
+        click.echo(json.dumps({"pipeline": report.pipeline, "failed": report.failed, "dropped": report.dropped,
                                "tables": {n: t.to_dict() for n, t in report.tables.items()}}, sort_keys=True, default=str))  # fmt: skip
     else:
         for name in report.failed:
             click.echo(f"{name}: FAILED: {report.tables[name].last_error}", err=True)
+        for name in report.dropped:
+            click.echo(f"{name}: DROPPED at the source: {report.tables[name].dropped_at_source}", err=True)
     if log_path is not None and not report.failed:
         log_path.unlink(missing_ok=True)
     sys.exit(report.exit_code)

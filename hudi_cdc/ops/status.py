@@ -49,6 +49,7 @@ class TableStatus:
     recent: dict[str, int] = field(default_factory=dict)  # summed over the last RECENT_COMMITS commits
     tombstones_held: int | None = None
     quarantined: int | None = None  # events waiting in the quarantine table (None: it has none, or unread)
+    dropped_at_source: str | None = None  # the DROP the runner saw on the schema-change topic
     problems: list[str] = field(default_factory=list)  # what could not be read
 
 
@@ -81,6 +82,8 @@ class PipelineStatus:
                 lines[-1] += f"; quarantined {t.quarantined} (hudi-cdc quarantine list)"
             if t.last_error:
                 lines.append(f"    last error: {t.last_error}")
+            if t.dropped_at_source:
+                lines.append(f"    dropped at the source: {t.dropped_at_source}")
             lines += [f"    could not read: {p}" for p in t.problems]
         return "\n".join(lines)
 
@@ -144,6 +147,7 @@ def _table(
     )
     if state != "failed":
         status.last_error = None
+    status.dropped_at_source = (known or {}).get("dropped_at_source")
     status.behind_unit = "messages" if spec.source.kind == "kafka" else "files"
     try:
         commits = HudiTable(spark, config.target_base_path).commits()

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 
 __all__ = ["PipelineMetrics"]
 
-STATES = ("waiting", "running", "retrying", "failed", "paused", "removed", "done")
+STATES = ("waiting", "running", "retrying", "failed", "paused", "removed", "done", "dropped")
 _SECONDS = (0.5, 1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 1800)
 
 

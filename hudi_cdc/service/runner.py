@@ -14,6 +14,9 @@ freshness of the others, and keeps per-table state:
   before every scheduling decision; a paused table's round under way finishes.
 - a new topic (or folder) matching the patterns is picked up at the next
   discovery, without a restart.
+- with ``[source] schema_change_topic``, a table dropped at the source is
+  applied up to what was published before the drop, then *dropped*
+  (:mod:`hudi_cdc.service.schema_changes`).
 
 It never repeats the pipeline's logic: every table's round is the same
 ``ingest_once`` a single-table ``ingest`` runs, with its checkpoint in its commit.
@@ -46,7 +49,7 @@ __all__ = ["RunReport", "Runner", "TableState"]
 
 log = logging.getLogger("hudi_cdc.runner")
 
-WAITING, RUNNING, RETRYING, FAILED, PAUSED, REMOVED, DONE = (
+WAITING, RUNNING, RETRYING, FAILED, PAUSED, REMOVED, DONE, DROPPED = (
     "waiting",
     "running",
     "retrying",
@@ -54,6 +57,7 @@ WAITING, RUNNING, RETRYING, FAILED, PAUSED, REMOVED, DONE = (
     "paused",
     "removed",
     "done",
+    "dropped",
 )
 _IDLE_POLL_S = 1.0  # how often control files are read while nothing finishes
 _MAX_BACKOFF_S = 60.0
@@ -82,6 +86,7 @@ class TableState:
     last_round: dict[str, Any] | None = None
     last_commit: str | None = None
     next_round_at: str | None = None
+    dropped_at_source: str | None = None  # the DROP seen on the schema-change topic, with its DDL
     # runner-only fields, not in the status file
     config: IngestConfig | None = field(default=None, repr=False)
     due: float = field(default=0.0, repr=False)
@@ -103,6 +108,10 @@ class RunReport:
     @property
     def failed(self) -> list[str]:
         return sorted(n for n, t in self.tables.items() if t.state == FAILED)
+
+    @property
+    def dropped(self) -> list[str]:
+        return sorted(n for n, t in self.tables.items() if t.state == DROPPED)
 
     @property
     def exit_code(self) -> int:
@@ -136,6 +145,17 @@ class Runner:
         self._next_discovery = 0.0
         self._discovered_once = False
         self._written: tuple[Any, ...] | None = None  # what status.json was last written from
+        self._schema_changes = None
+        if spec.source.schema_change_topic:
+            from hudi_cdc.service.schema_changes import SchemaChangeWatcher
+            from hudi_cdc.sources.kafka import client_conf
+
+            self._schema_changes = SchemaChangeWatcher(
+                spec.source.schema_change_topic,
+                bootstrap_servers=str(spec.source.bootstrap_servers),
+                schema_registry_url=spec.source.schema_registry_url,
+                client_conf=client_conf(spec.defaults.get("hoodie_conf", {})),
+            )
 
     def stop(self) -> None:
         """End the run once the rounds under way have finished (a signal handler may call it)."""
@@ -176,6 +196,36 @@ class Runner:
                 f"{self.spec.origin}: no table of the source matches [source] tables = {list(self.spec.source.tables)}"
             )
         self._discovered_once = True
+        self._follow_schema_changes()
+
+    def _follow_schema_changes(self) -> None:
+        """Mark tables dropped at the source (they drain, then stop); a table made again comes back."""
+        if self._schema_changes is None:
+            return
+        try:
+            self._schema_changes.poll()
+        except HudiCdcError as exc:
+            log.warning(
+                "schema-change topic %s not read (%s); tried again at the next discovery",
+                self._schema_changes.topic,
+                exc,
+            )
+            return
+        dropped = self._schema_changes.dropped()
+        for table in self.tables.values():
+            drop = dropped.get(table.name)
+            if drop is not None and table.dropped_at_source is None:
+                table.dropped_at_source = drop.describe()
+                log.warning(
+                    "%s: dropped at the source (%s): applying what came before, then stopping",
+                    table.name,
+                    table.dropped_at_source,
+                )
+            elif drop is None and table.dropped_at_source is not None:
+                log.info("%s: created again at the source: replicating it again", table.name)
+                table.dropped_at_source = None
+                if table.state == DROPPED:
+                    table.state, table.due = WAITING, 0.0
 
     def _new_table(self, ref: TableRef) -> TableState:
         """A table's state; its settings' problem (or a target another table has) fails it alone."""
@@ -256,7 +306,7 @@ class Runner:
         return ready[: max(slots, 0)]
 
     def _finished(self) -> bool:
-        return all(t.state in (DONE, FAILED, PAUSED, REMOVED) for t in self.tables.values())
+        return all(t.state in (DONE, FAILED, PAUSED, REMOVED, DROPPED) for t in self.tables.values())
 
     def _sleep_for(self, now: float) -> float:
         pending = [t.due - now for t in self.tables.values() if t.state in (WAITING, RETRYING)]
@@ -346,7 +396,11 @@ class Runner:
             result.quarantined,
             result.duration_s,
         )
-        if self._done_rounds(table):
+        behind = int(result.details.get("behind_after", 0)) if result.committed else 0
+        if table.dropped_at_source is not None and behind == 0:
+            table.state = DROPPED  # all it published before the drop is in the table
+            log.warning("%s: dropped at the source and fully applied: no more rounds", table.name)
+        elif self._done_rounds(table):
             table.state = DONE
         else:
             table.state = WAITING

@@ -89,6 +89,8 @@ class SourceSettings:
     schema_registry_url: str | None = None
     path: str | None = None
     flavor: str = "postgres"
+    schema_change_topic: str | None = None
+    """Kafka: Debezium's schema-change topic (``topic.prefix``); a table dropped there is reported, then stopped."""
 
     def matches(self, topic: str) -> bool:
         return any(fnmatch.fnmatchcase(topic, p) for p in self.tables) and not any(
@@ -215,7 +217,15 @@ def _source(raw: Any, origin: str) -> SourceSettings:  # noqa: ANN401 - TOML val
         schema_registry_url=raw.get("schema_registry_url"),
         path=raw.get("path"),
         flavor=flavor,
+        schema_change_topic=_schema_change_topic(raw, kind, origin),
     )
+
+
+def _schema_change_topic(raw: dict[str, Any], kind: str, origin: str) -> str | None:
+    topic = raw.get("schema_change_topic")
+    if topic is not None and (kind != "kafka" or not isinstance(topic, str) or not topic):
+        raise ConfigError(f'{origin} [source]: schema_change_topic is a Kafka topic name, with kind = "kafka"')
+    return topic
 
 
 def _only_known(raw: dict[str, Any], settings: type, where: str) -> None:

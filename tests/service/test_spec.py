@@ -109,6 +109,10 @@ def test_files_source_reads_a_folder_per_table(tmp_path: Path) -> None:
         ),
         ("[source]\nkind = 'files'\npath = '/x'\ntables = '*'\n[run]\nmax_concurrent_tables = 0\n", "positive integer"),
         ("[source]\nkind = 'files'\npath = '/x'\ntables = '*'\n[sources]\n", r"unknown section\(s\) sources"),
+        (
+            "[source]\nkind = 'files'\npath = '/x'\ntables = '*'\nschema_change_topic = 'dbserver1'\n",
+            "schema_change_topic is a Kafka topic name",
+        ),
         ("[source\n", "cannot read pipeline file"),
         ("name = 'x'\n", "a \\[source\\] section is required"),
     ],
