@@ -61,6 +61,8 @@ class IngestResult:
     """The oldest and newest source commit times of the committed changes (Debezium's ``source.ts_ms``)."""
     quarantined: int = 0
     """Bad events set aside in the quarantine table by this round (``on_bad_event = quarantine``)."""
+    ops: dict[str, int] = field(default_factory=dict)
+    """The round's events by Debezium op (c, u, d, r, t)."""
 
     @property
     def committed(self) -> bool:
@@ -268,6 +270,7 @@ def ingest_once(
         source_ts_ms_min=plan.counts.source_ts_ms_min,
         source_ts_ms_max=plan.counts.source_ts_ms_max,
         quarantined=quarantined,
+        ops=dict(plan.counts.ops),
     )
     log.info(
         "%s: commit %s: %d events, %d upserts, %d deletes, %d stale, %d superseded (%.1fs)",

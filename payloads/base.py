@@ -62,6 +62,8 @@ _STORED_ORDER = INTERNAL_PREFIX + "stored_order"
 _HAD_PLACEHOLDER = INTERNAL_PREFIX + "had_placeholder"
 _WINNER = INTERNAL_PREFIX + "winner"
 _EVENTS = INTERNAL_PREFIX + "events"
+_OPS = INTERNAL_PREFIX + "ops"  # per key: how many of its events were c, u, d, r
+_COUNTED_OPS = ("c", "u", "d", "r")
 _KNOWN = INTERNAL_PREFIX + "known_"
 _STORED = INTERNAL_PREFIX + "stored_"
 _FIRST_ERROR = INTERNAL_PREFIX + "first_error"
@@ -123,6 +125,8 @@ class PlanCounts:
     """The oldest and newest source commit times (``source.ts_ms``) of the written changes: freshness and lag."""
     quarantined: int = 0
     """Bad events set aside (``on_bad_event = quarantine``): not in ``events``."""
+    ops: dict[str, int] = field(default_factory=dict)
+    """The events by Debezium op (``c``, ``u``, ``d``, ``r``, and ``t`` for applied TRUNCATEs)."""
 
 
 @dataclass(frozen=True)
@@ -253,6 +257,9 @@ class MergePolicy(ABC):
         aggregates = [
             F.max_by(F.struct(*[F.col(f"`{c}`") for c in others]), F.when(good, position)).alias(_WINNER),
             F.count(F.when(good, F.lit(1))).alias(_EVENTS),
+            F.struct(
+                *[F.count(F.when(good & (F.col(OP_COLUMN) == F.lit(op)), F.lit(1))).alias(op) for op in _COUNTED_OPS]
+            ).alias(_OPS),
         ]
         if has_errors:
             error = F.col(ERROR_COLUMN)
@@ -269,7 +276,12 @@ class MergePolicy(ABC):
             batch.groupBy(*keys)
             .agg(*aggregates)
             .select(
-                *keys, *[F.col(f"{_WINNER}.`{c}`").alias(c) for c in others], _EVENTS, _FIRST_ERROR, *known.values()
+                *keys,
+                *[F.col(f"{_WINNER}.`{c}`").alias(c) for c in others],
+                _EVENTS,
+                _OPS,
+                _FIRST_ERROR,
+                *known.values(),
             )
         )
         # Materialise, cutting the lineage: everything after reads this, not the source again
@@ -345,7 +357,9 @@ class MergePolicy(ABC):
             .when(any_placeholder, F.lit(ERROR))
             .otherwise(F.lit(UPSERT))
         )
-        decided = winners.withColumn(ACTION_COLUMN, action).select(*columns, ACTION_COLUMN, _HAD_PLACEHOLDER, _EVENTS)
+        decided = winners.withColumn(ACTION_COLUMN, action).select(
+            *columns, ACTION_COLUMN, _HAD_PLACEHOLDER, _EVENTS, _OPS
+        )
         materialised = [checkpointed]
         if joined_table or tombstones is not None:
             # Joined with what the table holds: materialised, so the write reads it once more at most.
@@ -390,7 +404,7 @@ class MergePolicy(ABC):
             )
         counts = self._count(decided)
         if truncated_at is not None:  # the truncate events are events of the batch too
-            counts = dataclasses.replace(counts, events=counts.events + truncates)
+            counts = dataclasses.replace(counts, events=counts.events + truncates, ops={**counts.ops, "t": truncates})
         writes = decided.filter(F.col(ACTION_COLUMN).isin(UPSERT, DELETE))
         upserts = writes.select(*[c for c in decided.columns if not c.startswith(INTERNAL_PREFIX)])
         if truncated_at is not None:
@@ -575,9 +589,11 @@ class MergePolicy(ABC):
                 F.sum(F.col(_HAD_PLACEHOLDER).cast("int")).alias("toast"),
                 newest.alias("newest"),
                 oldest.alias("oldest"),
+                *[F.sum(F.col(f"{_OPS}.{op}")).alias(f"op_{op}") for op in _COUNTED_OPS],
             )
             .collect()
         )
+        ops = {op: sum(int(r[f"op_{op}"] or 0) for r in rows) for op in _COUNTED_OPS}
         by_action = {r[ACTION_COLUMN]: r for r in rows}
         n = {action: (by_action[action]["n"] if action in by_action else 0) for action in (UPSERT, DELETE, STALE)}
         return PlanCounts(
@@ -595,6 +611,7 @@ class MergePolicy(ABC):
                 (int(r["newest"]) for a, r in by_action.items() if a in (UPSERT, DELETE) and r["newest"] is not None),
                 default=None,
             ),
+            ops={op: n for op, n in ops.items() if n},
         )
 
 

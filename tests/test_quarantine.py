@@ -69,6 +69,7 @@ def test_bad_events_go_aside_the_rest_commits_and_a_fix_reapplies(spark, tmp_pat
     assert done.exit_code == 0, done.output
     result = json.loads(done.output.strip().splitlines()[-1])
     assert (result["events"], result["upserts"], result["quarantined"]) == (3, 3, 4), result
+    assert result["ops"] == {"u": 3}  # the bad events are not counted as events
     assert HudiTable(spark, base).latest_checkpoint() != checkpoint  # moved past the bad events too
     assert read_rows(spark, base, COLUMNS) == sorted(
         tuple(r[c] for c in COLUMNS) for r in [_row(1, 200), _row(2, 240), _row(3, 103), _row(4, 230), _row(5, 105)]

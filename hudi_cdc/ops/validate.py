@@ -501,18 +501,18 @@ def _probe_local(path: str) -> str | None:
     except OSError as exc:
         return f"{exc.strerror or exc} ({exc.filename or target})"
     finally:
-        _remove_empty(target, stop=existing)
+        if target != existing:
+            _remove_if_empty(target)
     return None
 
 
-def _remove_empty(folder: Path, *, stop: Path) -> None:
-    """Remove the folders the probe created, from ``folder`` up to (not including) ``stop``, if empty."""
-    while folder != stop and folder != folder.parent:
-        try:
-            folder.rmdir()
-        except OSError:
-            return
-        folder = folder.parent
+def _remove_if_empty(folder: Path) -> None:
+    """Remove the probe's own folder, not the parents it made: tables probed at once share them
+    (a pipeline's ``lake/``), and removing one under another's probe failed it."""
+    try:
+        folder.rmdir()
+    except OSError:
+        pass
 
 
 def _probe_hadoop(spark: Any, path: str) -> str | None:
@@ -523,10 +523,11 @@ def _probe_hadoop(spark: Any, path: str) -> str | None:
     target = Path_(path)
     try:
         fs = target.getFileSystem(hadoop_conf(spark))
-        created = []  # folders that did not exist, deepest first: removed again after the probe
+        # The probe's own folder is removed again if it made it; parents it made stay, since tables
+        # probed at once share them (a pipeline's lake/) and removing one failed another's probe.
+        created = [] if fs.exists(target) else [target]
         folder = target
         while folder is not None and not fs.exists(folder):
-            created.append(folder)
             folder = folder.getParent()
         if folder is not None and fs.getFileStatus(folder).isFile():
             return f"{folder} is a file, not a folder"

@@ -3,7 +3,8 @@
 Served over HTTP in continuous mode (``[run] metrics_port``), pushed to a
 Pushgateway after a one-shot run (``[run] pushgateway_url``). Per table:
 
-- ``hudi_cdc_events_total{table}``: change events read;
+- ``hudi_cdc_events_total{table}``: change events read, and
+  ``hudi_cdc_events_by_op_total{table,op}`` by Debezium op (c, u, d, r, t);
   ``hudi_cdc_changes_total{table,outcome}``: what they became (upsert, delete,
   stale: older than the table's row or tombstone, superseded: a newer event
   of the same key in the round); ``hudi_cdc_quarantined_total{table}``: bad
@@ -49,6 +50,7 @@ class PipelineMetrics:
         labels = ["table"]
         r = self.registry
         self.events = Counter("hudi_cdc_events", "Change events read", labels, registry=r)
+        self.by_op = Counter("hudi_cdc_events_by_op", "Change events read, by Debezium op", [*labels, "op"], registry=r)
         self.changes = Counter("hudi_cdc_changes", "What the events became", [*labels, "outcome"], registry=r)
         self.quarantined = Counter("hudi_cdc_quarantined", "Bad events set aside", labels, registry=r)
         self.rounds = Counter("hudi_cdc_rounds", "Rounds by result", [*labels, "result"], registry=r)
@@ -87,6 +89,8 @@ class PipelineMetrics:
             self.events.labels(name).inc(result.events)
             for outcome in ("upserts", "deletes", "stale", "superseded"):
                 self.changes.labels(name, outcome.rstrip("s")).inc(getattr(result, outcome))
+        for op, n in result.ops.items():
+            self.by_op.labels(name, op).inc(n)
         if result.quarantined:
             self.quarantined.labels(name).inc(result.quarantined)
         if result.committed and result.source_ts_ms_min is not None:

@@ -217,6 +217,12 @@ def test_metrics_are_served_while_the_pipeline_runs(spark, tmp_path: Path) -> No
     upserts = metrics[("hudi_cdc_changes_total", (("outcome", "upsert"), ("table", "public.t1")))]
     deletes = metrics[("hudi_cdc_changes_total", (("outcome", "delete"), ("table", "public.t1")))]
     assert upserts > 0 and deletes > 0
+    by_op = {
+        dict(labels)["op"]: v
+        for (name, labels), v in metrics.items()
+        if name == "hudi_cdc_events_by_op_total" and ("table", "public.t1") in labels
+    }
+    assert sum(by_op.values()) == seen["events"] and by_op["r"] == 10 and by_op["d"] > 0  # snapshot reads, deletes
     assert (
         metrics[("hudi_cdc_freshness_seconds_count", t1)] == 2 and metrics[("hudi_cdc_freshness_seconds_sum", t1)] > 0
     )
