@@ -6,11 +6,14 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import click
 
 from hudi_cdc.errors import ConfigError
+
+if TYPE_CHECKING:
+    from hudi_cdc.config import IngestConfig
 
 __all__ = ["config_options", "fail", "parse_hoodie_conf", "jvm_log", "session"]
 
@@ -166,6 +169,19 @@ _CONFIG_OPTIONS = [
     ),
     click.option("--config", "config_file", type=click.Path(dir_okay=False), help="TOML file of hudi-cdc settings."),
 ]
+
+
+def options_config(
+    props_file: str | None, config_file: str | None, hoodie_conf: tuple[str, ...], options: dict[str, Any]
+) -> IngestConfig:
+    """The ingest settings of a command with :func:`config_options` (file, then env, then options)."""
+    from hudi_cdc.config import load_config
+
+    options = dict(options)
+    options["record_key_fields"] = options.pop("record_key_field")
+    return load_config(
+        config_file=config_file, props_file=props_file, hoodie_conf=parse_hoodie_conf(hoodie_conf), **options
+    )
 
 
 def config_options(command: _F) -> _F:

@@ -11,8 +11,7 @@ from typing import Any
 
 import click
 
-from hudi_cdc.cli._common import config_options, fail, jvm_log, parse_hoodie_conf, session
-from hudi_cdc.config import load_config
+from hudi_cdc.cli._common import config_options, fail, jvm_log, options_config, session
 from hudi_cdc.errors import HudiCdcError
 
 
@@ -33,15 +32,9 @@ def ingest(
     from hudi_cdc.pipeline import run
 
     verbose = obj["verbose"] if obj else 0
-    kw["record_key_fields"] = kw.pop("record_key_field")
     log_path: Path | None = None
     try:
-        config = load_config(
-            config_file=config_file,
-            props_file=props_file,
-            hoodie_conf=parse_hoodie_conf(hoodie_conf),
-            **kw,
-        )
+        config = options_config(props_file, config_file, hoodie_conf, kw)
         log_path = jvm_log(verbose)  # named in the error line if the JVM fails to start, too
         spark = session(log_path)
         rounds = run(config, spark=spark)

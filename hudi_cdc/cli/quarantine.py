@@ -12,19 +12,13 @@ from typing import Any
 
 import click
 
-from hudi_cdc.cli._common import config_options, fail, jvm_log, parse_hoodie_conf, session
-from hudi_cdc.config import IngestConfig, load_config
+from hudi_cdc.cli._common import config_options, fail, jvm_log, options_config, session
 from hudi_cdc.errors import HudiCdcError
 
 
 @click.group()
 def quarantine() -> None:
     """Events set aside by --on-bad-event quarantine: list them, re-apply them after a fix."""
-
-
-def _config(props_file: str | None, config_file: str | None, hoodie_conf: tuple[str, ...], kw: dict) -> IngestConfig:
-    kw["record_key_fields"] = kw.pop("record_key_field")
-    return load_config(config_file=config_file, props_file=props_file, hoodie_conf=parse_hoodie_conf(hoodie_conf), **kw)
 
 
 def _run(obj: dict[str, Any] | None, what: str, action: Any) -> None:  # noqa: ANN401
@@ -63,7 +57,7 @@ def list_(
     from hudi_cdc.ops.quarantine import quarantine_report
 
     try:
-        config = _config(props_file, config_file, hoodie_conf, kw)
+        config = options_config(props_file, config_file, hoodie_conf, kw)
     except HudiCdcError as exc:
         fail(f"hudi-cdc quarantine list: error: {exc}", 1, None)
 
@@ -95,7 +89,7 @@ def reapply(
     from hudi_cdc.ops.quarantine import reapply as reapply_events
 
     try:
-        config = _config(props_file, config_file, hoodie_conf, kw)
+        config = options_config(props_file, config_file, hoodie_conf, kw)
     except HudiCdcError as exc:
         fail(f"hudi-cdc quarantine reapply: error: {exc}", 1, None)
 

@@ -10,8 +10,7 @@ from typing import Any
 
 import click
 
-from hudi_cdc.cli._common import config_options, jvm_log, parse_hoodie_conf, password_options, session
-from hudi_cdc.config import load_config
+from hudi_cdc.cli._common import config_options, jvm_log, options_config, password_options, session
 from hudi_cdc.errors import HudiCdcError
 
 # 1: a check failed; 2: the checks could not run at all (bad settings).
@@ -51,12 +50,9 @@ def validate(
     from hudi_cdc.ops.validate import validate as run_checks
 
     verbose = obj["verbose"] if obj else 0
-    kw["record_key_fields"] = kw.pop("record_key_field")
     log_path: Path | None = None
     try:
-        config = load_config(
-            config_file=config_file, props_file=props_file, hoodie_conf=parse_hoodie_conf(hoodie_conf), **kw
-        )
+        config = options_config(props_file, config_file, hoodie_conf, kw)
         database = SourceDatabase(source_url, password_file, password_env) if source_url else None
     except HudiCdcError as exc:
         click.echo(f"hudi-cdc: cannot validate: {exc}", err=True)
