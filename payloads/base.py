@@ -123,8 +123,6 @@ class PlanCounts:
     source_ts_ms_min: int | None = None
     source_ts_ms_max: int | None = None
     """The oldest and newest source commit times (``source.ts_ms``) of the written changes: freshness and lag."""
-    quarantined: int = 0
-    """Bad events set aside (``on_bad_event = quarantine``): not in ``events``."""
     ops: dict[str, int] = field(default_factory=dict)
     """The events by Debezium op (``c``, ``u``, ``d``, ``r``, and ``t`` for applied TRUNCATEs)."""
 
