@@ -48,8 +48,15 @@ class Load(threading.Thread):
         self.started: dict[int, float] = {}  # seq -> the transaction's start on the server (now()), s
         self.committed: dict[int, float] = {}  # seq -> when its commit returned, s
         self.behind_s = 0.0
+        self.error: BaseException | None = None
 
     def run(self) -> None:
+        try:
+            self._load()
+        except BaseException as exc:  # the measurement must not wait for a load that died
+            self.error = exc
+
+    def _load(self) -> None:
         from hudi_cdc.testing.postgres import connect
 
         with connect(self.dsn) as conn, conn.cursor() as cur:
@@ -66,7 +73,7 @@ class Load(threading.Thread):
                     self.started[seq] = float(row[0])
                     for table in self.tables:
                         cur.execute(
-                            f"insert into inventory.{table} (id, v) select g, %s from generate_series(%s, %s) g",
+                            f"insert into inventory.{table} (id, v) select g, %s from generate_series(%s::bigint, %s::bigint) g",
                             (seq, first, first + self.per_table - 1),
                         )
                 self.committed[seq] = time.time()
@@ -149,6 +156,8 @@ state_dir = "{work}/state_{run_id}"
         created_s = time.time()
         load.start()
         load.join()
+        if load.error is not None:
+            raise RuntimeError(f"the load failed: {load.error}") from load.error
         # Caught up: every table's newest commit holds the last transaction.
         last = load.started[max(load.started)] * 1000
         deadline = time.time() + 600
@@ -161,6 +170,9 @@ state_dir = "{work}/state_{run_id}"
         runner.terminate()
         runner.wait(120)
         out.close()
+        with connect() as conn:  # the topics stay; the tables go
+            for name in names:
+                conn.execute(f"drop table if exists inventory.{name}")
     rounds = [json.loads(line) for line in out_path.read_text().splitlines() if line.startswith("{")]
     measured_from = min(load.committed.values()) + warmup
     per_table: dict[str, list[float]] = {}

@@ -48,7 +48,9 @@ def run(
     def on_round(table: TableState, result: Any) -> None:  # noqa: ANN401 - IngestResult | None
         if as_json:
             line = {"table": table.name, "state": table.state, "error": table.last_error if result is None else None}
-            click.echo(json.dumps({**line, **(result.to_dict() if result else {})}, sort_keys=True, default=str))
+            # "table" is the pipeline's name for it (as in status and control); the Hudi table is "target_table".
+            own = {**result.to_dict(), "target_table": result.table} if result else {}
+            click.echo(json.dumps({**own, **line}, sort_keys=True, default=str))
         elif result is None:
             click.echo(f"{table.name}: {table.state} ({table.last_error_kind}): {table.last_error}")
         elif result.committed:
