@@ -6,6 +6,7 @@ export STACK=${HUDI_CDC_STACK_DIR:-$REPO/.stack}
 export PGBIN=${PGBIN:-/usr/lib/postgresql/15/bin}
 export PGDATA=$STACK/pg/data
 export PG_PORT=55432
+export MARIADB_PORT=53306
 export KAFKA_PORT=59092          # broker listener
 export KAFKA_CTRL_PORT=59093     # KRaft controller listener
 export APICURIO_PORT=58080

@@ -2,15 +2,17 @@
 # One-time, idempotent: jars from Maven Central, PostgreSQL from Debian, a Postgres cluster and Kafka storage.
 set -euo pipefail
 . "$(dirname "$0")/env.sh"
-mkdir -p "$STACK"/{kafka,connect/data,plugins,apicurio,pg}
+mkdir -p "$STACK"/{kafka,connect/data,plugins,apicurio,pg,mariadb}
 cd "$STACK"
 render() { sed "s|@STACK@|$STACK|g" "$REPO/stack/conf/$1" > "$2"; }
 
-if [ ! -x "$PGBIN/initdb" ]; then apt-get update -q && apt-get install -y -q postgresql-15; fi
+# Debian's packages; their services are not started here (the stack runs its own, as their users).
+need=(); [ -x "$PGBIN/initdb" ] || need+=(postgresql-15); [ -x /usr/sbin/mariadbd ] || need+=(mariadb-server)
+if [ ${#need[@]} -gt 0 ]; then apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${need[@]}"; fi
 mvn_copy() { mvn -q -B -f "$REPO/jars/$1/pom.xml" dependency:copy-dependencies -DincludeScope=runtime "${@:2}"; }
 [ -d kafka/lib ] || mvn_copy kafka -DoutputDirectory="$STACK/kafka/lib"
 [ -d connect/lib ] || mvn_copy connect -DoutputDirectory="$STACK/connect/lib"
-[ -d plugins/debezium-connector-postgres ] ||
+[ -d plugins/debezium-connector-postgres ] && [ -d plugins/debezium-connector-mariadb ] ||
   mvn -q -B -f "$REPO/jars/debezium/pom.xml" dependency:unpack@unpack-plugin -Dstack.plugins="$STACK/plugins"
 if [ ! -d plugins/apicurio-converter ]; then
   "$REPO/stack/fetch-apicurio.sh" "$STACK/plugins/apicurio-converter.partial"
@@ -26,7 +28,7 @@ if [ ! -f apicurio/dist/apicurio-registry-app-3.0.9-runner.jar ]; then
 fi
 render kafka-server.properties kafka/server.properties
 render connect-standalone.properties connect/connect-standalone.properties
-cp "$REPO/stack/conf/inventory-connector.properties" connect/
+cp "$REPO/stack/conf/inventory-connector.properties" "$REPO/stack/conf/inventory-mariadb-connector.properties" connect/
 cp "$REPO/stack/conf/log4j2.properties" "$REPO/stack/conf/log4j2-quiet.properties" kafka/
 cp "$REPO/stack/conf/log4j2.properties" connect/
 
@@ -40,6 +42,17 @@ if [ ! -f "$PGDATA/PG_VERSION" ]; then
   su postgres -s /bin/bash -c "$PGBIN/pg_ctl -D $PGDATA -l $STACK/pg/postgres.log -w -t 60 start" > /dev/null
   psql -h "$STACK/pg/run" -p $PG_PORT -U postgres -v ON_ERROR_STOP=1 -q -f "$REPO/stack/conf/init.sql"
   su postgres -s /bin/bash -c "$PGBIN/pg_ctl -D $PGDATA -m fast -w stop" > /dev/null
+fi
+# MariaDB refuses to run as root too: its data belongs to the 'mysql' user; root logs in by its socket.
+render mariadb.cnf mariadb/my.cnf
+if [ ! -d mariadb/data/mysql ]; then
+  mkdir -p mariadb/data mariadb/run && chown -R mysql:mysql mariadb
+  mariadb-install-db --defaults-file="$STACK/mariadb/my.cnf" --user=mysql --skip-test-db > mariadb/install.log 2>&1
+  /usr/sbin/mariadbd --defaults-file="$STACK/mariadb/my.cnf" --user=mysql --skip-networking > /dev/null 2>&1 &
+  for _ in $(seq 1 60); do mariadb --defaults-file="$STACK/mariadb/my.cnf" -uroot -e 'select 1' >/dev/null 2>&1 && break; sleep 0.5; done
+  mariadb --defaults-file="$STACK/mariadb/my.cnf" -uroot < "$REPO/stack/conf/init-mariadb.sql"
+  mariadb-admin --defaults-file="$STACK/mariadb/my.cnf" -uroot shutdown
+  wait
 fi
 if [ ! -f kafka/data/meta.properties ]; then
   [ -f kafka/cluster.id ] || $JAVA -cp 'kafka/lib/*' kafka.tools.StorageTool random-uuid > kafka/cluster.id

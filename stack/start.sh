@@ -1,5 +1,5 @@
 #!/bin/bash
-# Start Postgres -> Kafka (KRaft) -> Apicurio -> Kafka Connect (standalone + Debezium) -> the Connect
+# Start Postgres, MariaDB -> Kafka (KRaft) -> Apicurio -> Kafka Connect (standalone + Debezium) -> the Connect
 # supervisor, each with a readiness check.
 set -euo pipefail
 . "$(dirname "$0")/env.sh"
@@ -21,6 +21,13 @@ if ! $PGBIN/pg_isready -q -h 127.0.0.1 -p $PG_PORT; then
 fi
 wait_for postgres 30 "" $PGBIN/pg_isready -q -h 127.0.0.1 -p $PG_PORT
 
+# 1b. MariaDB (as user mysql), for the MariaDB connector
+maria_ready() { mariadb-admin --defaults-file="$STACK/mariadb/my.cnf" -uroot status; }
+if ! maria_ready >/dev/null 2>&1; then
+  setsid nohup /usr/sbin/mariadbd --defaults-file="$STACK/mariadb/my.cnf" --user=mysql > /dev/null 2>&1 < /dev/null &
+fi
+wait_for mariadb 60 "" maria_ready
+
 # 2. Kafka broker+controller (KRaft)
 if ! alive kafka/kafka.pid; then
   (cd kafka; setsid nohup $JAVA -Xms256m -Xmx512m -XX:+UseG1GC -Dlog4j2.configurationFile=$STACK/kafka/log4j2.properties \
@@ -39,11 +46,11 @@ if ! alive apicurio/apicurio.pid; then
 fi
 wait_for apicurio 90 apicurio/apicurio.pid curl -sf http://127.0.0.1:$APICURIO_PORT/health/ready
 
-# 4. Kafka Connect standalone with the Debezium connector
+# 4. Kafka Connect standalone with the Debezium connectors (Postgres, MariaDB)
 if ! alive connect/connect.pid; then
   (cd connect; setsid nohup $JAVA -Xms128m -Xmx512m -XX:+UseG1GC -Dlog4j2.configurationFile=$STACK/connect/log4j2.properties \
      -cp "$STACK/connect/lib/*" org.apache.kafka.connect.cli.ConnectStandalone \
-     connect-standalone.properties inventory-connector.properties > connect.log 2>&1 < /dev/null & echo $! > connect.pid)
+     connect-standalone.properties inventory-connector.properties inventory-mariadb-connector.properties > connect.log 2>&1 < /dev/null & echo $! > connect.pid)
 fi
 wait_for connect-rest 120 connect/connect.pid curl -sf http://127.0.0.1:$CONNECT_PORT/connectors
 
@@ -59,6 +66,7 @@ elif [ -x "$PY" ]; then
 else
   echo "warning: no python at $PY (make install, or set HUDI_CDC_PYTHON): failed Connect tasks will not be restarted" >&2
 fi
-task_running() { curl -sf http://127.0.0.1:$CONNECT_PORT/connectors/inventory-connector/status | grep -q '"tasks":\[{"id":0,"state":"RUNNING"'; }
-wait_for connect 120 connect/connect.pid task_running
+task_running() { curl -sf http://127.0.0.1:$CONNECT_PORT/connectors/$1/status | grep -q '"tasks":\[{"id":0,"state":"RUNNING"'; }
+wait_for connect 120 connect/connect.pid task_running inventory-connector
+wait_for connect-mariadb 120 connect/connect.pid task_running inventory-mariadb-connector
 echo "stack up in $(el $t0)"

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Stop the Connect supervisor -> Connect -> Apicurio -> Kafka (by the pids recorded at start) -> Postgres (pg_ctl).
+# Stop the Connect supervisor -> Connect -> Apicurio -> Kafka (by the pids recorded at start) -> MariaDB -> Postgres (pg_ctl).
 . "$(dirname "$0")/env.sh"
 cd "$STACK"
 # The supervisor first: it would restart what stopping Connect fails.
@@ -13,6 +13,9 @@ for f in connect/supervisor.pid connect/connect.pid apicurio/apicurio.pid kafka/
   fi
   rm -f $f
 done
+if mariadb-admin --defaults-file="$STACK/mariadb/my.cnf" -uroot status >/dev/null 2>&1; then
+  mariadb-admin --defaults-file="$STACK/mariadb/my.cnf" -uroot shutdown && echo "mariadb stopped"
+fi
 if $PGBIN/pg_isready -q -h 127.0.0.1 -p $PG_PORT; then
   su postgres -s /bin/bash -c "$PGBIN/pg_ctl -D $PGDATA -m fast -w stop" >/dev/null && echo "postgres stopped"
 fi

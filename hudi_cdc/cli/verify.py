@@ -22,9 +22,13 @@ EQUAL, DIFFERENT, COULD_NOT_RUN = 0, 1, 2
 
 @click.command()
 @click.option("--target-base-path", required=True, help="Base path of the Hudi table.")
-@click.option("--source-url", help="The source database: postgresql://user@host:port/dbname.")
+@click.option(
+    "--source-url", help="The source database: postgresql://user@host:port/dbname or mysql://user@host:port/dbname."
+)
 @password_options
-@click.option("--table", "source_table", help="The source table, schema.table (with --source-url).")
+@click.option(
+    "--table", "source_table", help="The source table, schema.table (MySQL: database.table), with --source-url."
+)
 @click.option(
     "--source-path",
     help="Instead of a database: the folder of Debezium Avro files the table is fed from; the table is "
@@ -42,7 +46,7 @@ EQUAL, DIFFERENT, COULD_NOT_RUN = 0, 1, 2
     help="Key column(s), comma separated (default: the source's primary key, or the Hudi table's record key).",
 )
 @click.option("--columns", help="Compare only these columns (and the key), comma separated.")
-@click.option("--where", help="Compare only rows matching this predicate (SQL both Postgres and Spark accept).")
+@click.option("--where", help="Compare only rows matching this predicate (SQL both the database and Spark accept).")
 @click.option("--max-diffs", type=int, default=20, show_default=True, help="List at most this many differing keys.")
 @click.option(
     "--recheck/--no-recheck",
@@ -52,7 +56,9 @@ EQUAL, DIFFERENT, COULD_NOT_RUN = 0, 1, 2
 )
 @click.option("--recheck-timeout", type=float, default=600.0, show_default=True, help="Seconds the recheck waits.")
 @click.option("--bootstrap-servers", help="Kafka of the table's topic: the recheck waits for its offsets.")
-@click.option("--slot", help="The connector's replication slot (default: every logical slot of the database).")
+@click.option(
+    "--slot", help="Postgres: the connector's replication slot (default: every logical slot of the database)."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the result as one JSON object.")
 @click.pass_obj
 def verify(
@@ -107,7 +113,12 @@ def verify(
             assert database is not None and source_table is not None
             wait = (
                 ops.wait_for_ingest(
-                    spark, target_base_path, bootstrap_servers=bootstrap_servers, slot=slot, timeout_s=recheck_timeout
+                    spark,
+                    target_base_path,
+                    bootstrap_servers=bootstrap_servers,
+                    slot=slot,
+                    timeout_s=recheck_timeout,
+                    database_kind=database.kind,
                 )
                 if recheck
                 else None

@@ -2,12 +2,15 @@
 
 ``hudi-cdc verify`` never moves a table to compare it: each side hashes its own
 rows where they live and only the sums per bucket travel. That needs, for every
-column, an expression in Postgres SQL and one in Spark SQL that give the very
-same text for a value and its Hudi counterpart (docs/types.md says which Hudi
-type each source type becomes). Exact, never approximate:
+column, an expression in the source's SQL (Postgres, or MySQL/MariaDB) and one
+in Spark SQL that give the very same text for a value and its Hudi counterpart
+(docs/types.md says which Hudi type each source type becomes). Exact, never
+approximate:
 
-- floating point compares the IEEE bits (``float8send`` / ``doubleToLongBits``),
-  since the two engines print doubles differently;
+- floating point compares the IEEE bits (``float8send`` / ``doubleToLongBits``;
+  MySQL has no such function, so its bits are computed from the value's
+  exponent and mantissa, which is exact), since the engines print doubles
+  differently;
 - decimals use one zero-padded fixed-point format in both (Spark prints small
   decimals in scientific notation);
 - timestamps compare epoch microseconds (the instant; ``timestamp without time
@@ -23,8 +26,21 @@ Pure: builds SQL text only.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
-__all__ = ["Mapping", "key_hash", "map_column", "map_spark_column", "row_text", "sql_ident", "spark_ident"]
+__all__ = [
+    "Engine",
+    "Mapping",
+    "key_hash",
+    "map_column",
+    "map_mysql_column",
+    "map_spark_column",
+    "row_text",
+    "sql_ident",
+    "spark_ident",
+]
+
+Engine = Literal["postgres", "mysql", "spark"]
 
 
 @dataclass(frozen=True)
@@ -34,7 +50,7 @@ class Mapping:
     name: str
     source_type: str
     hudi_type: str
-    source_sql: str  # the source side's expression, text or NULL: Postgres SQL (Spark SQL for a replay)
+    source_sql: str  # the source side's expression, text or NULL: its SQL (Spark SQL for a replay)
     spark_sql: str  # the Hudi side's Spark SQL expression: string or NULL
 
 
@@ -44,6 +60,9 @@ def sql_ident(name: str) -> str:
 
 def spark_ident(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
+
+
+mysql_ident = spark_ident  # MySQL and MariaDB quote names as Spark does
 
 
 _INTEGERS = {"smallint", "integer", "bigint"}
@@ -107,6 +126,85 @@ def map_column(
     return f"no exact comparison of Postgres {pg_type if pg_type != 'ARRAY' else udt_name} with Hudi {hudi_type}"
 
 
+_MYSQL_INTEGERS = {"tinyint", "smallint", "mediumint", "int", "integer", "bigint", "year"}
+_MYSQL_TEXTS = {"char", "varchar", "tinytext", "text", "mediumtext", "longtext", "enum", "set", "json"}
+_MYSQL_BINARIES = {"binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob"}
+
+
+def _mysql_float_bits(c: str, *, exponent_bits: int, mantissa_bits: int) -> str:
+    """The IEEE 754 bits of a MySQL FLOAT/DOUBLE value as lower-case hex, computed exactly.
+
+    MySQL has no ``float8send``: the exponent comes from ``log2`` (corrected by
+    one where rounding put it off), the mantissa is the value scaled by a power
+    of two, which is exact in binary floating point. Subnormals use the
+    smallest exponent. MySQL stores no NaN, infinity or negative zero.
+    """
+    bias = (1 << (exponent_bits - 1)) - 1
+    a = f"abs({c})"
+    e0 = f"least(greatest(floor(log2({a})), {1 - bias}), {bias})"  # pow(2, e0) stays finite
+    e = f"({e0} - ({a} / pow(2, {e0}) < 1) + ({a} / pow(2, {e0}) >= 2))"
+    normal = (
+        f"(cast({e} + {bias} as unsigned) << {mantissa_bits})"
+        f" | cast(({a} / pow(2, {e}) - 1) * pow(2, {mantissa_bits}) as unsigned)"
+    )
+    subnormal = f"cast({a} / pow(2, {1 - bias - mantissa_bits}) as unsigned)"
+    magnitude = f"case when {c} = 0 then 0 when {a} < pow(2, {1 - bias}) then {subnormal} else {normal} end"
+    sign = f"(cast({c} < 0 as unsigned) << {exponent_bits + mantissa_bits})"
+    digits = (1 + exponent_bits + mantissa_bits) // 4
+    return f"lpad(lower(hex({sign} | {magnitude})), {digits}, '0')"
+
+
+def map_mysql_column(
+    name: str, data_type: str, column_type: str, precision: int | None, scale: int | None, hudi_type: str
+) -> Mapping | str:
+    """The comparison of one MySQL/MariaDB column, or the reason it cannot be compared exactly.
+
+    ``data_type`` and ``column_type`` are information_schema's (``tinyint`` and
+    ``tinyint(1) unsigned``). The session must run with ``time_zone = '+00:00'``
+    (:class:`hudi_cdc.ops.database.SourceDatabase` sets it), so that TIMESTAMP
+    columns read as UTC.
+    """
+    my, sp = mysql_ident(name), spark_ident(name)
+    data_type = data_type.lower()
+
+    def ok(source_sql: str, spark_sql: str) -> Mapping:
+        return Mapping(name, column_type, hudi_type, source_sql, spark_sql)
+
+    if data_type in _MYSQL_INTEGERS and hudi_type == "boolean":  # BOOLEAN is TINYINT(1)
+        return ok(f"if({my} is null, null, if({my} <> 0, 'true', 'false'))", f"cast({sp} as string)")
+    if data_type in _MYSQL_INTEGERS and hudi_type in ("int", "bigint", "smallint"):
+        return ok(f"cast({my} as char)", f"cast({sp} as string)")
+    if data_type in _MYSQL_TEXTS and hudi_type == "string":
+        return ok(my, sp)
+    if data_type == "double" and hudi_type == "double":
+        bits = f"cast(java_method('java.lang.Double', 'doubleToLongBits', {sp}) as bigint)"
+        return ok(_mysql_float_bits(my, exponent_bits=11, mantissa_bits=52), f"lpad(lower(hex({bits})), 16, '0')")
+    if data_type == "float" and hudi_type == "float":
+        bits = f"(cast(java_method('java.lang.Float', 'floatToIntBits', {sp}) as bigint) & 4294967295)"
+        return ok(_mysql_float_bits(my, exponent_bits=8, mantissa_bits=23), f"lpad(lower(hex({bits})), 8, '0')")
+    if data_type == "decimal" and hudi_type.startswith("decimal("):
+        p, s = (int(x) for x in hudi_type[len("decimal(") : -1].split(","))
+        width = max(p - s, 1) + (s + 1 if s else 0)
+        return ok(
+            f"concat(if({my} < 0, '-', ''), lpad(cast(abs({my}) as char), {width}, '0'))",
+            f"concat(if({sp} < 0, '-', ''), to_char(abs({sp}), '{_decimal_format(p, s)}'))",
+        )
+    if data_type == "decimal" and hudi_type == "string":  # wider than Spark's 38 digits: exact text
+        return ok(f"cast({my} as char)", sp)
+    if data_type == "date" and hudi_type == "date":
+        return ok(f"date_format({my}, '%Y-%m-%d')", f"date_format({sp}, 'yyyy-MM-dd')")
+    if data_type in ("datetime", "timestamp") and hudi_type == "timestamp":
+        # DATETIME is a wall-clock time (stored as that time in UTC); TIMESTAMP an instant (the session is UTC).
+        micros = f"cast(timestampdiff(microsecond, '1970-01-01 00:00:00', {my}) as char)"
+        return ok(micros, f"cast(unix_micros({sp}) as string)")
+    if data_type == "time" and hudi_type == "string":
+        frac = f"rpad(coalesce(nullif(substr({sp}, 10), ''), ''), 6, '0')"
+        return ok(f"time_format({my}, '%H:%i:%s.%f')", f"concat(substr({sp}, 1, 8), '.', {frac})")
+    if data_type in _MYSQL_BINARIES and hudi_type == "binary":
+        return ok(f"lower(hex({my}))", f"lower(hex({sp}))")
+    return f"no exact comparison of MySQL {column_type} with Hudi {hudi_type}"
+
+
 def map_spark_column(name: str, replay_type: str, hudi_type: str) -> Mapping:
     """The comparison of a column both sides hold in Spark (a replay of change files against the table).
 
@@ -142,20 +240,26 @@ def map_spark_column(name: str, replay_type: str, hudi_type: str) -> Mapping:
     return Mapping(name, replay_type, hudi_type, text(source), text(sp))
 
 
-def _framed(expr: str, *, spark: bool) -> str:
+def _framed(expr: str, engine: Engine) -> str:
     """``<length>:<text>``, or ``~`` for NULL: concatenations of framed values cannot collide."""
-    if spark:
+    if engine == "spark":
         return f"coalesce(concat(cast(length({expr}) as string), ':', {expr}), '~')"
+    if engine == "mysql":
+        return f"coalesce(concat(char_length({expr}), ':', {expr}), '~')"
     return f"coalesce(length({expr})::text || ':' || {expr}, '~')"
 
 
-def row_text(exprs: list[str], *, spark: bool) -> str:
-    parts = [_framed(e, spark=spark) for e in exprs]
-    return f"concat({', '.join(parts)})" if spark else " || ".join(parts) if parts else "''"
+def row_text(exprs: list[str], engine: Engine) -> str:
+    parts = [_framed(e, engine) for e in exprs]
+    if engine == "postgres":
+        return " || ".join(parts) if parts else "''"
+    return f"concat({', '.join(parts)})"
 
 
-def key_hash(text_sql: str, *, spark: bool) -> str:
-    """A 60-bit non-negative integer from the md5 of ``text_sql`` (the same number in both engines)."""
-    if spark:
+def key_hash(text_sql: str, engine: Engine) -> str:
+    """A 60-bit non-negative integer from the md5 of ``text_sql`` (the same number in every engine)."""
+    if engine == "spark":
         return f"cast(conv(substr(md5({text_sql}), 1, 15), 16, 10) as bigint)"
+    if engine == "mysql":
+        return f"cast(conv(substr(md5({text_sql}), 1, 15), 16, 10) as unsigned)"
     return f"('x' || substr(md5({text_sql}), 1, 15))::bit(60)::bigint"

@@ -1,10 +1,12 @@
 """The source database an operator command talks to: a URL, and a password kept off the command line.
 
 ``postgresql://user@host:port/dbname`` (libpq's URI; ``?sslmode=...`` and the
-other libpq parameters pass through). The password comes, first match wins,
-from ``password_file``, from the environment variable ``password_env``, or
-from libpq's own ``PGPASSWORD`` / ``~/.pgpass``. A password written into the
-URL works but is never printed: :attr:`SourceDatabase.display` redacts it.
+other libpq parameters pass through), or ``mysql://user@host:port/dbname``
+(also ``mariadb://``; PyMySQL). The password comes, first match wins, from
+``password_file``, from the environment variable ``password_env``, from the
+URL, or (Postgres) from libpq's own ``PGPASSWORD`` / ``~/.pgpass``. A password
+written into the URL works but is never printed: :attr:`SourceDatabase.display`
+redacts it.
 """
 
 from __future__ import annotations
@@ -13,16 +15,17 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 from hudi_cdc.config import redact_url
 from hudi_cdc.errors import ConfigError, TransientError
 
 __all__ = ["SourceDatabase", "redact_url"]
 
-# Refusals a retry will not fix (libpq's wording).
+# Refusals a retry will not fix (libpq's wording; MySQL's error numbers: access denied, unknown database).
 _TERMINAL = ("authentication failed", "does not exist", "no password supplied", "no pg_hba.conf entry")
-_SCHEMES = {"postgresql": "postgres", "postgres": "postgres"}
+_MYSQL_TERMINAL = {1044, 1045, 1049, 1698}
+_SCHEMES = {"postgresql": "postgres", "postgres": "postgres", "mysql": "mysql", "mariadb": "mysql"}
 
 
 @dataclass(frozen=True)
@@ -36,7 +39,7 @@ class SourceDatabase:
         if scheme not in _SCHEMES:
             raise ConfigError(
                 f"source database URL {self.display!r}: expected postgresql://user@host:port/dbname"
-                " (MySQL/MariaDB is not supported yet)"
+                " or mysql://user@host:port/dbname"
             )
 
     @property
@@ -60,10 +63,12 @@ class SourceDatabase:
             if self.password_env not in os.environ:
                 raise ConfigError(f"environment variable {self.password_env} (the password) is not set")
             return os.environ[self.password_env]
-        return None  # libpq: the URL, PGPASSWORD or ~/.pgpass
+        return None  # the URL; for libpq also PGPASSWORD or ~/.pgpass
 
     def connect(self, *, application: str = "hudi-cdc") -> Any:
-        """An autocommit, read-only psycopg connection."""
+        """An autocommit, read-only DB-API connection (psycopg, or PyMySQL with the session in UTC)."""
+        if self.kind == "mysql":
+            return self._connect_mysql()
         import psycopg
 
         extra: dict[str, Any] = {"application_name": application, "connect_timeout": 10}
@@ -80,4 +85,35 @@ class SourceDatabase:
                 raise ConfigError(message) from None
             raise TransientError(message) from None
         conn.read_only = True
+        return conn
+
+    def _connect_mysql(self) -> Any:
+        import pymysql
+
+        parts = urlsplit(self.url)
+        password = self._password()
+        if password is None and parts.password is not None:
+            password = unquote(parts.password)
+        try:
+            conn = pymysql.connect(
+                host=parts.hostname or "localhost",
+                port=parts.port or 3306,
+                user=unquote(parts.username or ""),
+                password=password or "",
+                database=unquote(parts.path.lstrip("/")) or None,
+                charset="utf8mb4",
+                autocommit=True,
+                connect_timeout=10,
+                # UTC, so TIMESTAMP columns read as the instants Debezium sends.
+                init_command="SET time_zone = '+00:00'",
+            )
+        except pymysql.err.OperationalError as exc:
+            code = exc.args[0] if exc.args else None
+            reason = exc.args[1] if len(exc.args) > 1 else str(exc)  # the server's words, never the password
+            message = f"cannot connect to {self.display}: {reason}"
+            if code in _MYSQL_TERMINAL:
+                raise ConfigError(message) from None
+            raise TransientError(message) from None
+        with conn.cursor() as cur:
+            cur.execute("SET SESSION TRANSACTION READ ONLY")
         return conn

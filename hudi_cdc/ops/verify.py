@@ -2,7 +2,8 @@
 
 How, without moving either table (data-diff's approach, with exact values):
 
-1. Each side hashes every row where it lives (Postgres in SQL, Hudi in Spark)
+1. Each side hashes every row where it lives (the database in its SQL, Postgres
+   or MySQL/MariaDB; Hudi in Spark)
    into ``(bucket, count, sum of row hashes)``; only those sums travel. The
    bucket is a hash of the key, so buckets split any key (uuid, composite)
    evenly, and a missing, extra, changed or doubled row changes its bucket.
@@ -14,8 +15,9 @@ How, without moving either table (data-diff's approach, with exact values):
 4. The source keeps changing while the table follows it. A first pass that
    finds differences waits until the ingest has passed the source position
    the first pass saw (the WAL position, then the Kafka offsets that hold it,
-   then a Hudi commit whose checkpoint covers them) and runs again; only
-   differences found both times are reported.
+   then a Hudi commit whose checkpoint covers them; MySQL has no slot that
+   confirms a binlog position, so there the topic must fall quiet first) and
+   runs again; only differences found both times are reported.
 """
 
 from __future__ import annotations
@@ -126,9 +128,12 @@ class _Plan:
         return tuple(m.name for m in self.mappings)
 
 
-class _PostgresSide:
-    def __init__(self, conn: Any, relation: str, where: str | None) -> None:
+class _SqlSide:
+    """The source table, hashed by the database itself (Postgres, or MySQL/MariaDB)."""
+
+    def __init__(self, conn: Any, engine: canonical.Engine, relation: str, where: str | None) -> None:
         self._conn = conn
+        self._engine = engine
         self._relation = relation
         self._where = where
 
@@ -136,27 +141,30 @@ class _PostgresSide:
         keys = [m.source_sql for m in plan.mappings[: len(plan.key_fields)]]
         everything = [m.source_sql for m in plan.mappings]
         where = f" where {self._where}" if self._where else ""
-        h = canonical.key_hash(canonical.row_text(keys, spark=False), spark=False)
-        v = canonical.key_hash(canonical.row_text(everything, spark=False), spark=False)
+        h = canonical.key_hash(canonical.row_text(keys, self._engine), self._engine)
+        v = canonical.key_hash(canonical.row_text(everything, self._engine), self._engine)
         return f"select {h} as h, {v} as v, {', '.join(f'{e} as c{i}' for i, e in enumerate(everything))} from {self._relation}{where}"  # noqa: E501, S608
+
+    def _in(self, modulus: int, buckets: set[int]) -> str:
+        values = ",".join(str(int(b)) for b in sorted(buckets))
+        if self._engine == "postgres":
+            return f"h % {modulus} = any('{{{values}}}'::bigint[])"
+        return f"h % {modulus} in ({values})"
+
+    def _query(self, sql: str) -> list[tuple[Any, ...]]:
+        with self._conn.cursor() as cur:
+            cur.execute(sql)  # no parameters: the drivers leave the % of the SQL alone
+            return list(cur.fetchall())
 
     def buckets(self, plan: _Plan, modulus: int, parent: tuple[int, set[int]] | None) -> dict[int, tuple[int, int]]:
         sql = f"select h % {modulus}, count(*), coalesce(sum(v), 0) from ({self._rows_sql(plan)}) r"  # noqa: S608
         if parent:
-            sql += f" where h % {parent[0]} = any({_int_array(parent[1])})"
-        with self._conn.cursor() as cur:
-            cur.execute(sql + " group by 1")  # no parameters: psycopg leaves the % of the SQL alone
-            return {int(b): (int(n), int(s)) for b, n, s in cur.fetchall()}
+            sql += f" where {self._in(*parent)}"
+        return {int(b): (int(n), int(s)) for b, n, s in self._query(sql + " group by 1")}
 
     def rows(self, plan: _Plan, modulus: int, buckets: set[int]) -> list[tuple[Any, ...]]:
-        sql = f"select * from ({self._rows_sql(plan)}) r where h % {modulus} = any({_int_array(buckets)})"  # noqa: S608
-        with self._conn.cursor() as cur:
-            cur.execute(sql)
-            return [tuple(row[2:]) for row in cur.fetchall()]
-
-
-def _int_array(values: set[int]) -> str:
-    return "'{" + ",".join(str(int(v)) for v in sorted(values)) + "}'::bigint[]"
+        sql = f"select * from ({self._rows_sql(plan)}) r where {self._in(modulus, buckets)}"  # noqa: S608
+        return [tuple(row[2:]) for row in self._query(sql)]
 
 
 class _Side(Protocol):
@@ -179,8 +187,8 @@ class _SparkSide:
         keys = exprs[: len(plan.key_fields)]
         everything = exprs
         return self._frame.select(
-            F.expr(canonical.key_hash(canonical.row_text(keys, spark=True), spark=True)).alias("h"),
-            F.expr(canonical.key_hash(canonical.row_text(everything, spark=True), spark=True)).alias("v"),
+            F.expr(canonical.key_hash(canonical.row_text(keys, "spark"), "spark")).alias("h"),
+            F.expr(canonical.key_hash(canonical.row_text(everything, "spark"), "spark")).alias("v"),
             *[F.expr(e).alias(f"c{i}") for i, e in enumerate(everything)],
         )
 
@@ -206,29 +214,40 @@ class _SparkSide:
 
 
 def _catalog(
-    conn: Any, schema: str, table: str
+    conn: Any, engine: canonical.Engine, schema: str, table: str
 ) -> tuple[list[tuple[str, str, str, int | None, int | None]], tuple[str, ...]]:
+    """The table's columns (name, type, detailed type, precision, scale) and its primary key."""
     with conn.cursor() as cur:
+        detail = "udt_name" if engine == "postgres" else "column_type"
         cur.execute(
-            "select column_name, data_type, udt_name, numeric_precision, numeric_scale from information_schema.columns"
+            f"select column_name, data_type, {detail}, numeric_precision, numeric_scale from information_schema.columns"
             " where table_schema = %s and table_name = %s order by ordinal_position",
             (schema, table),
         )
-        columns = cur.fetchall()
+        columns = [tuple(c) for c in cur.fetchall()]
         if not columns:
             return [], ()
-        cur.execute(
-            "select a.attname from pg_index i join pg_attribute a on a.attrelid = i.indrelid and a.attnum = any(i.indkey)"
-            " where i.indisprimary and i.indrelid = (quote_ident(%s) || '.' || quote_ident(%s))::regclass"
-            " order by array_position(i.indkey, a.attnum)",
-            (schema, table),
-        )
+        if engine == "postgres":
+            cur.execute(
+                "select a.attname from pg_index i join pg_attribute a on a.attrelid = i.indrelid"
+                " and a.attnum = any(i.indkey) where i.indisprimary"
+                " and i.indrelid = (quote_ident(%s) || '.' || quote_ident(%s))::regclass"
+                " order by array_position(i.indkey, a.attnum)",
+                (schema, table),
+            )
+        else:
+            cur.execute(
+                "select column_name from information_schema.key_column_usage where table_schema = %s"
+                " and table_name = %s and constraint_name = 'PRIMARY' order by ordinal_position",
+                (schema, table),
+            )
         primary_key = tuple(r[0] for r in cur.fetchall())
-    return columns, primary_key
+    return columns, primary_key  # type: ignore[return-value]
 
 
 def _plan(
     conn: Any,
+    engine: canonical.Engine,
     frame: DataFrame,
     schema: str,
     table: str,
@@ -236,7 +255,7 @@ def _plan(
     columns: Sequence[str] | None,
     result: VerifyResult,
 ) -> _Plan:
-    catalog, primary_key = _catalog(conn, schema, table)
+    catalog, primary_key = _catalog(conn, engine, schema, table)
     if not catalog:
         raise SourceError(f"table {schema}.{table} does not exist in {result.source} (or the user cannot see it)")
     keys = tuple(key_fields) or primary_key
@@ -253,7 +272,8 @@ def _plan(
     for name in wanted:
         if name not in hudi_types:
             continue
-        mapped = canonical.map_column(*by_name[name], hudi_types[name])
+        mapping = canonical.map_column if engine == "postgres" else canonical.map_mysql_column
+        mapped = mapping(*by_name[name], hudi_types[name])
         if isinstance(mapped, str):
             if name in keys:
                 raise ConfigError(f"key column {name}: {mapped}; verify cannot pair rows without it")
@@ -345,12 +365,34 @@ def _compare_rows(
 
 
 def _one_pass(
-    conn: Any, spark: SparkSession, base_path: str, schema: str, table: str, opts: dict[str, Any], result: VerifyResult
+    conn: Any,
+    engine: canonical.Engine,
+    spark: SparkSession,
+    base_path: str,
+    schema: str,
+    table: str,
+    opts: dict[str, Any],
+    result: VerifyResult,
 ) -> list[Difference]:
     frame = spark.read.format("hudi").load(base_path)
-    plan = _plan(conn, frame, schema, table, opts["key_fields"], opts["columns"], result)
-    source = _PostgresSide(conn, f"{canonical.sql_ident(schema)}.{canonical.sql_ident(table)}", opts["where"])
+    plan = _plan(conn, engine, frame, schema, table, opts["key_fields"], opts["columns"], result)
+    ident = canonical.sql_ident if engine == "postgres" else canonical.mysql_ident
+    source = _SqlSide(conn, engine, f"{ident(schema)}.{ident(table)}", opts["where"])
     return _compare(source, _SparkSide(frame, opts["where"]), plan, opts, result)
+
+
+def _position(conn: Any, engine: canonical.Engine) -> str:
+    """Where the source's change log is now: the WAL position, or the binlog file and position."""
+    with conn.cursor() as cur:
+        if engine == "postgres":
+            cur.execute("select pg_current_wal_lsn()::text")
+            return str(cur.fetchone()[0])
+        try:
+            cur.execute("show master status")  # needs BINLOG MONITOR (REPLICATION CLIENT)
+            row = cur.fetchone()
+        except Exception:  # noqa: BLE001 - a missing privilege only costs the recheck its label
+            row = None
+        return f"{row[0]}:{row[1]}" if row else "the binlog position (not readable by this user)"
 
 
 def _compare(source: _Side, target: _Side, plan: _Plan, opts: dict[str, Any], result: VerifyResult) -> list[Difference]:
@@ -383,13 +425,14 @@ def verify(
 
     ``recheck(conn, position)`` is called when the first pass finds differences:
     it returns once the table has caught up with ``position`` (the source's WAL
-    position when the first pass began) and says what it waited for; only
-    differences found again afterwards are reported. Without it, one pass.
+    or binlog position when the first pass began) and says what it waited for;
+    only differences found again afterwards are reported. Without it, one pass.
+    For MySQL/MariaDB the table is ``database.table``.
     """
     started = time.monotonic()
     schema, _, name = table.rpartition(".")
     if not schema:
-        raise ConfigError(f"name the source table with its schema, e.g. public.{table}")
+        raise ConfigError(f"name the source table with its schema (MySQL: its database), e.g. public.{table}")
     opts = {
         "key_fields": tuple(key_fields),
         "columns": columns,
@@ -399,13 +442,14 @@ def verify(
         "toast": toast_placeholder,
     }
     result = VerifyResult(table=table, source=database.display, target=base_path, key_fields=tuple(key_fields))
+    engine: canonical.Engine = "postgres" if database.kind == "postgres" else "mysql"
     with database.connect(application="hudi-cdc verify") as conn:
-        position = str(conn.execute("select pg_current_wal_lsn()").fetchone()[0])
-        diffs = _one_pass(conn, spark, base_path, schema, name, opts, result)
+        position = _position(conn, engine)
+        diffs = _one_pass(conn, engine, spark, base_path, schema, name, opts, result)
         if (diffs or result.differing_buckets) and recheck is not None:
             result.recheck = recheck(conn, position)
             first = {(tuple(d.key.items()), d.kind, d.columns) for d in diffs}
-            again = _one_pass(conn, spark, base_path, schema, name, opts, result)
+            again = _one_pass(conn, engine, spark, base_path, schema, name, opts, result)
             result.passes = 2
             diffs = [d for d in again if (tuple(d.key.items()), d.kind, d.columns) in first]
             if not diffs and not result.truncated:
@@ -526,8 +570,10 @@ def wait_for_ingest(
     timeout_s: float = 600.0,
     poll_s: float = 2.0,
     kafka_conf: dict[str, str] | None = None,
+    database_kind: str = "postgres",
+    quiet_s: float = 10.0,
 ) -> Callable[[Any, str], str]:
-    """A ``recheck`` for :func:`verify`: wait until the Hudi table holds every change up to a WAL position.
+    """A ``recheck`` for :func:`verify`: wait until the Hudi table holds every change up to a source position.
 
     The chain: the replication slot (``slot``, or every logical slot of the
     database) has confirmed the position, so Debezium has published it; the
@@ -537,21 +583,31 @@ def wait_for_ingest(
     confirmed the position". Debezium confirms positions only as it sees
     changes or heartbeats: on a quiet database set ``heartbeat.interval.ms``,
     or the slot step gives up after half the timeout (and says so).
+
+    MySQL/MariaDB (``database_kind="mysql"``) has no slot that confirms a
+    binlog position to the outside, so the first link becomes "the topic's end
+    offsets stood still for ``quiet_s``" (Debezium publishes a binlog within
+    seconds); on a table that never stops changing, that step too gives up
+    after half the timeout and says so.
     """
     from hudi_cdc.sink.hudi import HudiTable
 
     def wait(conn: Any, position: str) -> str:
         deadline = time.monotonic() + timeout_s
         steps = []
-        slot_deadline = time.monotonic() + timeout_s / 2
-        while not _slot_passed(conn, slot, position):
-            if time.monotonic() > slot_deadline:
-                steps.append(f"the replication slot did not confirm {position} within {timeout_s / 2:.0f}s")
-                break
-            time.sleep(poll_s)
-        else:
-            steps.append(f"slot confirmed {position}")
+        first_deadline = time.monotonic() + timeout_s / 2
         table = HudiTable(spark, base_path)
+        if database_kind == "postgres":
+            while not _slot_passed(conn, slot, position):
+                if time.monotonic() > first_deadline:
+                    steps.append(f"the replication slot did not confirm {position} within {timeout_s / 2:.0f}s")
+                    break
+                time.sleep(poll_s)
+            else:
+                steps.append(f"slot confirmed {position}")
+        else:
+            steps.append(_topic_quiet(table.latest_checkpoint(), bootstrap_servers, kafka_conf or {}, quiet_s,
+                                      poll_s, first_deadline, position))  # fmt: skip
         before = {c.instant for c in table.commits()}
         target = _topic_ends(table.latest_checkpoint(), bootstrap_servers, kafka_conf or {})
         while True:
@@ -578,6 +634,31 @@ def _slot_passed(conn: Any, slot: str | None, position: str) -> bool:
             (position, slot, slot),
         )
         return bool(cur.fetchone()[0])
+
+
+def _topic_quiet(
+    checkpoint: str | None,
+    bootstrap_servers: str | None,
+    conf: dict[str, str],
+    quiet_s: float,
+    poll_s: float,
+    deadline: float,
+    position: str,
+) -> str:
+    """Wait until the table's topic stops growing for ``quiet_s`` (or ``deadline``); say which."""
+    ends = _topic_ends(checkpoint, bootstrap_servers, conf)
+    if ends is None:
+        time.sleep(quiet_s)
+        return f"binlog at {position}; waited {quiet_s:.0f}s for Debezium to publish it (no topic to watch)"
+    still_since = time.monotonic()
+    while time.monotonic() - still_since < quiet_s:
+        if time.monotonic() > deadline:
+            return f"binlog at {position}; the topic {ends[0]} never stood still for {quiet_s:.0f}s"
+        time.sleep(poll_s)
+        now = _topic_ends(checkpoint, bootstrap_servers, conf)
+        if now is not None and now != ends:
+            ends, still_since = now, time.monotonic()
+    return f"binlog at {position}; the topic {ends[0]} stood still for {quiet_s:.0f}s"
 
 
 def _topic_ends(

@@ -42,6 +42,6 @@ def test_names_are_quoted_for_each_engine() -> None:
 
 def test_values_are_framed_so_concatenations_cannot_collide() -> None:
     # ("ab", "c") and ("a", "bc") concatenate alike; framed with their lengths they do not.
-    pg = row_text(["x", "y"], spark=False)
+    pg = row_text(["x", "y"], "postgres")
     assert pg.count("length(") == 2 and "'~'" in pg  # NULL has its own mark
-    assert row_text(["x", "y"], spark=True).startswith("concat(")
+    assert row_text(["x", "y"], "spark").startswith("concat(")

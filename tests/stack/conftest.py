@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import socket
 
-PORTS = {"postgres": 55432, "kafka": 59092, "apicurio": 58080, "connect": 58083}
+PORTS = {"postgres": 55432, "mariadb": 53306, "kafka": 59092, "apicurio": 58080, "connect": 58083}
 BOOTSTRAP = "127.0.0.1:59092"
 REGISTRY = "http://127.0.0.1:58080/apis/ccompat/v7"
 
