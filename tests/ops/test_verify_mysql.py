@@ -118,7 +118,7 @@ def test_a_replicated_table_is_equal(spark, tables: dict[str, str], table_type: 
 
 
 def _corrupt(spark: Any, path: str, table_type: str) -> dict[tuple, tuple]:  # noqa: ANN401
-    """Five faults, written straight into the Hudi table; returns the expected kind per key."""
+    """Five faults written straight into the Hudi table, and a row deleted in MariaDB; the expected kind per key."""
     frame = spark.read.format("hudi").load(path)
     data = [c for c in frame.columns if is_data_column(c)]
     rows = {(r["id"], r["part"]): r.asDict() for r in frame.select(*data).where("id between 100 and 160").collect()}
