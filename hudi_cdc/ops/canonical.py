@@ -65,6 +65,15 @@ def spark_ident(name: str) -> str:
 mysql_ident = spark_ident  # MySQL and MariaDB quote names as Spark does
 
 
+def _spark_float_bits(e: str, *, double: bool) -> str:
+    """The IEEE bits of a Spark float/double as lower-case hex (NULL stays NULL: reflection refuses a null)."""
+    if double:
+        bits = f"cast(java_method('java.lang.Double', 'doubleToLongBits', {e}) as bigint)"
+        return f"if({e} is null, null, lpad(lower(hex({bits})), 16, '0'))"
+    bits = f"(cast(java_method('java.lang.Float', 'floatToIntBits', {e}) as bigint) & 4294967295)"
+    return f"if({e} is null, null, lpad(lower(hex({bits})), 8, '0'))"
+
+
 _INTEGERS = {"smallint", "integer", "bigint"}
 _TEXTS = {"text", "character varying", "uuid", "json", "jsonb", "name", "citext", "xml"}
 _TEXT_ARRAYS = {"_text", "_varchar", "_int2", "_int4", "_int8", "_bool", "_uuid"}
@@ -93,11 +102,9 @@ def map_column(
     if pg_type == "character" and hudi_type == "string":
         return ok(f"format('%s', {pg})", sp)  # ::text would strip the blanks Debezium keeps
     if pg_type == "double precision" and hudi_type == "double":
-        bits = f"cast(java_method('java.lang.Double', 'doubleToLongBits', {sp}) as bigint)"
-        return ok(f"encode(float8send({pg}), 'hex')", f"lpad(lower(hex({bits})), 16, '0')")
+        return ok(f"encode(float8send({pg}), 'hex')", _spark_float_bits(sp, double=True))
     if pg_type == "real" and hudi_type == "float":
-        bits = f"(cast(java_method('java.lang.Float', 'floatToIntBits', {sp}) as bigint) & 4294967295)"
-        return ok(f"encode(float4send({pg}), 'hex')", f"lpad(lower(hex({bits})), 8, '0')")
+        return ok(f"encode(float4send({pg}), 'hex')", _spark_float_bits(sp, double=False))
     if pg_type == "numeric" and hudi_type.startswith("decimal("):
         p, s = (int(x) for x in hudi_type[len("decimal(") : -1].split(","))
         fmt = _decimal_format(p, s)
@@ -177,11 +184,9 @@ def map_mysql_column(
     if data_type in _MYSQL_TEXTS and hudi_type == "string":
         return ok(my, sp)
     if data_type == "double" and hudi_type == "double":
-        bits = f"cast(java_method('java.lang.Double', 'doubleToLongBits', {sp}) as bigint)"
-        return ok(_mysql_float_bits(my, exponent_bits=11, mantissa_bits=52), f"lpad(lower(hex({bits})), 16, '0')")
+        return ok(_mysql_float_bits(my, exponent_bits=11, mantissa_bits=52), _spark_float_bits(sp, double=True))
     if data_type == "float" and hudi_type == "float":
-        bits = f"(cast(java_method('java.lang.Float', 'floatToIntBits', {sp}) as bigint) & 4294967295)"
-        return ok(_mysql_float_bits(my, exponent_bits=8, mantissa_bits=23), f"lpad(lower(hex({bits})), 8, '0')")
+        return ok(_mysql_float_bits(my, exponent_bits=8, mantissa_bits=23), _spark_float_bits(sp, double=False))
     if data_type == "decimal" and hudi_type.startswith("decimal("):
         p, s = (int(x) for x in hudi_type[len("decimal(") : -1].split(","))
         width = max(p - s, 1) + (s + 1 if s else 0)
@@ -217,15 +222,8 @@ def map_spark_column(name: str, replay_type: str, hudi_type: str) -> Mapping:
     source = sp if replay_type == hudi_type else f"cast({sp} as {hudi_type})"
 
     def text(e: str) -> str:
-        if hudi_type == "double":
-            return (
-                f"lpad(lower(hex(cast(java_method('java.lang.Double', 'doubleToLongBits', {e}) as bigint))), 16, '0')"
-            )
-        if hudi_type == "float":
-            return (
-                f"lpad(lower(hex(cast(java_method('java.lang.Float', 'floatToIntBits', {e}) as bigint) & 4294967295)),"
-                " 8, '0')"
-            )
+        if hudi_type in ("double", "float"):
+            return _spark_float_bits(e, double=hudi_type == "double")
         if hudi_type.startswith("decimal("):
             p, s = (int(x) for x in hudi_type[len("decimal(") : -1].split(","))
             return f"concat(if({e} < 0, '-', ''), to_char(abs({e}), '{_decimal_format(p, s)}'))"

@@ -10,6 +10,7 @@ into Hudi, and nothing else.
 from __future__ import annotations
 
 import json
+import math
 import uuid
 from typing import Any
 
@@ -51,7 +52,8 @@ insert into {TABLE}
 select seq, concat('p', seq % 3),
   if(seq % 7 = 0, null, seq % 128 - 64), seq % 30000, seq * 7, seq * 1000003 - 50000000,
   round(rand(seq) * 20000 - 10000, 2), if(seq % 5 = 0, 0.0000001, round(rand(seq + 1), 9)), rand(seq + 2) * 1e30,
-  rand(seq + 3) * 100, if(seq % 9 = 0, 0, rand(seq + 4) * 1e6 - 5e5), seq % 2 = 0,
+  if(seq % 11 = 0, null, rand(seq + 3) * 100), if(seq % 9 = 0, 0, if(seq % 13 = 0, null, rand(seq + 4) * 1e6 - 5e5)),
+  seq % 2 = 0,
   concat('name ', seq, ' ü€'), concat('c', seq % 10), elt(1 + seq % 3, 'red', 'green', 'blue'),
   json_object('i', seq, 'nested', json_array(1, 'two', null)),
   date '2020-01-01' + interval seq day, timestamp '2024-02-29 12:34:56.123456' + interval seq * 3600000001 microsecond,
@@ -127,8 +129,7 @@ def _corrupt(spark: Any, path: str, table_type: str) -> dict[tuple, tuple]:  # n
     upserts = [
         {**rows[changed], "amount": rows[changed]["amount"] + 7, ORDER_COLUMN: top},
         # the last bit of a double: only an exact comparison sees it
-        {**rows[doubled_value], "weight": float.fromhex(rows[doubled_value]["weight"].hex()) * (1 + 2**-52),
-         ORDER_COLUMN: top},
+        {**rows[doubled_value], "weight": math.nextafter(rows[doubled_value]["weight"], math.inf), ORDER_COLUMN: top},
         {**rows[changed], "id": 999_999, "part": "ghost", ORDER_COLUMN: top},  # a row the source never had
     ]  # fmt: skip
     options = opt.write_options(
