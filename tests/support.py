@@ -159,3 +159,37 @@ def kill_when_pending(command: list[str], timeline: Path, action: str) -> list[s
     finally:
         kill_group(process)
     pytest.fail(f"no pending {action} instant appeared before the run ended (exit {process.returncode})")
+
+
+def tamper(
+    spark: Any,  # noqa: ANN401
+    base: str,
+    *,
+    table_name: str,
+    table_type: str,
+    keys: Sequence[str],
+    upserts: Sequence[dict[str, Any]] = (),
+    deletes: Sequence[dict[str, Any]] = (),
+    duplicates: Sequence[dict[str, Any]] = (),
+) -> None:
+    """Write straight into a Hudi table, past hudi-cdc, as corruption would: rows upserted (give them an
+    ``_source_order`` above every stored one), deleted, and written again as second rows of their key."""
+    from hudi_cdc.sink import options as opt
+    from payloads.base import ORDER_COLUMN, is_data_column
+
+    frame = spark.read.format("hudi").load(base)
+    schema = frame.select(*[c for c in frame.columns if is_data_column(c)]).schema
+    options = opt.write_options(
+        table_name=table_name,
+        table_type={"cow": "COPY_ON_WRITE", "mor": "MERGE_ON_READ"}[table_type],
+        record_key_fields=tuple(keys),
+        partition_path_field=None,
+        ordering_field=ORDER_COLUMN,
+        user_conf={},
+    )
+    # bulk_insert adds a second row of a key in a new file group; no inline compaction tidies anything up
+    for records, operation in ((upserts, "upsert"), (deletes, "delete"), (duplicates, "bulk_insert")):
+        if records:
+            spark.createDataFrame(list(records), schema=schema).write.format("hudi").options(
+                **{**options, opt.OPERATION: operation, opt.COMPACT_INLINE: "false"}
+            ).mode("append").save(base)

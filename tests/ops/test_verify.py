@@ -19,12 +19,11 @@ from click.testing import CliRunner
 from hudi_cdc.cli import main
 from hudi_cdc.ops.database import SourceDatabase
 from hudi_cdc.ops.verify import Difference, verify
-from hudi_cdc.sink import options as opt
 from hudi_cdc.testing.kafka import end_offsets, wait_until_quiet
 from hudi_cdc.testing.postgres import connect
 from payloads.base import ORDER_COLUMN, is_data_column
 from tests.stack.conftest import BOOTSTRAP, REGISTRY
-from tests.support import PLACEHOLDER, run_cli
+from tests.support import PLACEHOLDER, run_cli, tamper
 
 pytestmark = [pytest.mark.stack, pytest.mark.kafka, pytest.mark.postgres, pytest.mark.hudi]
 
@@ -133,23 +132,8 @@ def _corrupt(spark: Any, path: str, table_type: str) -> dict[str, tuple[str, ...
         {**rows[toasted], "body": PLACEHOLDER, ORDER_COLUMN: top},
         {**rows[changed], "id": 999_999, "part": "ghost", ORDER_COLUMN: top},  # a row the source never had
     ]
-    options = opt.write_options(
-        table_name=f"{TABLE}_{table_type}",
-        table_type={"cow": "COPY_ON_WRITE", "mor": "MERGE_ON_READ"}[table_type],
-        record_key_fields=KEYS,
-        partition_path_field=None,
-        ordering_field=ORDER_COLUMN,
-        user_conf={},
-    )
-
-    def write(records: list[dict[str, Any]], operation: str) -> None:
-        spark.createDataFrame(records, schema=frame.select(*data).schema).write.format("hudi").options(
-            **{**options, opt.OPERATION: operation, opt.COMPACT_INLINE: "false"}
-        ).mode("append").save(path)
-
-    write(upserts, "upsert")
-    write([rows[missing]], "delete")
-    write([rows[duplicated]], "bulk_insert")  # a second row with the same key, in a new file group
+    tamper(spark, path, table_name=f"{TABLE}_{table_type}", table_type=table_type, keys=KEYS, upserts=upserts,
+           deletes=[rows[missing]], duplicates=[rows[duplicated]])  # fmt: skip
     with connect() as conn:  # a row the source deleted and the table still has (both tables: never ingested)
         deleted = conn.execute(
             f"select id, part from inventory.{TABLE} where id between 161 and 200 order by id limit 1"  # noqa: S608

@@ -17,15 +17,13 @@ from click.testing import CliRunner
 from hudi_cdc.cli import main
 from hudi_cdc.config import IngestConfig
 from hudi_cdc.ops.verify import verify_replay
-from hudi_cdc.sink import options as opt
 from hudi_cdc.testing import envelope_schema, write_events
 from payloads.base import ORDER_COLUMN, is_data_column
-from tests.support import CUSTOMERS, PLACEHOLDER, ingest_args, random_history, run_cli
+from tests.support import CUSTOMERS, PLACEHOLDER, ingest_args, random_history, run_cli, tamper
 
 pytestmark = pytest.mark.hudi
 
 SCHEMA = envelope_schema("customers", CUSTOMERS)
-TYPES = {"cow": "COPY_ON_WRITE", "mor": "MERGE_ON_READ"}
 
 
 def _config(source: Path, base: str) -> IngestConfig:
@@ -54,30 +52,13 @@ def _corrupt(spark: Any, base: str, table_type: str) -> dict[int, tuple]:  # noq
     rows = {r["id"]: r.asDict() for r in frame.select(*data).collect()}
     changed, toasted, missing, duplicated = sorted(rows)[:4]
     top = "9" * 40  # above every stored _source_order: these upserts win
-    options = opt.write_options(
-        table_name="t_" + table_type,
-        table_type=TYPES[table_type],
-        record_key_fields=("id",),
-        partition_path_field=None,
-        ordering_field=ORDER_COLUMN,
-        user_conf={},
-    )
-
-    def write(records: list[dict[str, Any]], operation: str) -> None:
-        spark.createDataFrame(records, schema=frame.select(*data).schema).write.format("hudi").options(
-            **{**options, opt.OPERATION: operation, opt.COMPACT_INLINE: "false"}
-        ).mode("append").save(base)
-
-    write(
-        [
-            {**rows[changed], "name": "tampered", ORDER_COLUMN: top},
-            {**rows[toasted], "bio": PLACEHOLDER, ORDER_COLUMN: top},
-            {**rows[changed], "id": 999_999, ORDER_COLUMN: top},
-        ],
-        "upsert",
-    )
-    write([rows[missing]], "delete")
-    write([rows[duplicated]], "bulk_insert")
+    upserts = [
+        {**rows[changed], "name": "tampered", ORDER_COLUMN: top},
+        {**rows[toasted], "bio": PLACEHOLDER, ORDER_COLUMN: top},
+        {**rows[changed], "id": 999_999, ORDER_COLUMN: top},
+    ]
+    tamper(spark, base, table_name="t_" + table_type, table_type=table_type, keys=("id",), upserts=upserts,
+           deletes=[rows[missing]], duplicates=[rows[duplicated]])  # fmt: skip
     # The tampered rows also carry another _source_order than the replay's winner.
     return {
         changed: ("changed", ("name", ORDER_COLUMN), None),
