@@ -23,6 +23,7 @@ __all__ = [
     "IngestConfig",
     "TableType",
     "Flavor",
+    "FLAVORS_WITH_PLACEHOLDERS",
     "SchemaChangeBehavior",
     "TruncateBehavior",
     "SourceKind",
@@ -34,7 +35,8 @@ __all__ = [
 ]
 
 TableType = Literal["COPY_ON_WRITE", "MERGE_ON_READ"]
-Flavor = Literal["postgres", "mysql"]
+Flavor = Literal["postgres", "mysql", "sqlserver", "oracle"]
+FLAVORS_WITH_PLACEHOLDERS = ("postgres", "oracle")  # TOAST, and Oracle LOBs a change left alone
 SourceKind = Literal["files", "kafka"]
 SchemaChangeBehavior = Literal["fail", "evolve", "ignore"]
 TruncateBehavior = Literal["fail", "apply", "ignore"]

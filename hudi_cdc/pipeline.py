@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from hudi_cdc.config import IngestConfig
+from hudi_cdc.config import FLAVORS_WITH_PLACEHOLDERS, IngestConfig
 from hudi_cdc.envelope.batch import change_rows
 from hudi_cdc.errors import ConfigError, DecodeError, HudiCdcError, SourceError
 from hudi_cdc.sink import options as opt
@@ -90,7 +90,7 @@ def merge_policy(config: IngestConfig) -> MergePolicy:
     """The merge policy of a table's settings (its flavor, placeholder and TRUNCATE behaviour)."""
     return policy_for(
         config.flavor,
-        toast_placeholder=config.toast_placeholder if config.flavor == "postgres" else None,
+        toast_placeholder=config.toast_placeholder if config.flavor in FLAVORS_WITH_PLACEHOLDERS else None,
         apply_truncates=config.truncate_behavior == "apply",
     )
 

@@ -17,7 +17,9 @@ from payloads.base import (
     WritePlan,
 )
 from payloads.mysql import MySqlPolicy
+from payloads.oracle import OraclePolicy
 from payloads.postgres import PostgresPolicy
+from payloads.sqlserver import SqlServerPolicy
 
 __all__ = [
     "ARRIVAL_COLUMN",
@@ -25,8 +27,10 @@ __all__ = [
     "DELETED_COLUMN",
     "MergePolicy",
     "MySqlPolicy",
+    "OraclePolicy",
     "PlanCounts",
     "PostgresPolicy",
+    "SqlServerPolicy",
     "StoredState",
     "WritePlan",
     "policy_for",
@@ -34,10 +38,10 @@ __all__ = [
 
 
 def policy_for(flavor: str, **options: object) -> MergePolicy:
-    """The policy of a source flavor (``postgres`` or ``mysql``)."""
-    policies = {"postgres": PostgresPolicy, "mysql": MySqlPolicy}
+    """The policy of a source flavor (``postgres``, ``mysql``, ``sqlserver`` or ``oracle``)."""
+    policies = {"postgres": PostgresPolicy, "mysql": MySqlPolicy, "sqlserver": SqlServerPolicy, "oracle": OraclePolicy}
     try:
         cls = policies[flavor]
     except KeyError:
         raise ValueError(f"unknown flavor {flavor!r}; known: {', '.join(policies)}") from None
-    return cls(**options)  # type: ignore[arg-type]
+    return cls(**options)  # type: ignore[arg-type, abstract]

@@ -119,7 +119,11 @@ _CONFIG_OPTIONS = [
         default=None,
         help="Kafka source: continue when the checkpoint is older than what Kafka retains.",
     ),
-    click.option("--flavor", type=click.Choice(["postgres", "mysql"], case_sensitive=False), help="Source database."),
+    click.option(
+        "--flavor",
+        type=click.Choice(["postgres", "mysql", "sqlserver", "oracle"], case_sensitive=False),
+        help="Source database (its Debezium connector); mysql also reads MariaDB's.",
+    ),
     click.option("--target-base-path", help="Base path of the Hudi table."),
     click.option("--target-table", help="Name of the Hudi table."),
     click.option(

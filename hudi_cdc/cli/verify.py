@@ -36,7 +36,7 @@ EQUAL, DIFFERENT, COULD_NOT_RUN = 0, 1, 2
 )
 @click.option(
     "--flavor",
-    type=click.Choice(["postgres", "mysql"]),
+    type=click.Choice(["postgres", "mysql", "sqlserver", "oracle"]),
     default="postgres",
     show_default=True,
     help="With --source-path: the connector that wrote the files.",

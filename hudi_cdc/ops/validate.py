@@ -924,7 +924,12 @@ def check_connector(ctx: _Context) -> _Outcome:
             "/restart?includeTasks=true&onlyFailed=true' (Connect never restarts a FAILED task by itself; "
             "a PAUSED connector needs .../resume)",
         )
-    flavor_words = {"postgres": ("postgres",), "mysql": ("mysql", "mariadb")}[ctx.config.flavor]
+    flavor_words = {
+        "postgres": ("postgres",),
+        "mysql": ("mysql", "mariadb"),
+        "sqlserver": ("sqlserver",),
+        "oracle": ("oracle",),
+    }[ctx.config.flavor]
     if not any(w in kind.lower() for w in flavor_words):
         return _fail(
             f"connector {state.name} is {kind}, not Debezium's {ctx.config.flavor} connector", "check --flavor"

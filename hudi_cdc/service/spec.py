@@ -46,9 +46,9 @@ import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
-from hudi_cdc.config import ENV_PREFIX, IngestConfig, normalise_settings
+from hudi_cdc.config import ENV_PREFIX, Flavor, IngestConfig, normalise_settings
 from hudi_cdc.errors import ConfigError
 
 __all__ = ["PipelineSpec", "RunSettings", "SourceSettings", "TableRef", "load_pipeline", "select"]
@@ -207,8 +207,8 @@ def _source(raw: Any, origin: str) -> SourceSettings:  # noqa: ANN401 - TOML val
         if not raw.get(name):
             raise ConfigError(f"{origin} [source]: {name} is required with kind = {kind!r}")
     flavor = str(raw.get("flavor", "postgres")).lower()
-    if flavor not in ("postgres", "mysql"):
-        raise ConfigError(f"{origin} [source]: flavor must be postgres or mysql, got {flavor!r}")
+    if flavor not in get_args(Flavor):
+        raise ConfigError(f"{origin} [source]: flavor must be one of {', '.join(get_args(Flavor))}, got {flavor!r}")
     return SourceSettings(
         kind=kind,
         tables=patterns,

@@ -5,6 +5,13 @@ comparison) needs ``psycopg`` from the ``test`` extra, and ``kafka`` (framed
 Avro messages and registry schemas) needs a broker; import them explicitly.
 """
 
-from hudi_cdc.testing.envelopes import envelope_schema, mysql_event, pg_event, write_events
+from hudi_cdc.testing.envelopes import (
+    envelope_schema,
+    mysql_event,
+    oracle_event,
+    pg_event,
+    sqlserver_event,
+    write_events,
+)
 
-__all__ = ["envelope_schema", "pg_event", "mysql_event", "write_events"]
+__all__ = ["envelope_schema", "pg_event", "mysql_event", "sqlserver_event", "oracle_event", "write_events"]

@@ -1,8 +1,10 @@
 """Write Debezium change envelopes as Avro Object Container Files.
 
-The same records Kafka Connect's storage sinks write for Debezium's Postgres
-and MySQL connectors under the default AvroConverter: used by the demo, the
-tests and the benchmarks to produce input without a running database.
+The same records Kafka Connect's storage sinks write for Debezium's Postgres,
+MySQL, SQL Server and Oracle connectors under the default AvroConverter (each
+``source`` block as that connector's struct maker builds it, Debezium 3.x):
+used by the demo, the tests and the benchmarks to produce input without a
+running database.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-__all__ = ["envelope_schema", "pg_event", "mysql_event", "write_events"]
+__all__ = ["envelope_schema", "pg_event", "mysql_event", "sqlserver_event", "oracle_event", "write_events"]
 
 
 def _nullable(name: str, avro_type: str) -> dict[str, Any]:
@@ -71,6 +73,42 @@ _MYSQL_SOURCE = _source_schema(
     ],
 )
 
+_SQLSERVER_SOURCE = _source_schema(
+    "sqlserver",
+    [
+        {"name": "schema", "type": "string"},
+        {"name": "table", "type": "string"},
+        _nullable("change_lsn", "string"),
+        _nullable("commit_lsn", "string"),
+        _nullable("event_serial_no", "long"),
+    ],
+)
+
+_ORACLE_SOURCE = _source_schema(
+    "oracle",
+    [
+        {"name": "schema", "type": "string"},
+        {"name": "table", "type": "string"},
+        _nullable("txId", "string"),
+        _nullable("scn", "string"),
+        _nullable("commit_scn", "string"),
+        _nullable("lcr_position", "string"),
+        _nullable("rs_id", "string"),
+        _nullable("ssn", "long"),
+        _nullable("redo_thread", "int"),
+        _nullable("user_name", "string"),
+        _nullable("redo_sql", "string"),
+        _nullable("row_id", "string"),
+        _nullable("commit_ts_ms", "long"),
+        _nullable("start_scn", "string"),
+        _nullable("start_ts_ms", "long"),
+        _nullable("txSeq", "long"),
+    ],
+)
+
+_SOURCES = {"postgres": _PG_SOURCE, "mysql": _MYSQL_SOURCE, "sqlserver": _SQLSERVER_SOURCE, "oracle": _ORACLE_SOURCE}
+_CONNECTORS = {"postgres": "postgresql", "mysql": "mysql", "sqlserver": "sqlserver", "oracle": "oracle"}
+
 _TRANSACTION = {
     "type": "record",
     "name": "block",
@@ -99,7 +137,7 @@ def envelope_schema(
     ``columns`` are ``(name, avro_type)``; give nullable columns as
     ``["null", type]``. ``drop_fields`` removes envelope fields (to build bad input).
     """
-    namespace = f"{server}.{schema}.{table}" if flavor == "postgres" else f"{server}.{table}"
+    namespace = f"{server}.{table}" if flavor == "mysql" else f"{server}.{schema}.{table}"
     value = {
         "type": "record",
         "name": "Value",
@@ -109,7 +147,7 @@ def envelope_schema(
         ],
         "connect.name": f"{namespace}.Value",
     }
-    source = copy.deepcopy(_PG_SOURCE if flavor == "postgres" else _MYSQL_SOURCE)
+    source = copy.deepcopy(_SOURCES[flavor])
     fields: list[dict[str, Any]] = [
         {"name": "before", "type": ["null", value], "default": None},
         {"name": "after", "type": ["null", "Value"], "default": None},
@@ -131,7 +169,7 @@ def envelope_schema(
 def _source_common(flavor: str, ts_ms: int, snapshot: str, table: str) -> dict[str, Any]:
     return {
         "version": "2.7.3.Final",
-        "connector": "postgresql" if flavor == "postgres" else "mysql",
+        "connector": _CONNECTORS[flavor],
         "name": "dbserver1",
         "ts_ms": ts_ms,
         "snapshot": snapshot,
@@ -186,6 +224,63 @@ def mysql_event(
     source = _source_common("mysql", ts_ms, "true" if op == "r" else "false", table)
     source.update(
         {"server_id": 223344, "gtid": gtid, "file": file, "pos": pos, "row": row, "thread": None, "query": None}
+    )
+    return _envelope(op, source, before, after, ts_ms)
+
+
+def sqlserver_event(
+    op: str,
+    *,
+    commit_lsn: str | None,
+    change_lsn: str | None,
+    event_serial_no: int | None = 1,
+    before: Mapping[str, Any] | None = None,
+    after: Mapping[str, Any] | None = None,
+    ts_ms: int = 1_700_000_000_000,
+    table: str = "customers",
+) -> dict[str, Any]:
+    """One SQL Server change envelope (a snapshot read has the snapshot's commit LSN and no change LSN)."""
+    source = _source_common("sqlserver", ts_ms, "true" if op == "r" else "false", table)
+    source.update(
+        {"schema": "dbo", "change_lsn": change_lsn, "commit_lsn": commit_lsn, "event_serial_no": event_serial_no}
+    )
+    return _envelope(op, source, before, after, ts_ms)
+
+
+def oracle_event(
+    op: str,
+    *,
+    scn: str | None,
+    commit_scn: str | None,
+    tx_seq: int | None = None,
+    ssn: int | None = 0,
+    before: Mapping[str, Any] | None = None,
+    after: Mapping[str, Any] | None = None,
+    txid: str | None = "0a001b00c1d20000",
+    ts_ms: int = 1_700_000_000_000,
+    table: str = "CUSTOMERS",
+) -> dict[str, Any]:
+    """One Oracle (LogMiner) change envelope; a snapshot read has the snapshot's SCN and no commit SCN."""
+    snapshot = op == "r"
+    source = _source_common("oracle", ts_ms, "true" if snapshot else "false", table)
+    source.update(
+        {
+            "schema": "INVENTORY",
+            "txId": None if snapshot else txid,
+            "scn": scn,
+            "commit_scn": commit_scn,
+            "lcr_position": None,
+            "rs_id": None if snapshot else " 0x000001.00000002.0010 ",
+            "ssn": ssn,
+            "redo_thread": None if snapshot else 1,
+            "user_name": None if snapshot else "DEBEZIUM",
+            "redo_sql": None,
+            "row_id": None if snapshot else "AAAR4mAAEAAAAFTAAA",
+            "commit_ts_ms": None if snapshot else ts_ms,
+            "start_scn": None if snapshot else scn,
+            "start_ts_ms": None if snapshot else ts_ms - 10,
+            "txSeq": tx_seq,
+        }
     )
     return _envelope(op, source, before, after, ts_ms)
 

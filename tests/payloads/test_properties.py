@@ -19,15 +19,38 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hudi_cdc.testing import envelope_schema, pg_event
+from hudi_cdc.testing import envelope_schema, oracle_event, pg_event, sqlserver_event
 from tests.support import CUSTOMERS, PLACEHOLDER, ingest_batches, table_state
 
 pytestmark = pytest.mark.hudi
 
 SCHEMA = envelope_schema("customers", CUSTOMERS)
+SCHEMAS = {flavor: envelope_schema("customers", CUSTOMERS, flavor=flavor) for flavor in ("sqlserver", "oracle")}
 STEPS = st.sampled_from(["update", "update_keep_bio", "update_null_bio", "delete"])
 HISTORIES = st.lists(st.lists(STEPS, max_size=6), min_size=60, max_size=120)
 _counter = itertools.count()
+
+
+def _as_flavor(event: dict, flavor: str) -> dict:
+    """The same change at the same place in the log, as SQL Server's or Oracle's connector would send it.
+
+    Position p belongs to the transaction that commits at p // 4 * 4 + 3 (up to four changes, of any keys);
+    within it, the change's own LSN or SCN is p, and Oracle's txSeq p % 4.
+    """
+    p, op = event["source"]["lsn"], event["op"]
+    image = {"before": event["before"]} if op == "d" else {"after": event["after"]}
+    commit = p // 4 * 4 + 3
+    if flavor == "sqlserver":
+
+        def lsn(n: int) -> str:
+            return f"{n >> 48:08x}:{(n >> 16) & 0xFFFFFFFF:08x}:{n & 0xFFFF:04x}"
+
+        if op == "r":
+            return sqlserver_event(op, commit_lsn=lsn(p), change_lsn=None, event_serial_no=None, **image)
+        return sqlserver_event(op, commit_lsn=lsn(commit), change_lsn=lsn(p), **image)
+    if op == "r":
+        return oracle_event(op, scn=str(p), commit_scn=None, tx_seq=None, **image)
+    return oracle_event(op, scn=str(p), commit_scn=str(commit), tx_seq=p % 4, **image)
 
 
 def _events_and_state(histories: list[list[str]], rng: random.Random, with_toast: bool) -> tuple[list[dict], dict]:
@@ -80,13 +103,23 @@ def _batches(events: list[dict], rng: random.Random, count: int, keep_key_order:
 
 
 def _run(
-    spark: Any, root: Path, table_type: str, histories: list[list[str]], seed: int, count: int, toast: bool
+    spark: Any,
+    root: Path,
+    table_type: str,
+    histories: list[list[str]],
+    seed: int,
+    count: int,
+    toast: bool,
+    flavor: str = "postgres",
 ) -> None:
     rng = random.Random(seed)
     events, expected = _events_and_state(histories, rng, with_toast=toast)
     batches = _batches(events, rng, count, keep_key_order=toast)
     workdir = root / f"example-{next(_counter)}"
-    base = ingest_batches(spark, workdir, SCHEMA, batches, table_type=table_type)
+    if flavor != "postgres":
+        batches = [[_as_flavor(e, flavor) for e in batch] for batch in batches]
+    schema = SCHEMAS.get(flavor, SCHEMA)
+    base = ingest_batches(spark, workdir, schema, batches, table_type=table_type, flavor=flavor)
     actual = table_state(spark, base, ("id", "name", "bio"))
     wrong = {
         k: (expected.get(k), actual.get(k)) for k in expected.keys() | actual.keys() if expected.get(k) != actual.get(k)
@@ -121,3 +154,14 @@ def test_toast_placeholders_converge_under_kafka_ordering(
 ) -> None:
     """TOAST placeholders, events shuffled within batches and replayed, batches in position order."""
     _run(spark, tmp_path, table_type, histories, seed, count, toast=True)
+
+
+@pytest.mark.parametrize("table_type", ["cow", "mor"])
+@pytest.mark.parametrize("flavor", ["sqlserver", "oracle"])
+@settings(COMMON, max_examples=2)
+@given(histories=HISTORIES, seed=st.integers(0, 2**32), count=st.integers(1, 3))
+def test_sqlserver_and_oracle_converge(
+    spark, tmp_path: Path, table_type: str, flavor: str, histories, seed: int, count: int
+) -> None:
+    """The shuffled, re-batched, replayed histories as SQL Server and Oracle events: commit position first."""
+    _run(spark, tmp_path, table_type, histories, seed, count, toast=False, flavor=flavor)

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from hudi_cdc.testing import envelope_schema, mysql_event, pg_event, write_events
+from hudi_cdc.testing import envelope_schema, mysql_event, oracle_event, pg_event, sqlserver_event, write_events
 from tests.support import apply_events, compact, ingest_args, ingest_batches, run_cli, table_state
 
 pytestmark = pytest.mark.hudi
@@ -262,6 +262,102 @@ MYSQL_SCENARIOS: list[tuple[str, list[list[tuple[str, dict]]], dict | None]] = [
 ]
 
 
+def ms(op: str, commit: int | None, change: int | None, serial: int = 1, **values: Any) -> tuple[str, dict]:
+    """A SQL Server event at commit LSN ``commit`` and change LSN ``change`` (small numbers, written as LSNs)."""
+
+    def lsn(n: int | None) -> str | None:
+        return None if n is None else f"{n >> 48:08x}:{(n >> 16) & 0xFFFFFFFF:08x}:{n & 0xFFFF:04x}"
+
+    return op, {"commit_lsn": lsn(commit), "change_lsn": lsn(change), "event_serial_no": serial, **values}
+
+
+SQLSERVER_SCENARIOS: list[tuple[str, list[list[tuple[str, dict]]], dict | None]] = [
+    ("insert then update", [[ms("c", 100, 90, **row("a"))], [ms("u", 200, 150, **row("b"))]], row("b")),
+    (
+        "commit order beats change order: a change made earlier but committed later wins",
+        [[ms("u", 300, 120, **row("committed later")), ms("u", 200, 180, **row("committed earlier"))]],
+        row("committed later"),
+    ),
+    (
+        "LSN bytes compare as numbers across a VLF boundary (0x0000ffff:... < 0x00010000:...)",
+        [[ms("c", 0x0000FFFF_FFFFFFFF_0001, 1, **row("old"))], [ms("u", 0x00010000_00000000_0001, 2, **row("new"))]],
+        row("new"),
+    ),
+    (
+        "event_serial_no orders events at one change LSN (a primary-key update is a delete and a create there)",
+        [[ms("c", 400, 400, 2, **row("second")), ms("u", 400, 400, 1, **row("first"))]],
+        row("second"),
+    ),
+    (
+        "stale update in a later batch ignored",
+        [[ms("u", 500, 450, **row("new"))], [ms("u", 300, 250, **row("old"))]],
+        row("new"),
+    ),
+    (
+        "late update after delete does not resurrect",
+        [[ms("c", 100, 100, **row("c"))], [ms("d", 300, 300, **row())], [ms("u", 200, 200, **row("zombie"))]],
+        None,
+    ),
+    (
+        "delete then re-insert",
+        [[ms("c", 1, 1, **row("a"))], [ms("d", 2, 2, **row())], [ms("c", 3, 3, **row("b"))]],
+        row("b"),
+    ),
+    (
+        "snapshot read (no change LSN) ranks below streaming at its LSN",
+        [[ms("u", 700, 700, **row("stream"))], [ms("r", 700, None, None, **row("snap"))]],
+        row("stream"),
+    ),
+]
+
+
+def ora(
+    op: str, commit: int | None, scn: int | None, seq: int | None = None, ssn: int = 0, **values: Any
+) -> tuple[str, dict]:  # noqa: E501
+    return op, {"commit_scn": None if commit is None else str(commit), "scn": None if scn is None else str(scn),
+                "tx_seq": seq, "ssn": ssn, **values}  # fmt: skip
+
+
+ORACLE_SCENARIOS: list[tuple[str, list[list[tuple[str, dict]]], dict | None]] = [
+    ("insert then update", [[ora("c", 100, 90, **row("a"))], [ora("u", 200, 150, **row("b"))]], row("b")),
+    (
+        "SCNs compare as numbers: 1000 is after 999",
+        [[ora("u", 1000, 995, **row("1000"))], [ora("u", 999, 990, **row("999"))]],
+        row("1000"),
+    ),
+    (
+        "commit SCN beats the change's SCN",
+        [[ora("u", 3000, 1200, **row("committed later")), ora("u", 2000, 1800, **row("committed earlier"))]],
+        row("committed later"),
+    ),
+    (
+        "txSeq orders a transaction's changes, even at one SCN",
+        [[ora("u", 500, 450, 3, **row("third")), ora("u", 500, 450, 2, **row("second"))]],
+        row("third"),
+    ),
+    (
+        "without txSeq, ssn orders statements that share an SCN",
+        [[ora("u", 600, 550, None, 7, **row("ssn 7")), ora("u", 600, 550, None, 5, **row("ssn 5"))]],
+        row("ssn 7"),
+    ),
+    (
+        "late update after delete does not resurrect",
+        [[ora("c", 100, 100, **row("c"))], [ora("d", 300, 300, **row())], [ora("u", 200, 200, **row("zombie"))]],
+        None,
+    ),
+    (
+        "snapshot read (no commit SCN) ranks below streaming at its SCN",
+        [[ora("u", 700, 690, **row("stream"))], [ora("r", None, 700, **row("snap"))]],
+        row("stream"),
+    ),
+    (
+        "a LOB the change left alone keeps the stored value",
+        [[ora("c", 800, 800, **row("a", bio="long clob"))], [ora("u", 900, 900, **row("b", bio=PH))]],
+        row("b", bio="long clob"),
+    ),
+]
+
+
 def _events(scenarios: list, flavor: str) -> list[list[dict]]:
     batches: list[list[dict]] = [[] for _ in range(max(len(s[1]) for s in scenarios))]
     for key, (_, scenario_batches, _) in enumerate(scenarios):
@@ -272,6 +368,10 @@ def _events(scenarios: list, flavor: str) -> list[list[dict]]:
                 image = {"before": values} if op == "d" else {"after": values}
                 if flavor == "postgres":
                     batches[number].append(pg_event(op, lsn=spec["lsn"], **image))
+                elif flavor == "sqlserver":
+                    batches[number].append(sqlserver_event(op, **spec, **image))
+                elif flavor == "oracle":
+                    batches[number].append(oracle_event(op, **spec, **image))
                 else:
                     batches[number].append(
                         mysql_event(op, file=spec["file"], pos=spec["pos"], row=spec.get("row", 0), **image)
@@ -305,8 +405,11 @@ def _check(actual: dict, scenarios: list) -> None:
 
 @pytest.mark.parametrize("table_type", ["cow", "mor"])
 @pytest.mark.parametrize(
-    ("flavor", "scenarios"), [("postgres", PG_SCENARIOS), ("mysql", MYSQL_SCENARIOS)], ids=["postgres", "mysql"]
-)
+    ("flavor", "scenarios"),
+    [("postgres", PG_SCENARIOS), ("mysql", MYSQL_SCENARIOS), ("sqlserver", SQLSERVER_SCENARIOS),
+     ("oracle", ORACLE_SCENARIOS)],
+    ids=["postgres", "mysql", "sqlserver", "oracle"],
+)  # fmt: skip
 def test_scenarios(spark, tmp_path: Path, table_type: str, flavor: str, scenarios: list) -> None:
     schema = envelope_schema("customers", COLUMNS, flavor=flavor)
     # MOR: no inline compaction, so snapshot reads merge log files; compaction is checked last.
