@@ -30,9 +30,6 @@ _SERIAL_DIGITS = 20
 class SqlServerPolicy(MergePolicy):
     name = "sqlserver"
 
-    def __init__(self, *, toast_placeholder: str | None = None, apply_truncates: bool = False) -> None:
-        super().__init__(toast_placeholder=toast_placeholder, apply_truncates=apply_truncates)
-
     @property
     def source_meta_columns(self) -> Sequence[tuple[str, str, str, bool]]:
         return (
