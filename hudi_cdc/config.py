@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -27,17 +28,20 @@ __all__ = [
     "SchemaChangeBehavior",
     "TruncateBehavior",
     "SourceKind",
+    "JdbcMode",
     "load_config",
     "normalise_settings",
     "parse_props",
     "redact",
     "redact_url",
+    "redact_jdbc_url",
 ]
 
 TableType = Literal["COPY_ON_WRITE", "MERGE_ON_READ"]
 Flavor = Literal["postgres", "mysql", "sqlserver", "oracle"]
 FLAVORS_WITH_PLACEHOLDERS = ("postgres", "oracle")  # TOAST, and Oracle LOBs a change left alone
-SourceKind = Literal["files", "kafka"]
+SourceKind = Literal["files", "kafka", "jdbc"]
+JdbcMode = Literal["incrementing", "timestamp", "timestamp+incrementing"]
 SchemaChangeBehavior = Literal["fail", "evolve", "ignore"]
 TruncateBehavior = Literal["fail", "apply", "ignore"]
 OnBadEvent = Literal["fail", "quarantine"]
@@ -70,6 +74,22 @@ class IngestConfig:
     """Where a table with no checkpoint starts reading the topic."""
     allow_data_loss: bool = False
     """Continue when the checkpoint is outside the offsets Kafka still retains."""
+    jdbc_url: str | None = None
+    """JDBC source: ``jdbc:postgresql://host:port/db`` or ``jdbc:mariadb://`` / ``jdbc:mysql://``."""
+    jdbc_table: str | None = None
+    jdbc_query: str | None = None
+    """JDBC source: a SELECT read instead of a table (its columns must include the key and cursor columns)."""
+    jdbc_user: str | None = None
+    jdbc_password_file: str | None = None
+    jdbc_password_env: str | None = None
+    """The password comes from a file or an environment variable, never the command line."""
+    jdbc_mode: JdbcMode = "timestamp+incrementing"
+    jdbc_timestamp_column: str | None = None
+    jdbc_incrementing_column: str | None = None
+    jdbc_lookback_seconds: float = 0.0
+    """Timestamp modes: each round also re-reads rows whose timestamp is this close below the cursor
+    (transactions that committed late with an older timestamp); applying them again changes nothing."""
+    jdbc_fetch_size: int = 10_000
     checkpoint: str | None = None
     """Start from this checkpoint instead of the one stored in the table (recovery)."""
     continuous: bool = False
@@ -104,13 +124,23 @@ class IngestConfig:
         _check_literal("schema_change_behavior", self.schema_change_behavior, SchemaChangeBehavior)
         _check_literal("truncate_behavior", self.truncate_behavior, TruncateBehavior)
         _check_literal("on_bad_event", self.on_bad_event, OnBadEvent)
-        if any(not k for k in self.record_key_fields) or (self.source == "files" and not self.record_key_fields):
+        _check_literal("jdbc_mode", self.jdbc_mode, JdbcMode)
+        keyless = self.source in ("files", "jdbc") and not self.record_key_fields
+        if any(not k for k in self.record_key_fields) or keyless:
             raise ConfigError("record_key_fields is empty: set --record-key-field id[,k2]")
         required = ["target_base_path", "target_table"]
-        required += ["source_path"] if self.source == "files" else ["topic", "bootstrap_servers", "schema_registry_url"]
+        required += {
+            "files": ["source_path"],
+            "kafka": ["topic", "bootstrap_servers", "schema_registry_url"],
+            "jdbc": ["jdbc_url"],
+        }[self.source]
+        if self.source == "jdbc":
+            required += [f"jdbc_{c}_column" for c in ("timestamp", "incrementing") if c in self.jdbc_mode]
         for name in required:
             if not getattr(self, name):
                 raise ConfigError(f"{name} is required with --source {self.source}: set --{name.replace('_', '-')}")
+        if self.source == "jdbc":
+            self._check_jdbc()
         _check_literal("kafka_starting_offsets", self.kafka_starting_offsets, Literal["earliest", "latest"])
         if self.source_limit is not None and self.source_limit <= 0:
             raise ConfigError(f"source_limit must be positive, got {self.source_limit}")
@@ -120,6 +150,23 @@ class IngestConfig:
             raise ConfigError("retry_timeout_seconds must be >= 0")
         if self.min_sync_interval_seconds < 0:
             raise ConfigError("min_sync_interval_seconds must be >= 0")
+
+    def _check_jdbc(self) -> None:
+        if bool(self.jdbc_table) == bool(self.jdbc_query):
+            raise ConfigError("give the JDBC source one of --jdbc-table or --jdbc-query")
+        if not self.jdbc_url or not self.jdbc_url.startswith(("jdbc:postgresql:", "jdbc:mariadb:", "jdbc:mysql:")):
+            raise ConfigError(
+                f"jdbc_url {redact_jdbc_url(self.jdbc_url or '')!r}: expected jdbc:postgresql://host:port/db, "
+                "jdbc:mariadb://host:port/db or jdbc:mysql://host:port/db"
+            )
+        if "password=" in self.jdbc_url.lower():
+            raise ConfigError("jdbc_url carries a password: give it with --jdbc-password-file or --jdbc-password-env")
+        if self.jdbc_lookback_seconds < 0 or self.jdbc_fetch_size <= 0:
+            raise ConfigError("jdbc_lookback_seconds must be >= 0 and jdbc_fetch_size positive")
+        if self.jdbc_mode == "timestamp" and self.source_limit is not None:
+            raise ConfigError(
+                "source_limit pages by the cursor, which needs a tie-breaker: use jdbc_mode timestamp+incrementing"
+            )
 
     @property
     def resolved_tombstone_path(self) -> str:
@@ -134,6 +181,7 @@ class IngestConfig:
         fields["hoodie_conf"] = redact(self.hoodie_conf)
         for name in ("schema_registry_url", "bootstrap_servers"):
             fields[name] = redact_url(fields[name]) if fields[name] else fields[name]
+        fields["jdbc_url"] = redact_jdbc_url(self.jdbc_url) if self.jdbc_url else self.jdbc_url
         body = ", ".join(f"{k}={v!r}" for k, v in fields.items())
         return f"IngestConfig({body})"
 
@@ -154,6 +202,12 @@ def redact_url(url: str) -> str:
     host = parts.hostname or ""
     netloc = f"{parts.username}:***@{host}" + (f":{parts.port}" if parts.port else "")
     return urlunsplit(parts._replace(netloc=netloc))
+
+
+def redact_jdbc_url(url: str) -> str:
+    """A JDBC URL with any ``password=`` parameter or ``user:password@`` replaced by ``***``."""
+    url = re.sub(r"(?i)(password=)[^&;]*", r"\1***", url)
+    return re.sub(r"//([^/:@]+):[^/@]*@", r"//\1:***@", url)
 
 
 def redact(conf: Mapping[str, str]) -> dict[str, str]:
@@ -194,11 +248,14 @@ def normalise_settings(values: Mapping[str, Any], origin: str) -> dict[str, Any]
             value, str
         ):
             value = value.lower()
-        elif key in ("source_limit", "max_rounds") and isinstance(value, str):
+        elif key in ("source_limit", "max_rounds", "jdbc_fetch_size") and isinstance(value, str):
             value = _parse_number(key, value, int, origin)
-        elif key in ("min_sync_interval_seconds", "tombstone_retention_hours", "retry_timeout_seconds") and isinstance(
-            value, str
-        ):
+        elif key in (
+            "min_sync_interval_seconds",
+            "tombstone_retention_hours",
+            "retry_timeout_seconds",
+            "jdbc_lookback_seconds",
+        ) and isinstance(value, str):
             value = _parse_number(key, value, float, origin)
         elif key in ("continuous", "allow_data_loss") and isinstance(value, str):
             value = value.strip().lower() in ("1", "true", "yes", "on")
@@ -253,6 +310,8 @@ def load_config(
     required = ["target_base_path", "target_table"]
     if merged.get("source", "files") == "files":
         required += ["source_path", "record_key_fields"]
+    elif merged.get("source") == "jdbc":
+        required += ["jdbc_url", "record_key_fields"]
     missing = [n for n in required if n not in merged]
     if missing:
         flags = ", ".join("--" + n.replace("_fields", "_field").replace("_", "-") for n in missing)

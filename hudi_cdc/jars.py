@@ -45,6 +45,9 @@ PACKAGES: tuple[str, ...] = (
     f"org.apache.hudi:hudi-spark3.5-bundle_{SCALA_BINARY}:{HUDI_VERSION}",
     f"org.apache.spark:spark-avro_{SCALA_BINARY}:{SPARK_VERSION}",
     f"org.apache.spark:spark-sql-kafka-0-10_{SCALA_BINARY}:{SPARK_VERSION}",
+    # the jdbc source's drivers (MariaDB's also speaks to MySQL)
+    "org.postgresql:postgresql:42.7.4",
+    "org.mariadb.jdbc:mariadb-java-client:3.5.1",
 )
 
 # What Ivy would fetch beside them that Spark's own jars/ folder already holds (same

@@ -22,7 +22,7 @@ from hudi_cdc.sink.hudi import HudiTable
 from hudi_cdc.sink.quarantine import QuarantineStore
 from hudi_cdc.sink.tombstones import TombstoneStore
 from hudi_cdc.spark import release
-from payloads import StoredState, policy_for
+from payloads import JdbcPolicy, StoredState, policy_for
 from payloads.base import ORDER_COLUMN, TOMBSTONED_AT_COLUMN, is_data_column
 
 if TYPE_CHECKING:
@@ -83,11 +83,17 @@ def _make_source(spark: SparkSession, config: IngestConfig) -> Source:
         from hudi_cdc.sources.kafka import KafkaSource
 
         return KafkaSource(spark, config, reader_schema=reader_schema)
+    if config.source == "jdbc":
+        from hudi_cdc.sources.jdbc import JdbcSource
+
+        return JdbcSource(spark, config)
     raise HudiCdcError(f"source {config.source!r} is not available")  # guarded by config validation
 
 
 def merge_policy(config: IngestConfig) -> MergePolicy:
     """The merge policy of a table's settings (its flavor, placeholder and TRUNCATE behaviour)."""
+    if config.source == "jdbc":  # rows read by a cursor, whatever the database
+        return JdbcPolicy()
     return policy_for(
         config.flavor,
         toast_placeholder=config.toast_placeholder if config.flavor in FLAVORS_WITH_PLACEHOLDERS else None,

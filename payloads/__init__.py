@@ -16,6 +16,7 @@ from payloads.base import (
     StoredState,
     WritePlan,
 )
+from payloads.jdbc import JdbcPolicy
 from payloads.mysql import MySqlPolicy
 from payloads.oracle import OraclePolicy
 from payloads.postgres import PostgresPolicy
@@ -25,6 +26,7 @@ __all__ = [
     "ARRIVAL_COLUMN",
     "ORDER_COLUMN",
     "DELETED_COLUMN",
+    "JdbcPolicy",
     "MergePolicy",
     "MySqlPolicy",
     "OraclePolicy",

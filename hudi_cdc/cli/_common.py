@@ -102,7 +102,7 @@ _F = TypeVar("_F", bound=Callable[..., Any])
 # take an ingest's command line, so `validate` accepts the very line `ingest` will run.
 _CONFIG_OPTIONS = [
     click.option(
-        "--source", type=click.Choice(["files", "kafka"]), default=None, help="Where change events come from."
+        "--source", type=click.Choice(["files", "kafka", "jdbc"]), default=None, help="Where change events come from."
     ),
     click.option("--source-path", help="Files source: folder (local or Hadoop URI) of Debezium Avro files."),
     click.option("--topic", help="Kafka source: the Debezium topic of one table."),
@@ -119,6 +119,27 @@ _CONFIG_OPTIONS = [
         default=None,
         help="Kafka source: continue when the checkpoint is older than what Kafka retains.",
     ),
+    click.option("--jdbc-url", help="JDBC source: jdbc:postgresql://host:port/db, jdbc:mariadb:// or jdbc:mysql://."),
+    click.option("--jdbc-table", help="JDBC source: the table (schema.table) to pull from."),
+    click.option("--jdbc-query", help="JDBC source: a SELECT to pull from instead of a table."),
+    click.option("--jdbc-user", help="JDBC source: the database user."),
+    click.option(
+        "--jdbc-password-file", type=click.Path(dir_okay=False), help="JDBC source: file holding the password."
+    ),
+    click.option("--jdbc-password-env", help="JDBC source: environment variable holding the password."),
+    click.option(
+        "--jdbc-mode",
+        type=click.Choice(["incrementing", "timestamp", "timestamp+incrementing"]),
+        help="JDBC source: the cursor (default timestamp+incrementing).",
+    ),
+    click.option("--jdbc-timestamp-column", help="JDBC source: the column every insert and update sets."),
+    click.option("--jdbc-incrementing-column", help="JDBC source: a column that grows with every new row."),
+    click.option(
+        "--jdbc-lookback-seconds",
+        type=float,
+        help="JDBC source: also re-read rows this close below the cursor each round (late commits).",
+    ),
+    click.option("--jdbc-fetch-size", type=int, help="JDBC source: rows per fetch from the database (default 10000)."),
     click.option(
         "--flavor",
         type=click.Choice(["postgres", "mysql", "sqlserver", "oracle"], case_sensitive=False),
@@ -133,7 +154,9 @@ _CONFIG_OPTIONS = [
     ),
     click.option("--record-key-field", help="Record key column(s), comma separated."),
     click.option("--partition-path-field", help="Partition column, if the table is partitioned."),
-    click.option("--source-limit", type=int, help="Most bytes of new files (files) or messages (kafka) per round."),
+    click.option(
+        "--source-limit", type=int, help="Most bytes of new files (files), messages (kafka) or rows (jdbc) per round."
+    ),
     click.option("--checkpoint", help="Start from this checkpoint ('earliest' or a stored JSON checkpoint)."),
     click.option("--continuous", is_flag=True, default=None, help="Keep ingesting in rounds."),
     click.option("--min-sync-interval-seconds", type=float, help="Continuous mode: least seconds between rounds."),
