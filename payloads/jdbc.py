@@ -39,7 +39,7 @@ class JdbcPolicy(MergePolicy):
         from pyspark.sql import functions as F
 
         def padded(column: str, bias: int) -> Column:
-            shifted = F.coalesce(F.col(column), F.lit(0)).cast("decimal(20,0)") + F.lit(bias).cast("decimal(20,0)")
+            shifted = F.coalesce(F.col(column), F.lit(0)).cast("decimal(20,0)") + F.lit(str(bias)).cast("decimal(20,0)")
             return F.lpad(shifted.cast("string"), _DIGITS, "0")
 
         return F.concat(padded("_source_cursor_ts", _TS_BIAS), padded("_source_cursor_id", _ID_BIAS))

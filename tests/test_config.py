@@ -65,7 +65,7 @@ def test_missing_required_names_the_flags() -> None:
     ("override", "message"),
     [
         ({"table_type": "bogus"}, "table_type='BOGUS' is not one of"),
-        ({"flavor": "oracle"}, "flavor='oracle' is not one of"),
+        ({"flavor": "db2"}, "flavor='db2' is not one of"),
         ({"source_limit": "0"}, "source_limit must be positive"),
         ({"source_limit": "ten"}, "source_limit='ten' is not a number"),
         ({"record_key_fields": " , "}, "record_key_fields is empty"),

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -66,12 +67,23 @@ class JdbcSource:
         self._spark = spark
         self._config = config
         self._mysql = not config.jdbc_url.startswith("jdbc:postgresql:")
-        # MariaDB's driver serves MySQL too; it takes the mysql scheme only when asked to.
-        self._url = config.jdbc_url.replace("jdbc:mysql:", "jdbc:mariadb:", 1)
+        self._url = self._spark_url(config.jdbc_url) if self._mysql else config.jdbc_url
         self._relation = config.jdbc_table or f"({config.jdbc_query}) hudi_cdc_q"
         self._where = config.jdbc_table or "the --jdbc-query"
         self._ts = self._ident(config.jdbc_timestamp_column) if "timestamp" in config.jdbc_mode else None
         self._inc = self._ident(config.jdbc_incrementing_column) if "incrementing" in config.jdbc_mode else None
+
+    @staticmethod
+    def _spark_url(url: str) -> str:
+        """A MySQL/MariaDB URL in the ``jdbc:mysql:`` scheme, with MariaDB's driver told to take it.
+
+        Spark 3.5 picks its MySQL dialect (backquoted names) by that scheme only; under any other it
+        quotes names with ``"``, which MySQL reads as string literals (every row then holds the names).
+        """
+        url = re.sub(r"^jdbc:mariadb:", "jdbc:mysql:", url)
+        if "permitmysqlscheme" in url.lower():
+            return url
+        return url + ("&" if "?" in url else "?") + "permitMysqlScheme"
 
     # -- SQL of the two dialects ------------------------------------------
     def _ident(self, name: str | None) -> str:

@@ -77,7 +77,8 @@ def test_postgres_pages_a_backlog_then_follows_inserts_and_updates(spark, tmp_pa
         assert result.exit_code == 0, result.output
         seen.append(_checkpoint(spark, base)["id"])
     assert seen == [10, 20, 25]
-    assert _ingest(PG_URL, table, base, "--source-limit", "10", "--json").output.count('"commit_time": null') == 1
+    idle = _ingest(PG_URL, table, base, "--source-limit", "10", "--table-type", table_type, "--json")
+    assert idle.output.count('"commit_time": null') == 1, idle.output
     assert verify(spark, str(base), PG, table).equal
 
     conn.execute(f"update {table} set amount = amount + 100, updated_at = clock_timestamp() where id % 4 = 0")
