@@ -8,7 +8,7 @@ JARS := $(JARS_DIR)/.fetched
 PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help install jars airflow demo demo-files demo-stack test test-nostack bench bench-scale bench-freshness bench-verify bench-pipeline bench-all chaos test-fast lint clean stack-up stack-down stack-reset
+.PHONY: help install jars airflow demo demo-files demo-stack test test-nostack bench bench-scale bench-freshness bench-verify bench-first-load bench-pipeline bench-all chaos test-fast lint clean stack-up stack-down stack-reset
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -94,6 +94,9 @@ bench-all: bench bench-scale bench-freshness bench-pipeline ## All four benchmar
 
 bench-verify: install stack-up ## How long hudi-cdc verify takes on a 10M-row table (Postgres against a Hudi COW table)
 	$(PY) -m bench.verify --rows 10000000
+
+bench-first-load: install stack-up ## First load of a 10M-row Postgres table by hudi-cdc bootstrap: rows/s, peak memory, COPY as the limit
+	$(PY) -m bench.first_load --rows 10000000 --markdown docs/benchmarks.md
 
 bench-freshness: install stack-up ## Postgres commit -> visible in a MOR snapshot query, at 2,000 and 5,000 changes/s
 	$(PY) -m bench.freshness --markdown docs/benchmarks.md

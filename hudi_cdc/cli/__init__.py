@@ -7,6 +7,7 @@ import sys
 
 import click
 
+from hudi_cdc.cli.bootstrap import bootstrap
 from hudi_cdc.cli.connect import connect
 from hudi_cdc.cli.control import pause, remove, resume
 from hudi_cdc.cli.ingest import ingest
@@ -35,5 +36,19 @@ def main(ctx: click.Context, verbose: int) -> None:
     ctx.obj = {"verbose": verbose}
 
 
-for _command in (ingest, run, status, pause, resume, remove, quarantine, tombstones, jars, verify, validate, connect):
+for _command in (
+    ingest,
+    run,
+    status,
+    pause,
+    resume,
+    remove,
+    quarantine,
+    tombstones,
+    jars,
+    verify,
+    validate,
+    connect,
+    bootstrap,
+):
     main.add_command(_command)

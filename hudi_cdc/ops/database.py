@@ -87,6 +87,41 @@ class SourceDatabase:
         conn.read_only = True
         return conn
 
+    def jdbc(self) -> tuple[str, dict[str, str]]:
+        """The JDBC URL and the connection properties (user, password) of a Postgres source, for Spark's reader."""
+        if self.kind != "postgres":
+            raise ConfigError(f"{self.display}: only a Postgres source can be read this way")
+        parts = urlsplit(self.url)
+        host = parts.hostname or "localhost"
+        url = f"jdbc:postgresql://{host}:{parts.port or 5432}{parts.path or '/'}"
+        if parts.query:
+            url += "?" + parts.query
+        properties = {"user": unquote(parts.username or os.environ.get("PGUSER", ""))}
+        password = self._password()
+        if password is None and parts.password is not None:
+            password = unquote(parts.password)
+        password = password if password is not None else os.environ.get("PGPASSWORD")
+        if password is not None:
+            properties["password"] = password
+        return url, properties
+
+    def replication_connection(self) -> Any:  # noqa: ANN401
+        """A Postgres connection in the replication protocol (``replication=database``), for slot commands."""
+        import psycopg
+
+        extra: dict[str, Any] = {"replication": "database", "application_name": "hudi-cdc bootstrap"}
+        password = self._password()
+        if password is not None:
+            extra["password"] = password
+        try:
+            return psycopg.connect(self.url, autocommit=True, connect_timeout=10, **extra)
+        except psycopg.OperationalError as exc:
+            reason = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
+            message = f"cannot open a replication connection to {self.display}: {reason}"
+            if any(word in reason for word in _TERMINAL) or "replication" in reason:
+                raise ConfigError(message) from None
+            raise TransientError(message) from None
+
     def _connect_mysql(self) -> Any:
         import pymysql
 

@@ -1,0 +1,82 @@
+"""``hudi-cdc bootstrap``: the first load of a Postgres table, handed over to its Debezium stream."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+import click
+
+from hudi_cdc.cli._common import config_options, fail, jvm_log, options_config, password_options, session
+from hudi_cdc.errors import HudiCdcError
+
+
+@click.command()
+@config_options
+@click.option("--source-url", required=True, help="The database: postgresql://user@host:port/dbname (no password).")
+@password_options
+@click.option("--source-table", required=True, help="The table to load, schema.table.")
+@click.option("--slot", required=True, help="The replication slot to create; the Debezium connector goes on from it.")
+@click.option("--ranges", type=int, help="Key ranges read in parallel (default: a range per million rows, at least "
+              "one per core, at most 256).")  # fmt: skip
+@click.option("--fetch-size", type=int, default=10_000, show_default=True, help="Rows per JDBC fetch.")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as one JSON object.")
+@click.pass_obj
+def bootstrap(
+    obj: dict[str, Any] | None,
+    props_file: str | None,
+    config_file: str | None,
+    hoodie_conf: tuple[str, ...],
+    source_url: str,
+    password_file: str | None,
+    password_env: str | None,
+    source_table: str,
+    slot: str,
+    ranges: int | None,
+    fetch_size: int,
+    as_json: bool,
+    **kw: Any,
+) -> None:
+    """Copy a table in parallel inside a snapshot, then let Debezium go on from a slot made at that snapshot.
+
+    Takes the ingest's own command line (target, --topic, Kafka), so the table's
+    later `hudi-cdc ingest` rounds start where the new connector writes.
+    Afterwards start the connector with slot.name=SLOT and snapshot.mode=no_data.
+    Run again after a failure: it finishes the job, or says the table is loaded.
+    """
+    from hudi_cdc.ops.bootstrap import bootstrap as run_bootstrap
+    from hudi_cdc.ops.database import SourceDatabase
+
+    verbose = obj["verbose"] if obj else 0
+    log_path: Path | None = None
+    try:
+        config = options_config(props_file, config_file, hoodie_conf, kw)
+        database = SourceDatabase(source_url, password_file, password_env)
+        log_path = jvm_log(verbose)
+        spark = session(log_path)
+        result = run_bootstrap(
+            config, database, source_table, slot=slot, ranges=ranges, fetch_size=fetch_size, spark=spark
+        )
+    except HudiCdcError as exc:
+        kind = "transient" if exc.transient else "error"
+        fail(f"hudi-cdc: {kind}: {exc}", 75 if exc.transient else 1, log_path)
+    except Exception as exc:
+        from hudi_cdc._jvm import java_message
+
+        logging.getLogger("hudi_cdc").info("unexpected failure", exc_info=True)
+        fail(f"hudi-cdc: unexpected error: {java_message(exc)}", 1, log_path)
+    if as_json:
+        click.echo(json.dumps(result.to_dict(), sort_keys=True, default=str))
+    elif result.already_loaded:
+        click.echo(f"{result.table}: already loaded from {result.source_table} (slot {result.slot}); nothing done")
+    else:
+        settings = ", ".join(f"{k}={v}" for k, v in result.to_dict()["connector_settings"].items())
+        click.echo(
+            f"{result.table}: {result.rows} rows of {result.source_table} in {result.ranges} range(s), "
+            f"commit {result.commit_time}, slot {result.slot} at {result.consistent_point} "
+            f"({result.duration_s:.1f}s). Start the connector with {settings}"
+        )
+    if log_path is not None:
+        log_path.unlink(missing_ok=True)

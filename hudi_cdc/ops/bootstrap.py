@@ -1,0 +1,250 @@
+"""``hudi-cdc bootstrap``: the first load of a big Postgres table, handed over to Debezium with no gap and no double.
+
+1. A logical replication slot is created with an exported snapshot (the
+   replication protocol's ``CREATE_REPLICATION_SLOT ... (SNAPSHOT 'export')``):
+   the slot keeps every change that commits after the snapshot.
+2. The table is read in parallel key ranges, every task inside that snapshot
+   (:class:`hudi_cdc.sources.snapshot.SnapshotSource`), and written with Hudi's
+   bulk insert in one commit whose checkpoint starts the table's Kafka topic
+   where the new connector will begin writing.
+3. The user starts Debezium's connector on that slot with no snapshot of its
+   own (``snapshot.mode=no_data``) and runs ``hudi-cdc ingest`` as usual. The
+   copied rows carry no LSN and rank below every streamed change, and the slot
+   streams exactly the transactions the snapshot did not see.
+
+Killed at any point, the same command finishes the job: before the commit, the
+slot it made (named in a claim file beside the table) is dropped and made
+again; after it, the command says the table is loaded and changes nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import time
+from dataclasses import asdict, dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+from hudi_cdc.errors import ConfigError, SourceError
+from hudi_cdc.sink import options as opt
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from hudi_cdc.config import IngestConfig
+    from hudi_cdc.ops.database import SourceDatabase
+
+__all__ = ["BootstrapResult", "bootstrap", "connector_settings"]
+
+log = logging.getLogger("hudi_cdc")
+
+BOOTSTRAP_KEY = "bootstrap"
+"""The checkpoint of a bootstrap's commit holds what it copied under this key."""
+_SLOT_NAME = re.compile(r"[a-z0-9_]{1,63}")
+
+
+@dataclass(frozen=True)
+class BootstrapResult:
+    table: str
+    base_path: str
+    source_table: str
+    slot: str
+    consistent_point: str
+    """The slot's LSN: the copy holds every transaction that committed before it, the slot every one after."""
+    rows: int
+    """Rows written (one per key)."""
+    ranges: int
+    commit_time: str | None
+    duration_s: float
+    checkpoint: dict[str, Any] = field(default_factory=dict)
+    read: int = 0
+    """Rows the ranges read: equal to ``rows``, since the ranges do not overlap."""
+    already_loaded: bool = False
+    """The table was loaded by an earlier run of the same bootstrap: nothing was done."""
+    replaced_slot: bool = False
+    """A slot left by an earlier, unfinished run was dropped and made again."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "connector_settings": connector_settings(self.slot)}
+
+
+def connector_settings(slot: str) -> dict[str, str]:
+    """What the Debezium Postgres connector that continues after the copy must be given."""
+    return {"slot.name": slot, "snapshot.mode": "no_data", "plugin.name": "pgoutput"}
+
+
+def _claim_path(config: IngestConfig) -> str:
+    return config.target_base_path.rstrip("/") + "_hudi_cdc_bootstrap.json"
+
+
+class _Claim:
+    """A small file beside the table naming the slot a run made, so a rerun knows it may drop it."""
+
+    def __init__(self, spark: SparkSession, path: str) -> None:
+        from hudi_cdc._jvm import hadoop_conf, jvm
+
+        self._path = jvm(spark).org.apache.hadoop.fs.Path(path)
+        self._fs = self._path.getFileSystem(hadoop_conf(spark))
+
+    def read(self) -> dict[str, Any] | None:
+        if not self._fs.exists(self._path):
+            return None
+        stream = self._fs.open(self._path)
+        try:
+            data = bytes(stream.readAllBytes())
+        finally:
+            stream.close()
+        return json.loads(data.decode())
+
+    def write(self, claim: dict[str, Any]) -> None:
+        stream = self._fs.create(self._path, True)
+        try:
+            stream.write(bytearray(json.dumps(claim).encode()))
+            stream.hflush()
+        finally:
+            stream.close()
+
+    def remove(self) -> None:
+        self._fs.delete(self._path, False)
+
+
+def _loaded(config: IngestConfig, spark: SparkSession) -> dict[str, Any] | None:
+    """The bootstrap part of the table's first commit's checkpoint, if the table has commits."""
+    from hudi_cdc.sink.hudi import HudiTable
+
+    table = HudiTable(spark, config.target_base_path)
+    if not table.has_commits():
+        return None
+    first = next((c for c in table.commits(newest_first=False) if opt.CHECKPOINT_KEY in c.extra), None)
+    if first is None:
+        return {}
+    copied = json.loads(first.extra[opt.CHECKPOINT_KEY]).get(BOOTSTRAP_KEY) or {}
+    stats = json.loads(first.extra.get(opt.STATS_KEY, "{}"))
+    return {**copied, "rows": stats.get("upserts", 0), "ranges": stats.get("ranges", 0)} if copied else {}
+
+
+def _kafka_checkpoint(config: IngestConfig) -> dict[str, Any]:
+    """Where the table's topic will start: its end now, or its beginning if it does not exist yet."""
+    from hudi_cdc.sources.kafka import CHECKPOINT_KIND, client_conf, end_offsets
+
+    assert config.topic and config.bootstrap_servers  # validated by IngestConfig for the kafka source
+    ends = end_offsets(config.bootstrap_servers, [config.topic], client_conf(config.hoodie_conf))
+    if not ends:
+        return {"kind": CHECKPOINT_KIND, "topic": config.topic, "start": "earliest", "offsets": {}}
+    return {"kind": CHECKPOINT_KIND, "topic": config.topic, "offsets": {str(p): o for (_, p), o in ends.items()}}
+
+
+def _slot_state(database: SourceDatabase, slot: str) -> tuple[bool, bool] | None:
+    """(active, logical) of the slot, or None if there is none."""
+    with database.connect() as conn:
+        row = conn.execute(
+            "select active, slot_type = 'logical' from pg_replication_slots where slot_name = %s", (slot,)
+        ).fetchone()
+    return None if row is None else (bool(row[0]), bool(row[1]))
+
+
+def bootstrap(
+    config: IngestConfig,
+    database: SourceDatabase,
+    source_table: str,
+    *,
+    slot: str,
+    ranges: int | None = None,
+    fetch_size: int = 10_000,
+    spark: SparkSession | None = None,
+) -> BootstrapResult:
+    """Load ``source_table`` into the (new) Hudi table of ``config`` and leave ``slot`` for Debezium to go on from."""
+    from hudi_cdc.pipeline import ingest_once
+    from hudi_cdc.sources.snapshot import SnapshotSource
+    from hudi_cdc.spark import spark_session
+
+    started = time.monotonic()
+    if config.source != "kafka" or config.flavor != "postgres":
+        raise ConfigError(
+            "bootstrap hands a Postgres table over to its Debezium topic: --source kafka, --flavor postgres"
+        )
+    if database.kind != "postgres":
+        raise ConfigError(f"{database.display}: bootstrap reads Postgres (MySQL/MariaDB: not yet)")
+    if not _SLOT_NAME.fullmatch(slot):
+        raise ConfigError(f"slot name {slot!r}: Postgres takes lower-case letters, digits and _ (at most 63)")
+    spark = spark or spark_session()
+
+    loaded = _loaded(config, spark)
+    if loaded is not None:
+        if loaded.get("table") != source_table:
+            raise ConfigError(
+                f"{config.target_base_path} already holds a table (not loaded by a bootstrap of {source_table}); "
+                "bootstrap loads a new table"
+            )
+        log.info("%s: already loaded by bootstrap at %s; nothing to do", config.target_table, loaded.get("lsn"))
+        return BootstrapResult(
+            table=config.target_table,
+            base_path=config.target_base_path,
+            source_table=source_table,
+            slot=loaded.get("slot", slot),
+            consistent_point=loaded.get("lsn", ""),
+            rows=int(loaded.get("rows", 0)),
+            ranges=int(loaded.get("ranges", 0)),
+            commit_time=None,
+            duration_s=time.monotonic() - started,
+            already_loaded=True,
+        )
+
+    claim = _Claim(spark, _claim_path(config))
+    replaced = False
+    state = _slot_state(database, slot)
+    if state is not None:
+        claimed = claim.read()
+        if not claimed or claimed.get("slot") != slot:
+            raise ConfigError(
+                f"replication slot {slot} already exists and this table's bootstrap did not make it: "
+                "choose another --slot (the copy needs a slot made at the moment of its snapshot)"
+            )
+        if state[0]:
+            raise SourceError(f"replication slot {slot} is in use by a running process: stop it, then run again")
+        with database.connect() as conn:  # an unfinished earlier run's: its snapshot is gone with it
+            conn.execute("select pg_drop_replication_slot(%s)", (slot,))
+        replaced = True
+        log.warning("%s: dropped slot %s left by an unfinished bootstrap", config.target_table, slot)
+
+    checkpoint = _kafka_checkpoint(config)
+    claim.write({"slot": slot, "table": source_table})
+    replication = database.replication_connection()
+    try:
+        made = replication.execute(f"CREATE_REPLICATION_SLOT {slot} LOGICAL pgoutput (SNAPSHOT 'export')").fetchone()
+        lsn, snapshot = made[1], made[2]
+        log.info("%s: slot %s at %s, exported snapshot %s", config.target_table, slot, lsn, snapshot)
+        source = SnapshotSource(
+            spark,
+            database,
+            source_table,
+            key_fields=config.record_key_fields,
+            snapshot=snapshot,
+            ranges=ranges,
+            fetch_size=fetch_size,
+            snapshot_ts_ms=int(time.time() * 1000),
+            next_checkpoint={**checkpoint, BOOTSTRAP_KEY: {"table": source_table, "slot": slot, "lsn": lsn}},
+        )
+        bulk = replace(config, hoodie_conf={**config.hoodie_conf, opt.OPERATION: "bulk_insert"})
+        result = ingest_once(bulk, spark=spark, source=source)
+    finally:
+        replication.close()  # the snapshot ends with this session; the slot stays for Debezium
+    if result.commit_time is not None:
+        claim.remove()
+    else:  # an empty table: nothing to hold the checkpoint; the claim lets a rerun make the slot again
+        log.warning("%s: %s has no rows; nothing was written", config.target_table, source_table)
+    return BootstrapResult(
+        table=config.target_table,
+        base_path=config.target_base_path,
+        source_table=source_table,
+        slot=slot,
+        consistent_point=lsn,
+        rows=result.upserts,
+        ranges=len(source.predicates),
+        read=result.events,
+        commit_time=result.commit_time,
+        duration_s=time.monotonic() - started,
+        checkpoint=dict(result.checkpoint or {}),
+        replaced_slot=replaced,
+    )
