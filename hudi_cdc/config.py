@@ -90,6 +90,10 @@ class IngestConfig:
     """Timestamp modes: each round also re-reads rows whose timestamp is this close below the cursor
     (transactions that committed late with an older timestamp); applying them again changes nothing."""
     jdbc_fetch_size: int = 10_000
+    jdbc_reconcile_deletes: bool = False
+    """JDBC source (a table): each round also finds keys the table holds that the source no longer has
+    (hashes per key range, narrowed where they differ) and deletes them; incrementing mode also warns
+    of rows changed after they were read."""
     checkpoint: str | None = None
     """Start from this checkpoint instead of the one stored in the table (recovery)."""
     continuous: bool = False
@@ -163,6 +167,8 @@ class IngestConfig:
             raise ConfigError("jdbc_url carries a password: give it with --jdbc-password-file or --jdbc-password-env")
         if self.jdbc_lookback_seconds < 0 or self.jdbc_fetch_size <= 0:
             raise ConfigError("jdbc_lookback_seconds must be >= 0 and jdbc_fetch_size positive")
+        if self.jdbc_reconcile_deletes and not self.jdbc_table:
+            raise ConfigError("jdbc_reconcile_deletes compares a table's keys: give --jdbc-table, not --jdbc-query")
         if self.jdbc_mode == "timestamp" and self.source_limit is not None:
             raise ConfigError(
                 "source_limit pages by the cursor, which needs a tie-breaker: use jdbc_mode timestamp+incrementing"
@@ -257,7 +263,7 @@ def normalise_settings(values: Mapping[str, Any], origin: str) -> dict[str, Any]
             "jdbc_lookback_seconds",
         ) and isinstance(value, str):
             value = _parse_number(key, value, float, origin)
-        elif key in ("continuous", "allow_data_loss") and isinstance(value, str):
+        elif key in ("continuous", "allow_data_loss", "jdbc_reconcile_deletes") and isinstance(value, str):
             value = value.strip().lower() in ("1", "true", "yes", "on")
         elif key == "hoodie_conf":
             value = dict(value)

@@ -141,6 +141,12 @@ _CONFIG_OPTIONS = [
     ),
     click.option("--jdbc-fetch-size", type=int, help="JDBC source: rows per fetch from the database (default 10000)."),
     click.option(
+        "--jdbc-reconcile-deletes",
+        is_flag=True,
+        default=None,
+        help="JDBC source: each round, find keys deleted in the source (hashed key ranges) and delete them.",
+    ),
+    click.option(
         "--flavor",
         type=click.Choice(["postgres", "mysql", "sqlserver", "oracle"], case_sensitive=False),
         help="Source database (its Debezium connector); mysql also reads MariaDB's.",

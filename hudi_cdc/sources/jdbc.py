@@ -31,10 +31,12 @@ cursor (:class:`payloads.jdbc.JdbcPolicy` orders them by it).
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote, urlsplit
 
 from hudi_cdc.envelope.flatten import ORIGIN_COLUMN
 from hudi_cdc.errors import CheckpointError, ConfigError, SourceError, TransientError
@@ -44,11 +46,15 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
     from hudi_cdc.config import IngestConfig
+    from hudi_cdc.ops.database import SourceDatabase
     from hudi_cdc.sources.base import Batch
 
 __all__ = ["CHECKPOINT_KIND", "JdbcSource"]
 
 CHECKPOINT_KIND = "jdbc"
+log = logging.getLogger("hudi_cdc")
+_RECONCILE_MAX = 100_000  # keys deleted per round; more are found by the next rounds
+_LAST_ID = 2**63 - 1  # a delete outranks every row read at the same timestamp
 _TS_TEXT, _TS_MICROS = "__hudi_cdc_cursor_ts_text", "__hudi_cdc_cursor_ts_micros"
 # Refusals a retry will not fix (the drivers' words).
 _TERMINAL = (
@@ -250,14 +256,22 @@ class JdbcSource:
             looked_back = again.count()
             new = new.unionByName(again)
         events = new.count() if again is not None else count
-        if events == 0:
+        envelopes = self._envelopes(new)
+        details: dict[str, Any] = {}
+        if c.jdbc_reconcile_deletes:
+            gone, details = self._reconcile(checkpoint, envelopes.schema["after"].dataType)
+            if gone is not None:
+                envelopes = envelopes.unionByName(gone)
+        deleted = int(details.get("deleted_in_source", 0))
+        if events == 0 and deleted == 0:
             return None
         left = self._left_after(next_checkpoint, hw_ts, hw_inc) if c.source_limit and count >= c.source_limit else 0
+        gone_text = f" and {deleted} key(s) deleted in the source" if deleted else ""
         return Batch(
-            parts=[BatchPart(envelopes=self._envelopes(new), where=self._where)],
+            parts=[BatchPart(envelopes=envelopes, where=self._where)],
             next_checkpoint=next_checkpoint,
-            description=f"{events} row(s) of {self._where} up to {self._cursor_text(next_checkpoint)}",
-            details={"rows": events, "read_again_and_new": looked_back, "behind_after": left},
+            description=f"{events} row(s) of {self._where}{gone_text} up to {self._cursor_text(next_checkpoint)}",
+            details={"rows": events, "read_again_and_new": looked_back, "behind_after": left, **details},
         )
 
     def _below(self, hw_ts: str | None, hw_inc: int | None) -> list[str]:
@@ -325,6 +339,111 @@ class JdbcSource:
         bounds = [b for b in (self._after(checkpoint),) if b] + self._below(hw_ts, hw_inc)
         sql = f"select count(*) as n from {self._relation} r where {' and '.join(bounds) or '1 = 1'}"
         return int(self._one(sql)["n"])
+
+    # -- deletes: keys the table holds that the source no longer has ----------------
+    def _source_database(self) -> SourceDatabase:
+        """The source as the operator commands reach it (``verify``'s hashing runs in its SQL)."""
+        from hudi_cdc.ops.database import SourceDatabase
+
+        c = self._config
+        assert c.jdbc_url
+        parts = urlsplit(c.jdbc_url[len("jdbc:") :])
+        user = quote(c.jdbc_user or "", safe="")
+        netloc = (f"{user}@" if user else "") + parts.netloc.rpartition("@")[2]
+        query = f"?{parts.query}" if parts.query and not self._mysql else ""
+        scheme = "mysql" if self._mysql else "postgresql"
+        return SourceDatabase(f"{scheme}://{netloc}{parts.path}{query}", c.jdbc_password_file, c.jdbc_password_env)
+
+    def _qualified_table(self) -> str:
+        table = self._config.jdbc_table or ""
+        if "." in table:
+            return table
+        if self._mysql:
+            return urlsplit((self._config.jdbc_url or "")[len("jdbc:") :]).path.strip("/") + "." + table
+        return f"public.{table}"
+
+    def _reconcile(self, checkpoint: dict[str, Any], after_type: Any) -> tuple[DataFrame | None, dict[str, Any]]:  # noqa: ANN401
+        """Delete events for the keys gone from the source, found by ``verify``'s hashed key ranges.
+
+        The deletes rank at the database's clock when the comparison began: a row
+        written again after that has a newer cursor and comes back.
+        """
+        from pyspark.sql import functions as F
+        from pyspark.sql.types import IntegralType, StringType
+
+        from hudi_cdc.ops.verify import verify
+        from hudi_cdc.sink.hudi import HudiTable
+
+        c = self._config
+        if not HudiTable(self._spark, c.target_base_path).has_commits():
+            return None, {}
+        keys = list(c.record_key_fields)
+        key_types = {f.name: f.dataType for f in after_type.fields if f.name in keys}
+        odd = [k for k in keys if not isinstance(key_types.get(k), IntegralType | StringType)]
+        if odd:
+            raise ConfigError(
+                f"{self._where}: deletes are reconciled by integer or text keys; {', '.join(odd)} is neither"
+            )
+        now = self._one(f"select {self._micros(self._clock())} as now")["now"]
+        updates_too = c.jdbc_mode == "incrementing"  # its cursor never sees an update: compare every column
+        found = verify(
+            self._spark,
+            c.target_base_path,
+            self._source_database(),
+            self._qualified_table(),
+            key_fields=keys,
+            columns=None if updates_too else keys,
+            max_diffs=_RECONCILE_MAX,
+        )
+        gone = [d.key for d in found.differences if d.kind == "extra"]
+        changed = [d for d in found.differences if d.kind == "changed"]
+        details: dict[str, Any] = {"deleted_in_source": len(gone), "reconcile_s": round(found.duration_s, 3)}
+        if changed:
+            sample = ", ".join(str(d.key) for d in changed[:3])
+            details["changed_after_read"] = len(changed)
+            log.warning(
+                "%s: %d row(s) changed after they were read (e.g. %s): incrementing mode does not see updates; "
+                "use --jdbc-mode timestamp+incrementing with a column every update sets",
+                self._where,
+                len(changed),
+                sample,
+            )
+        if found.truncated:
+            details["reconcile_truncated"] = True  # more than one round's worth: the next round goes on
+        if not gone:
+            return None, details
+        position = F.struct(
+            F.lit(None if updates_too else int(now)).cast("bigint").alias("cursor_ts"),
+            F.lit(_LAST_ID if not updates_too else int(checkpoint.get("id") or 0) + 1)
+            .cast("bigint")
+            .alias("cursor_id"),
+            F.lit(int(now) // 1000).cast("bigint").alias("ts_ms"),
+        )
+        frame = self._spark.createDataFrame(
+            [tuple(k[n] for n in keys) for k in gone], [f"k{i}" for i in range(len(keys))]
+        )
+        before = F.struct(
+            *[
+                (F.col(f"k{keys.index(f.name)}") if f.name in keys else F.lit(None)).cast(f.dataType).alias(f.name)
+                for f in after_type.fields
+            ]
+        )
+        return (
+            frame.select(
+                before.alias("before"),
+                F.lit(None).cast(after_type).alias("after"),
+                position.alias("source"),
+                F.lit("d").alias("op"),
+                F.lit(self._where).alias(ORIGIN_COLUMN),
+                F.struct(F.lit("reconcile").alias("file"), F.monotonically_increasing_id().alias("row")).alias(
+                    ARRIVAL_COLUMN
+                ),
+            ),
+            details,
+        )
+
+    def _clock(self) -> str:
+        return "utc_timestamp(6)" if self._mysql else "clock_timestamp()"
 
     def _envelopes(self, rows: DataFrame) -> DataFrame:
         """Rows as ``op=r`` change events whose source block holds the cursor."""

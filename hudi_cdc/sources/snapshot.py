@@ -96,8 +96,14 @@ def column_reading(column: PgColumn) -> tuple[str, str]:
         digits = re.search(r"\((\d)\)", column.type_name)
         fraction = "MS" if digits and int(digits.group(1)) <= 3 else "US"
         return f"to_char({c}::interval, 'HH24:MI:SS.{fraction}')", "string"
-    elif column.base == "interval":  # Debezium's MicroDuration: a month is 30.4375 days, as in Postgres's epoch
-        return f"cast(extract(epoch from {c}) * 1000000 as bigint)", "bigint"
+    elif column.base == "interval":  # Debezium's MicroDuration: a month is 30.4375 days (Postgres's epoch says 30)
+        months = f"(extract(year from {c}) * 12 + extract(month from {c}))"
+        return (
+            f"cast(({months} * 30.4375 + extract(day from {c})) * 86400000000"
+            f" + (extract(hour from {c}) * 3600 + extract(minute from {c}) * 60) * 1000000"
+            f" + extract(microseconds from {c}) as bigint)",
+            "bigint",
+        )
     elif column.base == "numeric":
         if column.precision is not None and column.precision <= 38:
             return c, f"decimal({column.precision},{column.scale or 0})"

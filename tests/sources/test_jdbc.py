@@ -180,3 +180,45 @@ def test_a_wrong_password_is_named_not_printed(spark, tmp_path: Path, pg_table, 
                       "--record-key-field", "id", "--target-base-path", str(tmp_path / "x"), "--target-table", "x")  # fmt: skip
     assert refused.exit_code == 1 and "carries a password" in refused.output and "hunter2" not in refused.output
     assert os.environ["JDBC_TEST_PASSWORD"] not in result.output
+
+
+def test_deletes_are_reconciled_by_key_ranges_and_a_key_written_again_comes_back(
+    spark, tmp_path: Path, pg_table
+) -> None:  # noqa: ANN001
+    conn, table = pg_table
+    conn.execute(f"insert into {table} (name, amount) select 'n' || i, i from generate_series(1, 400) i")
+    plain, reconciled = tmp_path / "plain", tmp_path / "reconciled"
+    for base in (plain, reconciled):
+        assert _ingest(PG_URL, table, base).exit_code == 0
+    conn.execute(f"delete from {table} where id in (7, 150, 399)")
+    assert _ingest(PG_URL, table, plain).exit_code == 0
+    missed = verify(spark, str(plain), PG, table)
+    assert {(d.key["id"], d.kind) for d in missed.differences} == {("7", "extra"), ("150", "extra"), ("399", "extra")}
+
+    result = _ingest(PG_URL, table, reconciled, "--jdbc-reconcile-deletes", "--json")
+    assert result.exit_code == 0, result.output
+    line = json.loads(result.output.strip().splitlines()[-1])
+    assert (line["deletes"], line["details"]["deleted_in_source"]) == (3, 3), line
+    assert verify(spark, str(reconciled), PG, table).equal
+    # Written again after the delete: a newer cursor than the delete's, so the row is back.
+    conn.execute(f"insert into {table} (id, name, amount) values (150, 'again', 1)")
+    result = _ingest(PG_URL, table, reconciled, "--jdbc-reconcile-deletes", "--json")
+    assert result.exit_code == 0, result.output
+    assert verify(spark, str(reconciled), PG, table).equal
+    assert HudiTable(spark, str(reconciled)).read().where("id = 150").select("name").first()[0] == "again"
+
+
+def test_incrementing_mode_reconciles_deletes_and_names_updates_it_cannot_see(spark, tmp_path: Path, pg_table) -> None:  # noqa: ANN001
+    conn, table = pg_table
+    conn.execute(f"insert into {table} (name, amount) select 'n' || i, i from generate_series(1, 50) i")
+    base = tmp_path / "inc"
+    args = ("--jdbc-mode", "incrementing", "--jdbc-reconcile-deletes", "--json")
+    assert _ingest(PG_URL, table, base, *args).exit_code == 0
+    conn.execute(f"update {table} set name = 'changed' where id = 20")
+    conn.execute(f"delete from {table} where id = 30")
+    result = _ingest(PG_URL, table, base, *args)
+    assert result.exit_code == 0, result.output
+    line = json.loads(result.output.strip().splitlines()[-1])
+    assert line["deletes"] == 1 and line["details"]["changed_after_read"] == 1, line
+    left = verify(spark, str(base), PG, table)
+    assert [(d.key["id"], d.kind) for d in left.differences] == [("20", "changed")]  # seen, warned of, not applied
