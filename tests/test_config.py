@@ -93,3 +93,21 @@ def test_config_is_frozen() -> None:
     with pytest.raises(AttributeError):
         config.target_table = "other"  # type: ignore[misc]
     assert config.resolved_tombstone_path == "/o_hudi_cdc_tombstones"
+
+
+def test_jdbc_settings_are_checked_where_they_are_given() -> None:
+    jdbc = dict(
+        source="jdbc",
+        jdbc_url="jdbc:postgresql://db:5432/shop",
+        jdbc_timestamp_column="updated_at",
+        jdbc_incrementing_column="id",
+        target_base_path="/out",
+        target_table="t",
+        record_key_fields="id",
+    )
+    config = load_config(env={"HUDI_CDC__JDBC_RECONCILE_DELETES": "true"}, **jdbc, jdbc_table="public.orders")
+    assert config.jdbc_reconcile_deletes is True
+    with pytest.raises(ConfigError, match="jdbc_reconcile_deletes compares a table's keys"):
+        load_config(env={}, **jdbc, jdbc_query="select * from orders", jdbc_reconcile_deletes=True)
+    with pytest.raises(ConfigError, match="carries a password"):
+        load_config(env={}, **{**jdbc, "jdbc_url": "jdbc:postgresql://db/shop?password=x"}, jdbc_table="t")

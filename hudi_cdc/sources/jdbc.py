@@ -259,7 +259,7 @@ class JdbcSource:
         envelopes = self._envelopes(new)
         details: dict[str, Any] = {}
         if c.jdbc_reconcile_deletes:
-            gone, details = self._reconcile(checkpoint, envelopes.schema["after"].dataType)
+            gone, details = self._reconcile(next_checkpoint, envelopes.schema["after"].dataType)
             if gone is not None:
                 envelopes = envelopes.unionByName(gone)
         deleted = int(details.get("deleted_in_source", 0))
@@ -366,7 +366,8 @@ class JdbcSource:
         """Delete events for the keys gone from the source, found by ``verify``'s hashed key ranges.
 
         The deletes rank at the database's clock when the comparison began: a row
-        written again after that has a newer cursor and comes back.
+        written again after that has a newer cursor and comes back. (Incrementing
+        mode has no clock: just past ``checkpoint``, the cursor after this round.)
         """
         from pyspark.sql import functions as F
         from pyspark.sql.types import IntegralType, StringType

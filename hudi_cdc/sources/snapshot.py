@@ -163,7 +163,7 @@ class SnapshotSource:
         self.predicates: list[str] = []
 
     def parse_checkpoint(self, text: str) -> dict[str, Any]:
-        return {}
+        return {}  # a first load starts from nothing
 
     # -- the catalog, in the snapshot's own session ----------------------------
     def _catalog(self, conn: Any) -> list[PgColumn]:  # noqa: ANN401
@@ -227,6 +227,8 @@ class SnapshotSource:
 
     # -- the batch ---------------------------------------------------------------
     def next_batch(self, checkpoint: dict[str, Any] | None) -> Batch | None:
+        from pyspark.sql import functions as F
+
         from hudi_cdc.sources.base import Batch, BatchPart
 
         with self._database.connect(application="hudi-cdc bootstrap") as conn:
@@ -242,8 +244,6 @@ class SnapshotSource:
             f"{sql} as {quote_ident(c.name)}" for c, (sql, _) in zip(self.columns, readings, strict=True)
         )
         rows = self._read(f"(select {select} from {self._table}) hudi_cdc_copy")
-        from pyspark.sql import functions as F
-
         typed = [
             F.col(_spark_name(c.name)).cast(ddl).alias(c.name)
             for c, (_, ddl) in zip(self.columns, readings, strict=True)
