@@ -23,7 +23,7 @@ from hudi_cdc.sink.quarantine import QuarantineStore
 from hudi_cdc.sink.tombstones import TombstoneStore
 from hudi_cdc.spark import release
 from payloads import JdbcPolicy, StoredState, policy_for
-from payloads.base import ORDER_COLUMN, TOMBSTONED_AT_COLUMN, is_data_column
+from payloads.base import INTERNAL_PREFIX, ORDER_COLUMN, TOMBSTONED_AT_COLUMN, is_data_column
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from hudi_cdc.sources.base import Batch, Source
     from payloads.base import MergePolicy
 
-__all__ = ["IngestResult", "ingest_once", "merge_policy", "run"]
+__all__ = ["IngestResult", "ingest_once", "load_first", "merge_policy", "run"]
 
 log = logging.getLogger("hudi_cdc")
 
@@ -290,6 +290,52 @@ def ingest_once(
         result.duration_s,
     )
     return result
+
+
+def load_first(config: IngestConfig, source: Source, *, spark: SparkSession | None = None) -> IngestResult:
+    """Write a source's one batch into a table with no commits, as read: a first load.
+
+    There is nothing to merge with (the table is empty) and each key is one row (the
+    source reads a table by its primary key), so the merge plan, a shuffle of every row,
+    is skipped: the flattened rows go straight to the write (``config``'s operation;
+    ``bootstrap`` asks for a bulk insert). The counts are Hudi's own, from the commit.
+    """
+    from hudi_cdc.spark import spark_session
+
+    started = time.monotonic()
+    spark = spark or spark_session()
+    table = HudiTable(spark, config.target_base_path)
+    if table.has_commits():
+        raise ConfigError(f"{config.target_base_path} already has commits: a first load fills a new table")
+    batch = source.next_batch(None)
+    if batch is None:
+        return IngestResult(config.target_table, config.target_base_path, None, None)
+    keys = config.record_key_fields or batch.key_fields
+    flat = change_rows(
+        batch,
+        merge_policy(config),
+        key_fields=keys,
+        ingested_at=datetime.now(UTC),
+        behavior=config.schema_change_behavior,
+        table_schema=None,
+    )
+    rows = flat.select(*[c for c in flat.columns if not c.startswith(INTERNAL_PREFIX)])
+    log.info("%s: writing %s", config.target_table, batch.description)
+    commit_time = _commit(table, config, keys, rows, batch, {"first_load": True, **batch.details}, None)
+    written = next((c.written for c in table.commits() if c.instant == commit_time), {})
+    inserts = int(written.get("inserts", 0))
+    return IngestResult(
+        table=config.target_table,
+        base_path=config.target_base_path,
+        commit_time=commit_time,
+        checkpoint=batch.next_checkpoint,
+        batch=batch.description,
+        events=inserts,
+        upserts=inserts,
+        duration_s=time.monotonic() - started,
+        details=dict(batch.details),
+        ops={"r": inserts},
+    )
 
 
 def _commit(

@@ -53,13 +53,11 @@ class BootstrapResult:
     consistent_point: str
     """The slot's LSN: the copy holds every transaction that committed before it, the slot every one after."""
     rows: int
-    """Rows written (one per key)."""
+    """Rows written (Hudi's count of the commit's inserts)."""
     ranges: int
     commit_time: str | None
     duration_s: float
     checkpoint: dict[str, Any] = field(default_factory=dict)
-    read: int = 0
-    """Rows the ranges read: equal to ``rows``, since the ranges do not overlap."""
     already_loaded: bool = False
     """The table was loaded by an earlier run of the same bootstrap: nothing was done."""
     replaced_slot: bool = False
@@ -121,7 +119,7 @@ def _loaded(config: IngestConfig, spark: SparkSession) -> dict[str, Any] | None:
         return {}
     copied = json.loads(first.extra[opt.CHECKPOINT_KEY]).get(BOOTSTRAP_KEY) or {}
     stats = json.loads(first.extra.get(opt.STATS_KEY, "{}"))
-    return {**copied, "rows": stats.get("upserts", 0), "ranges": stats.get("ranges", 0)} if copied else {}
+    return {**copied, "rows": first.written.get("inserts", 0), "ranges": stats.get("ranges", 0)} if copied else {}
 
 
 def _kafka_checkpoint(config: IngestConfig) -> dict[str, Any]:
@@ -155,7 +153,7 @@ def bootstrap(
     spark: SparkSession | None = None,
 ) -> BootstrapResult:
     """Load ``source_table`` into the (new) Hudi table of ``config`` and leave ``slot`` for Debezium to go on from."""
-    from hudi_cdc.pipeline import ingest_once
+    from hudi_cdc.pipeline import load_first
     from hudi_cdc.sources.snapshot import SnapshotSource
     from hudi_cdc.spark import spark_session
 
@@ -227,7 +225,7 @@ def bootstrap(
             next_checkpoint={**checkpoint, BOOTSTRAP_KEY: {"table": source_table, "slot": slot, "lsn": lsn}},
         )
         bulk = replace(config, hoodie_conf={**config.hoodie_conf, opt.OPERATION: "bulk_insert"})
-        result = ingest_once(bulk, spark=spark, source=source)
+        result = load_first(bulk, spark=spark, source=source)
     finally:
         replication.close()  # the snapshot ends with this session; the slot stays for Debezium
     if result.commit_time is not None:
@@ -242,7 +240,6 @@ def bootstrap(
         consistent_point=lsn,
         rows=result.upserts,
         ranges=len(source.predicates),
-        read=result.events,
         commit_time=result.commit_time,
         duration_s=time.monotonic() - started,
         checkpoint=dict(result.checkpoint or {}),

@@ -184,19 +184,22 @@ class SnapshotSource:
         if not rows:
             raise SourceError(f"{self._database.display}: table {self._table} has no columns")
         columns = [PgColumn(r[0], r[1], r[2], r[3], bool(r[4]), r[5], r[6]) for r in rows]
-        if not self._keys:
-            primary = conn.execute(
-                "select a.attname from pg_index i join pg_attribute a on a.attrelid = i.indrelid"
-                " and a.attnum = any(i.indkey) where i.indisprimary and i.indrelid = %s::regclass"
-                " order by array_position(i.indkey, a.attnum)",
-                (self._table,),
-            ).fetchall()
-            self._keys = tuple(r[0] for r in primary)
-            if not self._keys:
-                raise ConfigError(f"{self._table} has no primary key: name the record key (--record-key-field)")
-        missing = [k for k in self._keys if k not in {c.name for c in columns}]
-        if missing:
-            raise ConfigError(f"{self._table} has no column {', '.join(missing)} (the record key)")
+        primary = conn.execute(
+            "select a.attname from pg_index i join pg_attribute a on a.attrelid = i.indrelid"
+            " and a.attnum = any(i.indkey) where i.indisprimary and i.indrelid = %s::regclass"
+            " order by array_position(i.indkey, a.attnum)",
+            (self._table,),
+        ).fetchall()
+        primary_key = tuple(r[0] for r in primary)
+        # The rows are written as read, with no merge: each key must be one row.
+        if not primary_key:
+            raise ConfigError(f"{self._table} has no primary key: a first load needs one (each key one row)")
+        if self._keys and set(self._keys) != set(primary_key):
+            raise ConfigError(
+                f"the record key ({', '.join(self._keys)}) is not {self._table}'s primary key "
+                f"({', '.join(primary_key)}): a first load writes rows unmerged, so it keys them by that"
+            )
+        self._keys = self._keys or primary_key
         return columns
 
     def _bounds(self, conn: Any, column: PgColumn) -> list[str]:  # noqa: ANN401

@@ -104,9 +104,10 @@ def test_the_copy_reads_every_value_as_debezium_sends_it(spark, tmp_path: Path) 
         conn.execute(f"analyze {table}")
     copied = tmp_path / "copied"
     result = bootstrap(_config(topic, copied), PG, table, slot=slot, ranges=4, spark=spark)
-    assert (result.rows, result.read, result.ranges, result.already_loaded) == (rows, rows, 4, False)
+    assert (result.rows, result.ranges, result.already_loaded) == (rows, 4, False)
     assert result.checkpoint["start"] == "earliest"  # the new connector's topic does not exist yet
     snapshot = _data(spark, copied).localCheckpoint(eager=True)
+    assert snapshot.select("id").distinct().count() == snapshot.count() == rows  # the ranges do not overlap
 
     with postgres_connector(
         f"boot-types-{run}", slot=slot, topic_prefix=prefix, table=table, **{"snapshot.mode": "no_data"}
