@@ -133,13 +133,11 @@ def _kafka_checkpoint(config: IngestConfig) -> dict[str, Any]:
     return {"kind": CHECKPOINT_KIND, "topic": config.topic, "offsets": {str(p): o for (_, p), o in ends.items()}}
 
 
-def _slot_state(database: SourceDatabase, slot: str) -> tuple[bool, bool] | None:
-    """(active, logical) of the slot, or None if there is none."""
+def _slot_active(database: SourceDatabase, slot: str) -> bool | None:
+    """Whether a process holds the slot, or None if there is no such slot."""
     with database.connect() as conn:
-        row = conn.execute(
-            "select active, slot_type = 'logical' from pg_replication_slots where slot_name = %s", (slot,)
-        ).fetchone()
-    return None if row is None else (bool(row[0]), bool(row[1]))
+        row = conn.execute("select active from pg_replication_slots where slot_name = %s", (slot,)).fetchone()
+    return None if row is None else bool(row[0])
 
 
 def bootstrap(
@@ -191,15 +189,15 @@ def bootstrap(
 
     claim = _Claim(spark, _claim_path(config))
     replaced = False
-    state = _slot_state(database, slot)
-    if state is not None:
+    active = _slot_active(database, slot)
+    if active is not None:
         claimed = claim.read()
         if not claimed or claimed.get("slot") != slot:
             raise ConfigError(
                 f"replication slot {slot} already exists and this table's bootstrap did not make it: "
                 "choose another --slot (the copy needs a slot made at the moment of its snapshot)"
             )
-        if state[0]:
+        if active:
             raise SourceError(f"replication slot {slot} is in use by a running process: stop it, then run again")
         with database.connect() as conn:  # an unfinished earlier run's: its snapshot is gone with it
             conn.execute("select pg_drop_replication_slot(%s)", (slot,))
@@ -228,10 +226,8 @@ def bootstrap(
         result = load_first(bulk, spark=spark, source=source)
     finally:
         replication.close()  # the snapshot ends with this session; the slot stays for Debezium
-    if result.commit_time is not None:
+    if result.commit_time is not None:  # an empty table commits too: the commit holds the checkpoint
         claim.remove()
-    else:  # an empty table: nothing to hold the checkpoint; the claim lets a rerun make the slot again
-        log.warning("%s: %s has no rows; nothing was written", config.target_table, source_table)
     return BootstrapResult(
         table=config.target_table,
         base_path=config.target_base_path,

@@ -217,3 +217,21 @@ def test_killed_under_writes_the_rerun_hands_over_with_no_gap(spark, tmp_path: P
     assert comparison.equal, comparison
     with connect() as conn:
         assert comparison.source_rows == conn.execute(f"select count(*) from {table}").fetchone()[0]
+
+
+def test_an_empty_table_is_loaded_and_a_rerun_changes_nothing(spark, tmp_path: Path) -> None:  # noqa: ANN001
+    run = uuid.uuid4().hex[:8]
+    table, slot = f"inventory.boot_empty_{run}", f"boot_empty_{run}"
+    with connect() as conn:
+        conn.execute(f"create table {table} (id bigint primary key, v text)")
+    base = tmp_path / "empty"
+    config = _config(f"bootempty{run}.{table}", base)
+    try:
+        first = bootstrap(config, PG, table, slot=slot, spark=spark)
+        assert first.commit_time is not None and first.rows == 0
+        assert HudiTable(spark, str(base)).read().count() == 0
+        again = bootstrap(config, PG, table, slot=slot, spark=spark)
+        assert again.already_loaded and again.consistent_point == first.consistent_point
+    finally:
+        with connect() as conn:
+            conn.execute("select pg_drop_replication_slot(%s)", (slot,))
