@@ -38,9 +38,8 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlsplit
 
-from hudi_cdc.envelope.flatten import ORIGIN_COLUMN
 from hudi_cdc.errors import CheckpointError, ConfigError, SourceError, TransientError
-from payloads.base import ARRIVAL_COLUMN
+from hudi_cdc.sources.base import change_events
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -429,17 +428,11 @@ class JdbcSource:
                 for f in after_type.fields
             ]
         )
+        deletes = change_events(
+            frame, op="d", image=before, source=position, where=self._where, arrival="reconcile", image_type=after_type
+        )
         return (
-            frame.select(
-                before.alias("before"),
-                F.lit(None).cast(after_type).alias("after"),
-                position.alias("source"),
-                F.lit("d").alias("op"),
-                F.lit(self._where).alias(ORIGIN_COLUMN),
-                F.struct(F.lit("reconcile").alias("file"), F.monotonically_increasing_id().alias("row")).alias(
-                    ARRIVAL_COLUMN
-                ),
-            ),
+            deletes,
             details,
         )
 
@@ -460,13 +453,4 @@ class JdbcSource:
             ident.alias("cursor_id"),
             F.floor(micros / F.lit(1000)).cast("bigint").alias("ts_ms"),  # the row's last change: lag and freshness
         )
-        return rows.select(
-            F.lit(None).cast(rows.select(after.alias("a")).schema["a"].dataType).alias("before"),
-            after.alias("after"),
-            source.alias("source"),
-            F.lit("r").alias("op"),
-            F.lit(self._where).alias(ORIGIN_COLUMN),
-            F.struct(F.lit(self._where).alias("file"), F.monotonically_increasing_id().alias("row")).alias(
-                ARRIVAL_COLUMN
-            ),
-        )
+        return change_events(rows, op="r", image=after, source=source, where=self._where)

@@ -21,9 +21,8 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from hudi_cdc.envelope.flatten import ORIGIN_COLUMN
 from hudi_cdc.errors import ConfigError, SourceError
-from payloads.base import ARRIVAL_COLUMN
+from hudi_cdc.sources.base import change_events
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -286,13 +285,4 @@ class SnapshotSource:
             F.lit(self._ts_ms).cast("bigint").alias("ts_ms"),
             F.lit("true").alias("snapshot"),
         )
-        return rows.select(
-            F.lit(None).cast(rows.select(after.alias("a")).schema["a"].dataType).alias("before"),
-            after.alias("after"),
-            source.alias("source"),
-            F.lit("r").alias("op"),
-            F.lit(self._table).alias(ORIGIN_COLUMN),
-            F.struct(F.lit(self._table).alias("file"), F.monotonically_increasing_id().alias("row")).alias(
-                ARRIVAL_COLUMN
-            ),
-        )
+        return change_events(rows, op="r", image=after, source=source, where=self._table)
