@@ -41,7 +41,7 @@ TableType = Literal["COPY_ON_WRITE", "MERGE_ON_READ"]
 Flavor = Literal["postgres", "mysql", "sqlserver", "oracle"]
 FLAVORS_WITH_PLACEHOLDERS = ("postgres", "oracle")  # TOAST, and Oracle LOBs a change left alone
 SourceKind = Literal["files", "kafka", "jdbc"]
-JdbcMode = Literal["incrementing", "timestamp", "timestamp+incrementing"]
+JdbcMode = Literal["incrementing", "timestamp", "timestamp+incrementing", "full"]
 SchemaChangeBehavior = Literal["fail", "evolve", "ignore"]
 TruncateBehavior = Literal["fail", "apply", "ignore"]
 OnBadEvent = Literal["fail", "quarantine"]
@@ -167,6 +167,22 @@ class IngestConfig:
             raise ConfigError("jdbc_url carries a password: give it with --jdbc-password-file or --jdbc-password-env")
         if self.jdbc_lookback_seconds < 0 or self.jdbc_fetch_size <= 0:
             raise ConfigError("jdbc_lookback_seconds must be >= 0 and jdbc_fetch_size positive")
+        if self.jdbc_mode == "full":
+            # One round reads the whole relation and writes the difference: nothing to page, look back or reconcile.
+            clashing = [
+                n
+                for n, v in (
+                    ("source_limit", self.source_limit),
+                    ("jdbc_lookback_seconds", self.jdbc_lookback_seconds),
+                    ("jdbc_reconcile_deletes", self.jdbc_reconcile_deletes),
+                )
+                if v
+            ]
+            if clashing:
+                raise ConfigError(
+                    f"jdbc_mode full reads the whole table each round and deletes what is gone by itself: "
+                    f"drop {', '.join(clashing)}"
+                )
         if self.jdbc_reconcile_deletes and not self.jdbc_table:
             raise ConfigError("jdbc_reconcile_deletes compares a table's keys: give --jdbc-table, not --jdbc-query")
         if self.jdbc_mode == "timestamp" and self.source_limit is not None:

@@ -4,8 +4,9 @@ The source sends each row as a read (``op=r``) whose ``source`` block holds its
 cursor: the timestamp column in microseconds (``cursor_ts``) and the
 incrementing column (``cursor_id``). Order: the timestamp, then the
 incrementing value; a row read again (the look-back, a replayed round) has the
-same order and the same values, so it changes nothing. No deletes come this
-way and no placeholders.
+same order and the same values, so it changes nothing. Deletes (keys found gone
+by reconciliation or a full refresh) rank at the database clock of their round;
+no placeholders come this way.
 """
 
 from __future__ import annotations

@@ -111,3 +111,7 @@ def test_jdbc_settings_are_checked_where_they_are_given() -> None:
         load_config(env={}, **jdbc, jdbc_query="select * from orders", jdbc_reconcile_deletes=True)
     with pytest.raises(ConfigError, match="carries a password"):
         load_config(env={}, **{**jdbc, "jdbc_url": "jdbc:postgresql://db/shop?password=x"}, jdbc_table="t")
+    full = load_config(env={}, **jdbc, jdbc_query="select * from orders", jdbc_mode="full")
+    assert full.jdbc_mode == "full"  # a query is fine: the keys gone are found by comparing with the table
+    with pytest.raises(ConfigError, match="drop source_limit, jdbc_reconcile_deletes"):
+        load_config(env={}, **jdbc, jdbc_table="t", jdbc_mode="full", source_limit=10, jdbc_reconcile_deletes=True)

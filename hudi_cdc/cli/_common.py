@@ -129,8 +129,9 @@ _CONFIG_OPTIONS = [
     click.option("--jdbc-password-env", help="JDBC source: environment variable holding the password."),
     click.option(
         "--jdbc-mode",
-        type=click.Choice(["incrementing", "timestamp", "timestamp+incrementing"]),
-        help="JDBC source: the cursor (default timestamp+incrementing).",
+        type=click.Choice(["incrementing", "timestamp", "timestamp+incrementing", "full"]),
+        help="JDBC source: the cursor (default timestamp+incrementing); full: no cursor, each round reads the "
+        "whole table and writes what changed, deletes included.",
     ),
     click.option("--jdbc-timestamp-column", help="JDBC source: the column every insert and update sets."),
     click.option("--jdbc-incrementing-column", help="JDBC source: a column that grows with every new row."),
