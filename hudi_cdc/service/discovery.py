@@ -1,4 +1,4 @@
-"""Which tables the pipeline's source holds now: topics, or folders named like topics."""
+"""Which tables the pipeline's source holds now: topics, folders named like topics, or a database's tables."""
 
 from __future__ import annotations
 
@@ -16,8 +16,18 @@ __all__ = ["discover"]
 
 def discover(spark: SparkSession, spec: PipelineSpec) -> list[TableRef]:
     """The source's tables that match the pipeline's patterns, sorted by topic."""
+    if spec.source.kind == "jdbc":
+        return [TableRef(n, key) for n, key in sorted(_database_tables(spec)) if spec.source.matches(n)]
     names = _topics(spec) if spec.source.kind == "kafka" else _folders(spark, spec)
     return [TableRef(n) for n in sorted(names) if spec.source.matches(n)]
+
+
+def _database_tables(spec: PipelineSpec) -> list[tuple[str, tuple[str, ...]]]:
+    from hudi_cdc.sources.jdbc import database_tables, source_database
+
+    s = spec.source
+    assert s.url
+    return database_tables(source_database(s.url, s.user, s.password_file, s.password_env))
 
 
 def _topics(spec: PipelineSpec) -> list[str]:

@@ -4,7 +4,9 @@
 name = "inventory"                           # default: the file's name without .toml
 
 [source]
-kind = "kafka"                               # or "files": one folder per table under `path`
+kind = "kafka"                               # or "files": one folder per table under `path`;
+                                             # or "jdbc": `url`, `user`, `password_file` or `password_env`,
+                                             # tables named schema.table (MySQL: database.table)
 bootstrap_servers = "broker:9092"
 schema_registry_url = "http://registry:8080/apis/ccompat/v7"
 tables = ["dbserver1.inventory.*"]           # topic (or folder) names; * and ? match, exact names too
@@ -54,16 +56,32 @@ from hudi_cdc.errors import ConfigError
 __all__ = ["PipelineSpec", "RunSettings", "SourceSettings", "TableRef", "load_pipeline", "select"]
 
 # Settings a table may not set: they come from [source] or from the command line.
-_SOURCE_LEVEL = {"source", "topic", "bootstrap_servers", "schema_registry_url", "source_path", "flavor"}
+_SOURCE_LEVEL = {
+    "source",
+    "topic",
+    "bootstrap_servers",
+    "schema_registry_url",
+    "source_path",
+    "flavor",
+    "jdbc_url",
+    "jdbc_user",
+    "jdbc_password_file",
+    "jdbc_password_env",
+    "jdbc_table",
+    "jdbc_query",
+}
+_KINDS = ("kafka", "files", "jdbc")
 _RUN_LEVEL = {"continuous", "max_rounds", "checkpoint"}
 _TEMPLATED = ("target_base_path", "target_table", "tombstone_path", "quarantine_path")
 
 
 @dataclass(frozen=True)
 class TableRef:
-    """One table of the source: a topic, or a folder named like one (``server.schema.table``)."""
+    """One table of the source: a topic, a folder named like one (``server.schema.table``), or a database table."""
 
     topic: str
+    primary_key: tuple[str, ...] = field(default=(), compare=False)
+    """A database table's primary key (JDBC source): its record key unless the pipeline sets one."""
 
     @property
     def parts(self) -> dict[str, str]:
@@ -82,12 +100,16 @@ class TableRef:
 
 @dataclass(frozen=True)
 class SourceSettings:
-    kind: str  # kafka | files
+    kind: str  # kafka | files | jdbc
     tables: tuple[str, ...]  # patterns
     exclude: tuple[str, ...] = ()
     bootstrap_servers: str | None = None
     schema_registry_url: str | None = None
     path: str | None = None
+    url: str | None = None  # jdbc
+    user: str | None = None
+    password_file: str | None = None
+    password_env: str | None = None
     flavor: str = "postgres"
     schema_change_topic: str | None = None
     """Kafka: Debezium's schema-change topic (``topic.prefix``); a table dropped there is reported, then stopped."""
@@ -151,6 +173,17 @@ class PipelineSpec:
                 bootstrap_servers=self.source.bootstrap_servers,
                 schema_registry_url=self.source.schema_registry_url,
             )
+        elif self.source.kind == "jdbc":
+            merged.update(
+                source="jdbc",
+                jdbc_url=self.source.url,
+                jdbc_table=ref.topic,
+                jdbc_user=self.source.user,
+                jdbc_password_file=self.source.password_file,
+                jdbc_password_env=self.source.password_env,
+            )
+            if not merged.get("record_key_fields") and ref.primary_key:
+                merged["record_key_fields"] = ref.primary_key
         else:
             merged.update(source="files", source_path=str(Path(str(self.source.path)) / ref.topic))
         try:
@@ -195,17 +228,19 @@ def _source(raw: Any, origin: str) -> SourceSettings:  # noqa: ANN401 - TOML val
         raise ConfigError(f"{origin}: a [source] section is required (kind, tables, and where to read)")
     _only_known(raw, SourceSettings, f"{origin} [source]")
     kind = raw.get("kind")
-    if kind not in ("kafka", "files"):
-        raise ConfigError(f'{origin} [source]: kind must be "kafka" or "files", got {kind!r}')
+    if kind not in _KINDS:
+        raise ConfigError(f'{origin} [source]: kind must be "kafka", "files" or "jdbc", got {kind!r}')
     patterns = _strings(raw.get("tables"), f"{origin} [source] tables")
     if not patterns:
         raise ConfigError(
             f'{origin} [source]: tables is required: topic names or patterns such as "dbserver1.inventory.*"'
         )
-    needed = ("bootstrap_servers", "schema_registry_url") if kind == "kafka" else ("path",)
+    needed = {"kafka": ("bootstrap_servers", "schema_registry_url"), "files": ("path",), "jdbc": ("url",)}[kind]
     for name in needed:
         if not raw.get(name):
             raise ConfigError(f"{origin} [source]: {name} is required with kind = {kind!r}")
+    if kind == "jdbc":
+        _check_jdbc_source(raw, origin)
     flavor = str(raw.get("flavor", "postgres")).lower()
     if flavor not in get_args(Flavor):
         raise ConfigError(f"{origin} [source]: flavor must be one of {', '.join(get_args(Flavor))}, got {flavor!r}")
@@ -216,9 +251,28 @@ def _source(raw: Any, origin: str) -> SourceSettings:  # noqa: ANN401 - TOML val
         bootstrap_servers=raw.get("bootstrap_servers"),
         schema_registry_url=raw.get("schema_registry_url"),
         path=raw.get("path"),
+        url=raw.get("url"),
+        user=raw.get("user"),
+        password_file=raw.get("password_file"),
+        password_env=raw.get("password_env"),
         flavor=flavor,
         schema_change_topic=_schema_change_topic(raw, kind, origin),
     )
+
+
+def _check_jdbc_source(raw: dict[str, Any], origin: str) -> None:
+    from hudi_cdc.config import redact_jdbc_url
+
+    url = str(raw["url"])
+    if not url.startswith(("jdbc:postgresql:", "jdbc:mariadb:", "jdbc:mysql:")):
+        raise ConfigError(
+            f"{origin} [source]: url {redact_jdbc_url(url)!r}: expected jdbc:postgresql://host:port/db, "
+            "jdbc:mariadb://host:port/db or jdbc:mysql://host:port/db"
+        )
+    if "password=" in url.lower():
+        raise ConfigError(f"{origin} [source]: url carries a password: give it with password_file or password_env")
+    if raw.get("password_file") and raw.get("password_env"):
+        raise ConfigError(f"{origin} [source]: give one of password_file and password_env")
 
 
 def _schema_change_topic(raw: dict[str, Any], kind: str, origin: str) -> str | None:

@@ -50,7 +50,7 @@ if TYPE_CHECKING:
     from hudi_cdc.ops.database import SourceDatabase
     from hudi_cdc.sources.base import Batch
 
-__all__ = ["CHECKPOINT_KIND", "JdbcSource"]
+__all__ = ["CHECKPOINT_KIND", "JdbcSource", "database_tables", "source_database"]
 
 CHECKPOINT_KIND = "jdbc"
 log = logging.getLogger("hudi_cdc")
@@ -346,16 +346,9 @@ class JdbcSource:
     # -- deletes: keys the table holds that the source no longer has ----------------
     def _source_database(self) -> SourceDatabase:
         """The source as the operator commands reach it (``verify``'s hashing runs in its SQL)."""
-        from hudi_cdc.ops.database import SourceDatabase
-
         c = self._config
         assert c.jdbc_url
-        parts = urlsplit(c.jdbc_url[len("jdbc:") :])
-        user = quote(c.jdbc_user or "", safe="")
-        netloc = (f"{user}@" if user else "") + parts.netloc.rpartition("@")[2]
-        query = f"?{parts.query}" if parts.query and not self._mysql else ""
-        scheme = "mysql" if self._mysql else "postgresql"
-        return SourceDatabase(f"{scheme}://{netloc}{parts.path}{query}", c.jdbc_password_file, c.jdbc_password_env)
+        return source_database(c.jdbc_url, c.jdbc_user, c.jdbc_password_file, c.jdbc_password_env)
 
     def _qualified_table(self) -> str:
         table = self._config.jdbc_table or ""
@@ -533,3 +526,53 @@ class JdbcSource:
             F.floor(micros / F.lit(1000)).cast("bigint").alias("ts_ms"),  # the row's last change: lag and freshness
         )
         return change_events(rows, op="r", image=after, source=source, where=self._where)
+
+
+def source_database(
+    jdbc_url: str, user: str | None, password_file: str | None, password_env: str | None
+) -> SourceDatabase:
+    """The database of a JDBC URL, reached by the Python drivers (as ``verify`` and discovery reach it)."""
+    from hudi_cdc.ops.database import SourceDatabase
+
+    parts = urlsplit(jdbc_url[len("jdbc:") :])
+    mysql = not jdbc_url.startswith("jdbc:postgresql:")
+    name = quote(user or "", safe="")
+    netloc = (f"{name}@" if name else "") + parts.netloc.rpartition("@")[2]
+    query = f"?{parts.query}" if parts.query and not mysql else ""
+    scheme = "mysql" if mysql else "postgresql"
+    return SourceDatabase(f"{scheme}://{netloc}{parts.path}{query}", password_file, password_env)
+
+
+def database_tables(database: SourceDatabase) -> list[tuple[str, tuple[str, ...]]]:
+    """The base tables the user can read, as ``schema.table`` (MySQL: ``database.table``), with their primary keys."""
+
+    def own(alias: str) -> str:  # the user's schemas, not the system's
+        if database.kind == "mysql":
+            return f"{alias}table_schema = database()"
+        return (
+            f"{alias}table_schema not in ('pg_catalog', 'information_schema') and {alias}table_schema not like 'pg\\_%'"
+        )
+
+    tables_sql = (
+        f"select table_schema, table_name from information_schema.tables where table_type = 'BASE TABLE' and {own('')}"
+    )
+    keys_sql = (
+        "select k.table_schema, k.table_name, k.column_name from information_schema.table_constraints c"
+        " join information_schema.key_column_usage k on k.constraint_name = c.constraint_name"
+        " and k.table_schema = c.table_schema and k.table_name = c.table_name"
+        f" where c.constraint_type = 'PRIMARY KEY' and {own('c.')} order by k.ordinal_position"
+    )
+    conn = database.connect(application="hudi-cdc discovery")
+    try:
+        cur = conn.cursor()
+        cur.execute(tables_sql)
+        tables = [f"{schema}.{table}" for schema, table in cur.fetchall()]
+        cur.execute(keys_sql)
+        keys: dict[str, list[str]] = {}
+        for schema, table, column in cur.fetchall():
+            keys.setdefault(f"{schema}.{table}", []).append(column)
+    except Exception as exc:
+        raise TransientError(f"cannot list the tables of {database.display}: {exc}") from None
+    finally:
+        conn.close()
+    return [(t, tuple(keys.get(t, ()))) for t in tables]

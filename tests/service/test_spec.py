@@ -93,11 +93,47 @@ def test_files_source_reads_a_folder_per_table(tmp_path: Path) -> None:
         select([TableRef("db.public.t1"), TableRef("db.public.t2")], ["public.nope"])
 
 
+def test_jdbc_source_names_tables_by_schema_and_keys_them_by_their_primary_key(tmp_path: Path) -> None:
+    spec = load_pipeline(
+        _write(
+            tmp_path,
+            '[source]\nkind = "jdbc"\nurl = "jdbc:postgresql://db:5432/shop"\nuser = "replicator"\n'
+            'password_env = "SHOP_PW"\ntables = "public.*"\n'
+            '[defaults]\ntarget_base_path = "/lake/{schema}/{table}"\ntarget_table = "{table}"\n'
+            'jdbc_timestamp_column = "updated_at"\njdbc_incrementing_column = "id"\n'
+            '[tables."public.codes"]\njdbc_mode = "full"\n[tables."public.lines"]\nrecord_key_fields = "line_id"\n',
+        )
+    )
+    orders = spec.table_config(TableRef("public.orders", ("order_id", "region")), env={})
+    assert (orders.source, orders.jdbc_table, orders.jdbc_user, orders.jdbc_password_env) == (
+        "jdbc",
+        "public.orders",
+        "replicator",
+        "SHOP_PW",
+    )
+    assert orders.record_key_fields == ("order_id", "region") and orders.target_base_path == "/lake/public/orders"
+    assert orders.jdbc_mode == "timestamp+incrementing"
+    codes = spec.table_config(TableRef("public.codes", ("code",)), env={})
+    assert (codes.jdbc_mode, codes.record_key_fields) == ("full", ("code",))
+    lines = spec.table_config(TableRef("public.lines", ("id",)), env={})
+    assert lines.record_key_fields == ("line_id",)  # the pipeline's own key wins over the primary key
+    with pytest.raises(ConfigError, match=r"\[tables.'public.nokey'\]: record_key_fields is empty"):
+        spec.table_config(TableRef("public.nokey"), env={})  # no primary key and none set
+    assert TableRef("public.orders").name == "public.orders"
+
+
 @pytest.mark.parametrize(
     ("text", "message"),
     [
         ("[source]\nkind = 'kafka'\ntables = '*'\n", r"\[source\]: bootstrap_servers is required"),
-        ("[source]\nkind = 'jdbc'\ntables = '*'\n", r"kind must be \"kafka\" or \"files\""),
+        ("[source]\nkind = 'odbc'\ntables = '*'\n", r"kind must be \"kafka\", \"files\" or \"jdbc\""),
+        ("[source]\nkind = 'jdbc'\ntables = '*'\n", r"\[source\]: url is required"),
+        ("[source]\nkind = 'jdbc'\ntables = '*'\nurl = 'jdbc:db2://x'\n", r"url 'jdbc:db2://x': expected"),
+        (
+            "[source]\nkind = 'jdbc'\ntables = '*'\nurl = 'jdbc:postgresql://h/db?password=s3cret'\n",
+            "url carries a password",
+        ),
+        ("[source]\nkind = 'jdbc'\ntables = '*'\nurl = 'jdbc:mysql://h/db'\npassword = 'x'\n", "unknown setting"),
         ("[source]\nkind = 'files'\npath = '/x'\n", "tables is required"),
         (
             "[source]\nkind = 'files'\npath = '/x'\ntables = '*'\n[defaults]\ntopic = 'x'\n",

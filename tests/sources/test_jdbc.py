@@ -266,5 +266,10 @@ def test_full_refresh_writes_only_what_changed_and_deletes_what_is_gone(spark, t
             assert verify(spark, str(base), PG, name).equal
             checkpoint = _checkpoint(spark, base)
             assert checkpoint["mode"] == "full" and checkpoint["ts_micros"] > 0
+            # A column added in the source: every row differs once, and the table gains the column.
+            conn.execute(f"alter table {name} add column note text default 'n'")
+            assert refresh()["upserts"] == 300 - 3 + 2
+            assert verify(spark, str(base), PG, name).equal
+            assert refresh()["commit_time"] is None
         finally:
             conn.execute(f"drop table if exists {name}")
