@@ -183,8 +183,9 @@ class _Context:
         return self.spark
 
     def close(self) -> None:
-        if self._conn is not None:
-            self._conn.close()
+        for conn in (self._conn, self._memo.get("jdbc.connection", (None, None))[0]):
+            if conn is not None:
+                conn.close()
 
     # -- the table --------------------------------------------------------------------------------------
     def table(self) -> Any:
@@ -210,6 +211,10 @@ class _Context:
         return f"commit {commit.instant}", self._parse_checkpoint(commit.extra[opt.CHECKPOINT_KEY])
 
     def _parse_checkpoint(self, text: str) -> dict[str, Any]:
+        if self.config.source == "jdbc":
+            from hudi_cdc.sources.jdbc import JdbcSource
+
+            return JdbcSource(self.need_spark(), self.config).parse_checkpoint(text)
         if self.config.source == "kafka":
             from hudi_cdc.sources.kafka import parse_kafka_checkpoint
 
@@ -609,7 +614,9 @@ def _ordering_column() -> str:
 def check_checkpoint(ctx: _Context) -> _Outcome:
     stored = ctx.stored_checkpoint()
     if stored is None:
-        start = ctx.config.kafka_starting_offsets if ctx.config.source == "kafka" else "the first file"
+        start = {"kafka": ctx.config.kafka_starting_offsets, "jdbc": "the first row"}.get(
+            ctx.config.source, "the first file"
+        )
         return _ok(f"no checkpoint yet: the first ingest starts at {start}")
     origin, checkpoint = stored
     shown = {k: v for k, v in checkpoint.items() if k != "kind"}
@@ -1186,6 +1193,13 @@ def _plan(config: IngestConfig, cheap: bool) -> Iterator[tuple[str, _CheckFn]]:
     yield "target.writable", check_target_writable
     yield "target.table_config", check_table_config
     yield "target.checkpoint", check_checkpoint
+    if config.source == "jdbc":
+        from hudi_cdc.ops.validate_jdbc import check_jdbc_cursor_index, check_jdbc_primary_key, check_jdbc_relation
+
+        yield "jdbc.relation", check_jdbc_relation
+        yield "jdbc.cursor_index", check_jdbc_cursor_index
+        yield "jdbc.primary_key", check_jdbc_primary_key
+        return  # no connector, topic or replication slot: the database is read as it is
     if config.source == "files":
         yield "files.folder", check_files_folder
         yield "files.decode", check_files_decode

@@ -245,7 +245,15 @@ def test_full_refresh_writes_only_what_changed_and_deletes_what_is_gone(spark, t
             conn.execute(f"insert into {name} select 'c' || i, 'label ' || i, i / 7.0 from generate_series(1, 300) i")
             first = refresh()
             assert first["upserts"] == 300 and verify(spark, str(base), PG, name).equal
-            assert refresh()["commit_time"] is None  # nothing differs: no commit
+            # Nothing differs: no commit (this round through the Python API).
+            import hudi_cdc
+
+            idle = hudi_cdc.ingest(
+                spark=spark, source="jdbc", jdbc_url=PG_URL, jdbc_table=name, jdbc_user="debezium",
+                jdbc_password_env="JDBC_TEST_PASSWORD", jdbc_mode="full", record_key_fields="code",
+                target_base_path=str(base), target_table=base.name, table_type=table_type,
+            )  # fmt: skip
+            assert idle.commit_time is None and idle.events == 0
             conn.execute(f"update {name} set rate = rate + 1 where code in ('c1', 'c2', 'c3')")
             conn.execute(f"update {name} set label = null where code in ('c4', 'c5')")
             conn.execute(f"delete from {name} where code in ('c10', 'c11', 'c12')")
@@ -273,3 +281,52 @@ def test_full_refresh_writes_only_what_changed_and_deletes_what_is_gone(spark, t
             assert refresh()["commit_time"] is None
         finally:
             conn.execute(f"drop table if exists {name}")
+
+
+def test_validate_checks_the_relation_the_cursor_index_and_the_key(spark, tmp_path: Path, pg_table) -> None:  # noqa: ANN001
+    from click.testing import CliRunner
+
+    from hudi_cdc.cli import main
+
+    conn, table = pg_table
+    conn.execute(f"insert into {table} (name, amount) values ('a', 1)")
+    base = tmp_path / "validated"
+    args = [
+        "validate", "--source", "jdbc", "--jdbc-url", PG_URL, "--jdbc-table", table, "--jdbc-user", "debezium",
+        "--jdbc-password-env", "JDBC_TEST_PASSWORD", "--jdbc-timestamp-column", "updated_at",
+        "--jdbc-incrementing-column", "id", "--target-base-path", str(base), "--target-table", "v", "--json",
+    ]  # fmt: skip
+
+    def checks(*extra: str) -> dict[str, dict]:
+        result = CliRunner().invoke(main, [*args, *extra], catch_exceptions=False)
+        assert "dbz" not in result.output  # the password is never printed
+        return {c["name"]: c for c in json.loads(result.output)["checks"]}
+
+    found = checks("--record-key-field", "id")
+    assert found["jdbc.relation"]["status"] == "ok" and found["jdbc.primary_key"]["status"] == "ok", found
+    assert (
+        found["jdbc.cursor_index"]["status"] == "warn"
+        and "no index leads with updated_at" in (found["jdbc.cursor_index"]["detail"])
+    )
+    assert not any(name.startswith(("kafka.", "postgres.", "connect.")) for name in found)
+    conn.execute(f"create index on {table} (updated_at, id)")
+    found = checks("--record-key-field", "name")
+    assert found["jdbc.cursor_index"]["status"] == "ok", found["jdbc.cursor_index"]
+    assert found["jdbc.primary_key"]["status"] == "warn" and "primary key (id)" in found["jdbc.primary_key"]["detail"]
+    found = checks("--record-key-field", "id", "--jdbc-timestamp-column", "changed_at")
+    assert (
+        found["jdbc.relation"]["status"] == "fail"
+        and "no column changed_at (cursor)" in (found["jdbc.relation"]["detail"])
+    )
+    # After a round, the stored cursor is shown.
+    assert _ingest(PG_URL, table, base).exit_code == 0
+    found = checks("--record-key-field", "id")
+    assert (
+        found["target.checkpoint"]["status"] == "ok"
+        and '"mode": "timestamp+incrementing"' in (found["target.checkpoint"]["detail"])
+    )
+    missing = checks("--record-key-field", "id", "--jdbc-table", "public.no_such_table")
+    assert (
+        missing["jdbc.relation"]["status"] == "fail"
+        and "no table public.no_such_table" in (missing["jdbc.relation"]["detail"])
+    )
