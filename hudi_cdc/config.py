@@ -45,6 +45,7 @@ JdbcMode = Literal["incrementing", "timestamp", "timestamp+incrementing", "full"
 SchemaChangeBehavior = Literal["fail", "evolve", "ignore"]
 TruncateBehavior = Literal["fail", "apply", "ignore"]
 OnBadEvent = Literal["fail", "quarantine"]
+ValueFormat = Literal["avro", "json"]
 
 ENV_PREFIX = "HUDI_CDC__"
 _TABLE_TYPE_ALIASES = {"cow": "COPY_ON_WRITE", "mor": "MERGE_ON_READ"}
@@ -72,6 +73,12 @@ class IngestConfig:
     schema_registry_url: str | None = None
     kafka_starting_offsets: Literal["earliest", "latest"] = "earliest"
     """Where a table with no checkpoint starts reading the topic."""
+    kafka_value_format: ValueFormat = "avro"
+    """How the connector wrote the topic: ``avro`` (Confluent wire format, a registry) or ``json``
+    (Kafka Connect's JsonConverter)."""
+    kafka_value_schema_file: str | None = None
+    """JSON without embedded schemas (``schemas.enable=false``): the envelope's Connect schema, or one
+    message written with schemas on."""
     allow_data_loss: bool = False
     """Continue when the checkpoint is outside the offsets Kafka still retains."""
     jdbc_url: str | None = None
@@ -135,7 +142,8 @@ class IngestConfig:
         required = ["target_base_path", "target_table"]
         required += {
             "files": ["source_path"],
-            "kafka": ["topic", "bootstrap_servers", "schema_registry_url"],
+            "kafka": ["topic", "bootstrap_servers"]
+            + (["schema_registry_url"] if self.kafka_value_format == "avro" else []),
             "jdbc": ["jdbc_url"],
         }[self.source]
         if self.source == "jdbc":
@@ -145,6 +153,11 @@ class IngestConfig:
                 raise ConfigError(f"{name} is required with --source {self.source}: set --{name.replace('_', '-')}")
         if self.source == "jdbc":
             self._check_jdbc()
+        _check_literal("kafka_value_format", self.kafka_value_format, ValueFormat)
+        if self.kafka_value_schema_file and self.kafka_value_format != "json":
+            raise ConfigError(
+                "kafka_value_schema_file is for JSON without embedded schemas: set --kafka-value-format json"
+            )
         _check_literal("kafka_starting_offsets", self.kafka_starting_offsets, Literal["earliest", "latest"])
         if self.source_limit is not None and self.source_limit <= 0:
             raise ConfigError(f"source_limit must be positive, got {self.source_limit}")
@@ -266,9 +279,13 @@ def normalise_settings(values: Mapping[str, Any], origin: str) -> dict[str, Any]
             value = tuple(value)
         elif key == "table_type" and isinstance(value, str):
             value = _TABLE_TYPE_ALIASES.get(value.lower(), value.upper())
-        elif key in ("flavor", "schema_change_behavior", "truncate_behavior", "on_bad_event") and isinstance(
-            value, str
-        ):
+        elif key in (
+            "flavor",
+            "schema_change_behavior",
+            "truncate_behavior",
+            "on_bad_event",
+            "kafka_value_format",
+        ) and isinstance(value, str):
             value = value.lower()
         elif key in ("source_limit", "max_rounds", "jdbc_fetch_size") and isinstance(value, str):
             value = _parse_number(key, value, int, origin)

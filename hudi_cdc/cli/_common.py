@@ -107,7 +107,16 @@ _CONFIG_OPTIONS = [
     click.option("--source-path", help="Files source: folder (local or Hadoop URI) of Debezium Avro files."),
     click.option("--topic", help="Kafka source: the Debezium topic of one table."),
     click.option("--bootstrap-servers", help="Kafka source: host:port[,host:port]."),
-    click.option("--schema-registry-url", help="Kafka source: a Confluent-compatible schema registry."),
+    click.option("--schema-registry-url", help="Kafka source: a Confluent-compatible schema registry (Avro)."),
+    click.option(
+        "--kafka-value-format",
+        type=click.Choice(["avro", "json"]),
+        help="Kafka source: avro (Confluent wire format; default) or json (Kafka Connect's JsonConverter).",
+    ),
+    click.option(
+        "--kafka-value-schema-file",
+        help="Kafka source, JSON with schemas.enable=false: the envelope's Connect schema (or one message with it).",
+    ),
     click.option(
         "--kafka-starting-offsets",
         type=click.Choice(["earliest", "latest"]),

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 
     from hudi_cdc.config import IngestConfig
     from hudi_cdc.sources.base import Batch, BatchPart
+    from hudi_cdc.sources.kafka_json import JsonDecoder
 
 __all__ = ["KafkaSource", "OffsetRange", "client_conf", "end_offsets", "plan_ranges", "parse_kafka_checkpoint"]
 
@@ -177,16 +178,23 @@ class KafkaSource:
         *,
         reader_schema: Callable[[dict[str, Any]], dict[str, Any]] = lambda schema: schema,
     ) -> None:
-        if not (config.topic and config.bootstrap_servers and config.schema_registry_url):
+        self._json = config.kafka_value_format == "json"
+        if not (config.topic and config.bootstrap_servers and (config.schema_registry_url or self._json)):
             raise SourceError("--source kafka needs --topic, --bootstrap-servers and --schema-registry-url")
         self._spark = spark
         self._config = config
         self._topic = config.topic
         self._reader_schema = reader_schema
         self._client_conf = client_conf(config.hoodie_conf)
-        self._registry = SchemaRegistry(
-            config.schema_registry_url, basic_auth=self._client_conf.pop("basic.auth.user.info", None)
-        )
+        basic_auth = self._client_conf.pop("basic.auth.user.info", None)
+        self._registry = SchemaRegistry(config.schema_registry_url or "", basic_auth=basic_auth)
+        self._json_decoder: JsonDecoder | None = None
+        if self._json:
+            from hudi_cdc.sources.kafka_json import JsonDecoder
+
+            self._json_decoder = JsonDecoder(
+                config.topic, schema_file=config.kafka_value_schema_file, reader_schema=reader_schema
+            )
 
     def parse_checkpoint(self, text: str) -> dict[str, Any]:
         return parse_kafka_checkpoint(text, self._topic)
@@ -280,6 +288,10 @@ class KafkaSource:
 
         import fastavro
 
+        if self._json:
+            from hudi_cdc.sources.kafka_json import op_and_lsn
+
+            return op_and_lsn(value)
         if not value or len(value) < 5 or value[0] != 0:
             return None, None
         try:
@@ -332,6 +344,10 @@ class KafkaSource:
         description = f"{total} message(s) of {self._topic} [{spans}]"
         reading = [r for r in ranges if r.count]
         key_fields = () if self._config.record_key_fields else self._key_fields(reading)
+        if self._json_decoder is not None:
+            parts = self._json_decoder.parts(self._read(reading))
+            details = {"messages": total, "writer_schemas": len(parts), "decode": "json", "behind_after": left}
+            return Batch(parts, next_checkpoint, description, details=details, key_fields=key_fields)
 
         # The subject's versions are every schema the topic's values can be written with
         # (TopicNameStrategy, Debezium's default): one reader schema for all of them lets the
@@ -361,6 +377,11 @@ class KafkaSource:
     def decode(self, messages: DataFrame) -> BatchPart:
         """Messages of this topic (``value``, ``partition``, ``offset``) decoded as a batch is: re-applying
         quarantined events after a fix (a schema registered again, say)."""
+        if self._json_decoder is not None:
+            parts = self._json_decoder.parts(messages)
+            if len(parts) != 1:
+                raise DecodeError(f"{len(parts)} JSON schemas among the messages: re-apply them one schema at a time")
+            return parts[0]
         subject, ids, writers, reader = self._value_schemas()
         if reader is None:
             raise DecodeError(
@@ -407,7 +428,7 @@ class KafkaSource:
         )
         schema_id = F.col("schema_id").cast("string")
         error = (
-            F.when(~F.col("framed"), F.lit(NOT_FRAMED))
+            F.when(~F.col("framed"), _not_framed(F.col(RAW_COLUMN)))
             .when(
                 ~F.col("schema_id").isin(*ids),
                 F.concat(
@@ -440,16 +461,18 @@ class KafkaSource:
         # One pass: messages per schema id, the unframed ones (id NULL), and the Kafka tombstones.
         counted = (
             frame.groupBy(value.isNull().alias("tombstone"), F.when(_framed(), _schema_id()).alias("id"))
-            .agg(F.count(F.lit(1)).alias("n"), F.min(F.struct("partition", "offset")).alias("first"))
+            .agg(
+                F.count(F.lit(1)).alias("n"),
+                F.min(F.struct("partition", "offset", F.substring(value, 1, 1).alias("head"))).alias("first"),
+            )
             .collect()
         )
         summary = [row for row in counted if not row["tombstone"]]
         bad = [row for row in summary if row["id"] is None]
         if bad:
             first = bad[0]["first"]
-            raise DecodeError(
-                f"{self._topic}-{first['partition']}@{first['offset']}: {bad[0]['n']} message(s) {NOT_FRAMED}"
-            )
+            found = FOUND_JSON if first["head"] == b"{" else NOT_FRAMED
+            raise DecodeError(f"{self._topic}-{first['partition']}@{first['offset']}: {bad[0]['n']} message(s) {found}")
         parts = []
         for row in sorted(summary, key=lambda r: r["id"]):
             try:
@@ -474,6 +497,11 @@ class KafkaSource:
         version, else the schema of one keyed message."""
         from pyspark.sql import functions as F
 
+        if self._json:
+            from hudi_cdc.sources.kafka_json import key_fields
+
+            keyed = self._read(ranges).filter(F.col("key").isNotNull()).select("key").limit(1).collect()
+            return key_fields(keyed[0]["key"]) if keyed else ()
         ids = self._registry.subject_schema_ids(f"{self._topic}-key")
         if ids:
             schema_id = ids[-1]
@@ -496,6 +524,15 @@ NOT_FRAMED = (
     "not in the Confluent wire format (magic byte 0, 4-byte schema id, Avro): "
     "is the topic written by Debezium with an Avro converter?"
 )
+FOUND_JSON = (
+    "not in the Confluent wire format: found JSON (Kafka Connect's JsonConverter?): use --kafka-value-format json"
+)
+
+
+def _not_framed(value: Column) -> Column:
+    from pyspark.sql import functions as F
+
+    return F.when(F.substring(value, 1, 1) == F.lit(bytearray(b"{")), F.lit(FOUND_JSON)).otherwise(F.lit(NOT_FRAMED))
 
 
 def _decode_failed(reader: dict[str, Any]) -> Column:

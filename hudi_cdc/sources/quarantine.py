@@ -64,7 +64,7 @@ class QuarantinedEvents:
 
         from hudi_cdc.sources.base import BatchPart
 
-        if raw_format == "confluent":
+        if raw_format in ("confluent", "json"):  # Kafka messages: decoded as the topic is read
             from hudi_cdc.envelope.types import reader_schema
             from hudi_cdc.sources.kafka import KafkaSource
 

@@ -1,0 +1,251 @@
+"""Debezium messages written with Kafka Connect's ``JsonConverter``, decoded in the JVM.
+
+With ``schemas.enable=true`` (the converter's default) each message embeds the
+envelope's Connect schema: the batch is grouped by schema (a hash per message,
+computed once), and each group is read with ``from_json`` against the Spark
+type of its schema, so a column added at the source is a new schema and
+evolves the table as an Avro writer schema does. With ``schemas.enable=false``
+the messages hold no schema: the user gives it (``--kafka-value-schema-file``,
+one message as the converter writes it with schemas on, or its ``schema``),
+and an event with a column that schema lacks is refused, never read without it.
+
+A message in another format (the Confluent Avro wire format, plain text) is an
+error row that names what was found; the round fails on it (or quarantines it).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from hudi_cdc.envelope.connect_schema import avro_envelope, decimal_columns, decimal_from_bytes, json_read_type
+from hudi_cdc.envelope.flatten import ORIGIN_COLUMN
+from hudi_cdc.errors import DecodeError
+from payloads.base import ARRIVAL_COLUMN, ERROR_COLUMN, RAW_COLUMN
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame
+
+    from hudi_cdc.sources.base import BatchPart
+
+__all__ = ["JsonDecoder", "op_and_lsn", "key_fields"]
+
+_TEXT, _HASH = "_hudi_cdc_text", "_hudi_cdc_schema_hash"
+
+
+def op_and_lsn(value: bytes | None) -> tuple[str | None, int | None]:
+    """``(op, source.lsn)`` of one JSON message, with or without its embedded schema."""
+    try:
+        document = json.loads(value or b"null")
+    except ValueError:
+        return None, None
+    if isinstance(document, dict) and "payload" in document and "schema" in document:
+        document = document["payload"]
+    if not isinstance(document, dict):
+        return None, None
+    return document.get("op"), (document.get("source") or {}).get("lsn")
+
+
+def key_fields(key: bytes) -> tuple[str, ...]:
+    """The record key's fields from one message key (its embedded schema, else its own fields)."""
+    try:
+        document = json.loads(key)
+    except ValueError:
+        return ()  # not JSON: the values' decode names what the topic holds
+    if isinstance(document, dict) and "payload" in document and "schema" in document:
+        return tuple(f["field"] for f in (document["schema"] or {}).get("fields", []))
+    return tuple(document) if isinstance(document, dict) else ()
+
+
+def _found(value: Column, text: Column) -> Column:
+    """What a message that is not the expected JSON holds, said so that the fix is plain."""
+    from pyspark.sql import functions as F
+
+    framed = (F.length(value) >= 5) & (F.substring(value, 1, 1) == F.lit(bytearray(b"\x00")))
+    schema_id = F.conv(F.hex(F.substring(value, 2, 4)), 16, 10)
+    return (
+        F.when(
+            framed,
+            F.concat(
+                F.lit("found the Confluent Avro wire format (magic byte 0, schema id "),
+                schema_id,
+                F.lit("), not JSON: use --kafka-value-format avro"),
+            ),
+        )
+        .when(
+            F.get_json_object(text, "$").isNull(),
+            F.concat(F.lit("found neither JSON nor Avro: first bytes 0x"), F.hex(F.substring(value, 1, 8))),
+        )
+        .when(
+            F.get_json_object(text, "$.op").isNotNull(),
+            F.lit(
+                "found JSON with no embedded schema (JsonConverter schemas.enable=false): "
+                "give the envelope's schema with --kafka-value-schema-file"
+            ),
+        )
+        .otherwise(F.lit("found JSON that is not a Debezium change event"))
+    )
+
+
+class JsonDecoder:
+    """Messages (``value``, ``partition``, ``offset``) of one topic to envelope parts."""
+
+    def __init__(
+        self,
+        topic: str,
+        *,
+        schema_file: str | None = None,
+        reader_schema: Callable[[dict[str, Any]], dict[str, Any]] = lambda schema: schema,
+    ) -> None:
+        from hudi_cdc.envelope.connect_schema import connect_envelope
+
+        self._topic = topic
+        self._reader_schema = reader_schema
+        self._given: dict[str, Any] | None = None
+        if schema_file:
+            try:
+                with open(schema_file, encoding="utf-8") as handle:
+                    document = json.load(handle)
+            except (OSError, ValueError) as exc:
+                raise DecodeError(f"--kafka-value-schema-file {schema_file}: {exc}") from None
+            self._given = connect_envelope(document, f"--kafka-value-schema-file {schema_file}")
+
+    def parts(self, frame: DataFrame) -> list[BatchPart]:
+        if self._given is not None:
+            return [self._schemaless(frame, self._given)]
+        return self._embedded(frame)
+
+    def _part(
+        self, messages: DataFrame, connect: dict[str, Any], envelope: Column, error: Column, where: str
+    ) -> BatchPart:
+        from pyspark.sql import functions as F
+
+        from hudi_cdc.sources.base import BatchPart
+
+        decoded = messages.select(
+            envelope.alias("envelope"),
+            F.concat(F.lit(self._topic + "-"), F.col("partition"), F.lit("@"), F.col("offset")).alias(ORIGIN_COLUMN),
+            F.struct(F.col("partition"), F.col("offset")).alias(ARRIVAL_COLUMN),
+            error.alias(ERROR_COLUMN),
+            F.struct(
+                F.col("value").alias("data"), F.lit("json").alias("format"), F.lit(None).cast("string").alias("schema")
+            ).alias(RAW_COLUMN),
+        )
+        decimals = decimal_columns(connect)
+
+        def field(name: str) -> Column:
+            value = F.col("envelope")[name]
+            if name in ("before", "after"):  # decimals came as their bytes
+                for column, (precision, scale) in decimals.items():
+                    value = value.withField(f"`{column}`", decimal_from_bytes(value[column], precision, scale))
+            return value.alias(name)
+
+        envelopes = decoded.select(
+            *[field(f.name) for f in json_read_type(connect).fields],
+            ORIGIN_COLUMN,
+            ARRIVAL_COLUMN,
+            ERROR_COLUMN,
+            RAW_COLUMN,
+        )
+        return BatchPart(envelopes=envelopes, avro_schema=self._reader_schema(avro_envelope(connect)), where=where)
+
+    def _embedded(self, frame: DataFrame) -> list[BatchPart]:
+        from pyspark.sql import functions as F
+        from pyspark.sql.types import StructField, StructType
+
+        from hudi_cdc.envelope.connect_schema import connect_envelope
+
+        text = F.col("value").cast("string")
+        schema_text = F.get_json_object(F.col(_TEXT), "$.schema")
+        # The schema's hash once per message, held with it: grouping and each part's filter read it.
+        messages = (
+            frame.filter(F.col("value").isNotNull())
+            .select("value", "partition", "offset", text.alias(_TEXT))
+            .withColumn(
+                _HASH, F.when(F.get_json_object(F.col(_TEXT), "$.payload").isNotNull(), F.xxhash64(schema_text))
+            )
+            .localCheckpoint(eager=True)
+        )
+        groups = (
+            messages.groupBy(_HASH)
+            .agg(
+                F.first(schema_text, ignorenulls=True).alias("schema"),
+                F.count(F.lit(1)).alias("n"),
+                F.min(F.struct("partition", "offset", F.col(_TEXT).substr(1, 2000).alias("text"))).alias("first"),
+            )
+            .collect()
+        )
+        good = sorted(
+            (g for g in groups if g[_HASH] is not None), key=lambda g: (g["first"]["partition"], g["first"]["offset"])
+        )
+        bad = [g for g in groups if g[_HASH] is None]
+        if not good:
+            if not bad:
+                return []
+            first = bad[0]["first"]
+            found = (
+                messages.filter((F.col("partition") == first["partition"]) & (F.col("offset") == first["offset"]))
+                .select(_found(F.col("value"), F.col(_TEXT)).alias("found"))
+                .first()
+            )
+            raise DecodeError(
+                f"{self._topic}-{first['partition']}@{first['offset']}: {found['found'] if found else 'unreadable'}"
+                f" ({bad[0]['n']} such message(s) in the round, none readable)"
+            )
+        parts = []
+        for i, group in enumerate(good):
+            where = f"JSON schema {i + 1} of {len(good)} (first at {self._topic}-{group['first']['partition']}@{group['first']['offset']})"
+            connect = connect_envelope(json.loads(group["schema"]), where)
+            read_type = StructType([StructField("payload", json_read_type(connect))])
+            mine = F.col(_HASH) == F.lit(group[_HASH])
+            if i == 0:
+                mine = mine | F.col(_HASH).isNull()  # the unreadable messages ride with the first part, as errors
+            rows = messages.filter(mine)
+            envelope = F.from_json(F.col(_TEXT), read_type, {"mode": "PERMISSIVE"})["payload"]
+            error = F.when(F.col(_HASH).isNull(), _found(F.col("value"), F.col(_TEXT))).when(
+                envelope.isNull() | envelope["op"].isNull(),
+                F.lit(
+                    "the JSON payload does not read with its embedded schema (a decimal written as a number? "
+                    "hudi-cdc reads JsonConverter's default decimal.format=BASE64)"
+                ),
+            )
+            parts.append(self._part(rows, connect, envelope, error, where))
+        return parts
+
+    def _schemaless(self, frame: DataFrame, connect: dict[str, Any]) -> BatchPart:
+        from pyspark.sql import functions as F
+
+        text = F.col(_TEXT)
+        read_type = json_read_type(connect)
+        known = F.array(*[F.lit(f.name) for f in read_type["after"].dataType.fields])  # type: ignore[attr-defined]
+        columns = F.array_union(
+            F.coalesce(F.json_object_keys(F.get_json_object(text, "$.after")), F.array().cast("array<string>")),
+            F.coalesce(F.json_object_keys(F.get_json_object(text, "$.before")), F.array().cast("array<string>")),
+        )
+        unknown = F.array_except(columns, known)
+        envelope = F.from_json(text, read_type, {"mode": "PERMISSIVE"})
+        embedded = F.get_json_object(text, "$.schema").isNotNull() & F.get_json_object(text, "$.payload").isNotNull()
+        error = (
+            F.when(
+                embedded,
+                F.lit("found JSON with an embedded schema (schemas.enable=true): drop --kafka-value-schema-file"),
+            )
+            .when(F.get_json_object(text, "$.op").isNull(), _found(F.col("value"), text))
+            .when(
+                F.size(unknown) > 0,
+                F.concat(
+                    F.lit("column(s) "),
+                    F.array_join(unknown, ", "),
+                    F.lit(" not in --kafka-value-schema-file (added at the source?): add them to the file and rerun"),
+                ),
+            )
+            .when(
+                envelope.isNull() | envelope["op"].isNull(),
+                F.lit("the JSON does not read with --kafka-value-schema-file"),
+            )
+        )
+        messages = frame.filter(F.col("value").isNotNull()).select(
+            "value", "partition", "offset", F.col("value").cast("string").alias(_TEXT)
+        )
+        return self._part(messages, connect, envelope, error, "JSON with the schema of --kafka-value-schema-file")

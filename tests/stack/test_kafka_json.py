@@ -1,0 +1,165 @@
+"""Debezium topics written with Kafka Connect's JsonConverter, with and without embedded schemas.
+
+The stack's Postgres holds a table of every type; three connectors publish it:
+the stack's own (Avro), one with ``JsonConverter`` and schemas on, one with
+schemas off. Inserts, updates, deletes, TOASTed values left unchanged and an
+added column go through all three. Each JSON topic is ingested into COW and
+MOR; every table must equal Postgres, and the JSON tables must hold exactly the
+Avro table's values and types. The schemaless topic refuses the added column
+until its schema file has it. A topic read in the wrong format fails the round
+naming the topic, the offset and what was found.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+
+import pytest
+
+from hudi_cdc.ops.verify import verify
+from hudi_cdc.testing.kafka import end_offsets, wait_until_quiet
+from hudi_cdc.testing.postgres import connect
+from tests.stack.conftest import BOOTSTRAP, REGISTRY
+from tests.stack.connectors import postgres_connector
+from tests.stack.test_bootstrap import _TYPES_ROWS, _TYPES_TABLE, PG, _data, _wait_for_messages
+from tests.support import run_cli
+
+pytestmark = [pytest.mark.kafka, pytest.mark.postgres, pytest.mark.hudi]
+
+JSON = "org.apache.kafka.connect.json.JsonConverter"
+
+
+def _json_settings(schemas: bool) -> dict[str, str]:
+    enabled = str(schemas).lower()
+    return {
+        "key.converter": JSON,
+        "value.converter": JSON,
+        "key.converter.schemas.enable": enabled,
+        "value.converter.schemas.enable": enabled,
+    }
+
+
+def _ingest(topic: str, base: Path, table_type: str, *extra: str):  # noqa: ANN202
+    return run_cli(
+        "--source", "kafka", "--topic", topic, "--bootstrap-servers", BOOTSTRAP,
+        "--target-base-path", str(base), "--target-table", base.name, "--table-type", table_type, *extra,
+    )  # fmt: skip
+
+
+def _last_message(topic: str) -> bytes:
+    from confluent_kafka import Consumer, TopicPartition
+
+    end = end_offsets(BOOTSTRAP, [topic])[(topic, 0)]
+    consumer = Consumer({"bootstrap.servers": BOOTSTRAP, "group.id": "t", "enable.auto.commit": False})
+    try:
+        consumer.assign([TopicPartition(topic, 0, end - 1)])
+        message = consumer.poll(15)
+        assert message is not None and message.error() is None
+        return message.value()
+    finally:
+        consumer.close()
+
+
+def test_json_topics_replicate_as_the_avro_topic_does(spark, tmp_path: Path) -> None:  # noqa: ANN001
+    run = uuid.uuid4().hex[:8]
+    table = f"inventory.json_types_{run}"
+    avro_topic = f"dbserver1.{table}"
+    embedded, bare = f"jsona{run}.{table}", f"jsonb{run}.{table}"
+    rows = 400
+    with connect() as conn:
+        conn.execute(_TYPES_TABLE.format(t=table))
+        conn.execute(_TYPES_ROWS.format(t=table, n=rows))
+    schema_file = tmp_path / "envelope-schema.json"
+    with (
+        postgres_connector(f"json-a-{run}", slot=f"json_a_{run}", topic_prefix=f"jsona{run}", table=table, **_json_settings(True)),
+        postgres_connector(f"json-b-{run}", slot=f"json_b_{run}", topic_prefix=f"jsonb{run}", table=table, **_json_settings(False)),
+    ):  # fmt: skip
+        for topic in (embedded, bare):
+            _wait_for_messages(topic, rows)
+        # A user with schemas off keeps the schema of one message written with them on.
+        schema_file.write_bytes(_last_message(embedded))
+        bases = {
+            (topic, table_type): tmp_path / f"{name}_{table_type}"
+            for topic, name in ((embedded, "embedded"), (bare, "bare"))
+            for table_type in ("cow", "mor")
+        }
+
+        def ingest_all() -> dict[tuple[str, str], object]:
+            out = {}
+            for (topic, table_type), base in bases.items():
+                extra = ["--kafka-value-format", "json"]
+                if topic == bare:
+                    extra += ["--kafka-value-schema-file", str(schema_file)]
+                out[(topic, table_type)] = _ingest(topic, base, table_type, *extra)
+            return out
+
+        for result in ingest_all().values():
+            assert result.exit_code == 0, result.output  # type: ignore[attr-defined]
+
+        before = end_offsets(BOOTSTRAP, [embedded, bare, avro_topic])
+        with connect() as conn:
+            conn.execute(
+                f"update {table} set num_fixed = num_fixed + 1, note = null, at_zoned = now() where id % 7 = 0"
+            )
+            conn.execute(f"delete from {table} where id % 13 = 0")
+            # Large values Postgres stores out of line (TOAST), then changes that leave them alone.
+            conn.execute(
+                f"update {table} set note = (select string_agg(md5(random()::text || g), '') "
+                "from generate_series(1, 300) g) where id between 1 and 20"
+            )
+            conn.execute(f"update {table} set small = small + 1 where id between 1 and 20")
+            conn.execute(f"alter table {table} add column extra text")
+            conn.execute(f"insert into {table} (id, extra, num_wide) values (100001, 'added', 1.5), (100002, null, 2)")
+            conn.execute(f"update {table} set extra = 'later' where id between 21 and 25")
+        wait_until_quiet(BOOTSTRAP, [embedded, bare, avro_topic], since=before)
+
+        results = ingest_all()
+        for (topic, table_type), result in results.items():
+            if topic == embedded:
+                assert result.exit_code == 0, result.output  # type: ignore[attr-defined]
+            else:  # the added column is not in the schema file: refused, nothing committed
+                assert result.exit_code != 0  # type: ignore[attr-defined]
+                output = result.output  # type: ignore[attr-defined]
+                assert "column(s) extra not in --kafka-value-schema-file" in output and f"{bare}-0@" in output, output
+        schema_file.write_bytes(_last_message(embedded))  # the fix: the schema as it is now
+        for (topic, table_type), result in ingest_all().items():
+            assert result.exit_code == 0, result.output  # type: ignore[attr-defined]
+
+    for base in bases.values():
+        outcome = verify(spark, str(base), PG, table)
+        assert outcome.equal, (base.name, outcome)
+
+    # The same values and types as through Avro and the registry.
+    avro = tmp_path / "avro"
+    result = _ingest(avro_topic, avro, "cow", "--schema-registry-url", REGISTRY)
+    assert result.exit_code == 0, result.output
+    expected = _data(spark, avro).localCheckpoint(eager=True)
+    for base in bases.values():
+        got = _data(spark, base)
+        assert {f.name: f.dataType for f in got.schema} == {f.name: f.dataType for f in expected.schema}, base.name
+        assert got.exceptAll(expected).count() == 0 and expected.exceptAll(got).count() == 0, base.name
+
+
+def test_a_topic_in_another_format_is_refused_with_what_was_found(tmp_path: Path) -> None:
+    from hudi_cdc.testing.kafka import create_topic, produce
+
+    run = uuid.uuid4().hex[:8]
+    avro_topic = "dbserver1.inventory.customers"
+    result = _ingest(avro_topic, tmp_path / "as_json", "cow", "--kafka-value-format", "json")
+    assert result.exit_code != 0
+    assert f"{avro_topic}-0@0: found the Confluent Avro wire format (magic byte 0, schema id" in result.output
+    assert "use --kafka-value-format avro" in result.output
+
+    json_topic = f"json_plain_{run}"
+    create_topic(BOOTSTRAP, json_topic)
+    envelope = {"before": None, "after": {"id": 1}, "source": {"lsn": 1}, "op": "c"}
+    produce(BOOTSTRAP, json_topic, [(b'{"id": 1}', json.dumps(envelope).encode(), 0), (None, b"not json at all", 0)])
+    as_avro = _ingest(json_topic, tmp_path / "as_avro", "cow", "--schema-registry-url", REGISTRY)
+    assert as_avro.exit_code != 0
+    assert f"{json_topic}-0@0" in as_avro.output and "found JSON" in as_avro.output
+    assert "use --kafka-value-format json" in as_avro.output, as_avro.output
+    as_embedded = _ingest(json_topic, tmp_path / "as_embedded", "cow", "--kafka-value-format", "json")
+    assert as_embedded.exit_code != 0
+    assert f"{json_topic}-0@0: found JSON with no embedded schema" in as_embedded.output, as_embedded.output
