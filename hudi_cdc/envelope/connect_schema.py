@@ -32,8 +32,8 @@ _AVRO_PRIMITIVE = {
     "int16": "int",
     "int32": "int",
     "int64": "long",
-    "float32": "float",
-    "float64": "double",
+    "float": "float",  # JsonConverter's names for FLOAT32 / FLOAT64
+    "double": "double",
     "boolean": "boolean",
     "string": "string",
     "bytes": "bytes",
@@ -84,6 +84,8 @@ def _avro(schema: dict[str, Any], hint: str, defined: set[str]) -> Any:  # noqa:
                 "fields": fields,
                 **({"namespace": namespace} if namespace else {}),
             }
+            if schema.get("name"):  # a logical struct (VariableScaleDecimal, Geometry): its conversion keys on it
+                body["connect.name"] = schema["name"]
     elif kind == "array":
         body = {"type": "array", "items": _avro(schema["items"], hint + ".item", defined)}
     elif kind == "map":
@@ -151,8 +153,8 @@ def _spark(schema: dict[str, Any]) -> DataType:
         "int16": T.IntegerType(),
         "int32": T.IntegerType(),
         "int64": T.LongType(),
-        "float32": T.FloatType(),
-        "float64": T.DoubleType(),
+        "float": T.FloatType(),
+        "double": T.DoubleType(),
         "boolean": T.BooleanType(),
         "string": T.StringType(),
         "bytes": T.BinaryType(),  # JSON holds base64 text; Spark's JSON reader decodes it

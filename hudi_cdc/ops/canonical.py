@@ -100,7 +100,8 @@ def map_column(
     if pg_type in _TEXTS and hudi_type == "string":
         return ok(f"{pg}::text", sp)
     if pg_type == "character" and hudi_type == "string":
-        return ok(f"format('%s', {pg})", sp)  # ::text would strip the blanks Debezium keeps
+        # ::text would strip the blanks Debezium keeps; format() alone turns NULL into ''.
+        return ok(f"case when {pg} is not null then format('%s', {pg}) end", sp)
     if pg_type == "double precision" and hudi_type == "double":
         return ok(f"encode(float8send({pg}), 'hex')", _spark_float_bits(sp, double=True))
     if pg_type == "real" and hudi_type == "float":
