@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from hudi_cdc.envelope.evolution import align_to_table, unify
 from hudi_cdc.envelope.flatten import flatten
 from hudi_cdc.envelope.types import value_conversions
+from hudi_cdc.envelope.unflatten import is_flattened, unflatten
 from payloads.base import INTERNAL_PREFIX, RAW_COLUMN
 
 if TYPE_CHECKING:
@@ -42,6 +43,12 @@ def change_rows(
     ``keep_raw`` keeps each event's bytes in the raw column (for quarantine): a source's own
     (a Kafka message value), else the envelope encoded in Avro with the part's schema.
     """
+    parts = [
+        unflatten(part, policy.source_meta_columns, part.where or batch.description)
+        if is_flattened(part.envelopes.columns)
+        else part
+        for part in batch.parts
+    ]
     flats = [
         (
             flatten(
@@ -55,7 +62,7 @@ def change_rows(
             ),
             part.where or batch.description,
         )
-        for part in batch.parts
+        for part in parts
     ]
     flat = unify(flats, behavior=behavior)
     flat = align_to_table(flat, table_schema, behavior=behavior, where=batch.description)

@@ -24,7 +24,14 @@ if TYPE_CHECKING:
     from pyspark.sql import Column
     from pyspark.sql.types import DataType, StructType
 
-__all__ = ["avro_envelope", "connect_envelope", "decimal_columns", "decimal_from_bytes", "json_read_type"]
+__all__ = [
+    "avro_envelope",
+    "connect_envelope",
+    "is_envelope",
+    "decimal_columns",
+    "decimal_from_bytes",
+    "json_read_type",
+]
 
 DECIMAL = "org.apache.kafka.connect.data.Decimal"
 _AVRO_PRIMITIVE = {
@@ -42,18 +49,16 @@ _INVALID_NAME = re.compile(r"[^A-Za-z0-9_]")
 
 
 def connect_envelope(document: Any, where: str) -> dict[str, Any]:  # noqa: ANN401 - parsed JSON
-    """The envelope's Connect schema from a whole JsonConverter message or the schema alone."""
+    """The value's Connect schema from a whole JsonConverter message or the schema alone: a Debezium
+    envelope, or a row flattened by ExtractNewRecordState (see :mod:`hudi_cdc.envelope.unflatten`)."""
     schema = document.get("schema") if isinstance(document, dict) and "payload" in document else document
     if not isinstance(schema, dict) or schema.get("type") != "struct":
         raise DecodeError(f'{where}: not a Kafka Connect struct schema (JsonConverter\'s "schema")')
-    names = {f.get("field") for f in schema.get("fields", [])}
-    missing = [n for n in ("before", "after", "source", "op") if n not in names]
-    if missing:
-        raise DecodeError(
-            f"{where}: the Connect schema {schema.get('name', '')!r} is not a Debezium envelope "
-            f"(no field {', '.join(missing)}): flattened topics (ExtractNewRecordState) are not read yet"
-        )
     return schema
+
+
+def is_envelope(connect: dict[str, Any]) -> bool:
+    return {"before", "after"} <= {f.get("field") for f in connect.get("fields", [])}
 
 
 def _name(schema: dict[str, Any], hint: str) -> str:
@@ -119,10 +124,11 @@ def avro_envelope(connect: dict[str, Any]) -> dict[str, Any]:
 
 
 def _value_struct(connect: dict[str, Any]) -> dict[str, Any]:
+    """The row's struct: the envelope's before/after, or a flattened value itself."""
     for f in connect.get("fields", []):
         if f.get("field") in ("before", "after") and f.get("type") == "struct":
             return f
-    raise DecodeError("the envelope schema has no before/after struct")
+    return connect
 
 
 def decimal_columns(connect: dict[str, Any]) -> dict[str, tuple[int, int]]:

@@ -66,7 +66,9 @@ def flatten(
     if missing:
         raise DecodeError(
             f"{where}: records are not Debezium change envelopes: missing field(s) {', '.join(missing)} "
-            f"(found {', '.join(sorted(n for n in names if not n.startswith(INTERNAL_PREFIX)))})"
+            f"(found {', '.join(sorted(n for n in names if not n.startswith(INTERNAL_PREFIX)))}); "
+            "a topic flattened by ExtractNewRecordState needs add.fields with the op and the position "
+            "(docs/formats.md)"
         )
     after_type = envelopes.schema["after"].dataType
     if not isinstance(after_type, StructType):

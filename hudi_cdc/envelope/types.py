@@ -174,6 +174,8 @@ def _value_record(envelope: dict[str, Any]) -> dict[str, Any]:
             record = _unwrap(field["type"])
             if isinstance(record, dict) and record.get("type") == "record":
                 return record
+    if envelope.get("type") == "record":  # a row flattened by ExtractNewRecordState: the row itself
+        return envelope
     raise ValueError("envelope schema has no before/after record")
 
 

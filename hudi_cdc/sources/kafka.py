@@ -299,9 +299,9 @@ class KafkaSource:
             record = fastavro.schemaless_reader(io.BytesIO(value[5:]), schema)
         except Exception:  # noqa: BLE001 - the round's own decode reports a bad message with its place
             return None, None
-        if not isinstance(record, dict):
-            return None, None
-        return record.get("op"), (record.get("source") or {}).get("lsn")
+        from hudi_cdc.sources.kafka_json import op_and_lsn_of
+
+        return op_and_lsn_of(record)
 
     def _read(self, ranges: list[OffsetRange]) -> DataFrame:
         reader = self._spark.read.format("kafka").option("kafka.bootstrap.servers", self._config.bootstrap_servers)

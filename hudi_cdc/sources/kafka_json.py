@@ -19,7 +19,13 @@ import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from hudi_cdc.envelope.connect_schema import avro_envelope, decimal_columns, decimal_from_bytes, json_read_type
+from hudi_cdc.envelope.connect_schema import (
+    avro_envelope,
+    decimal_columns,
+    decimal_from_bytes,
+    is_envelope,
+    json_read_type,
+)
 from hudi_cdc.envelope.flatten import ORIGIN_COLUMN
 from hudi_cdc.errors import DecodeError
 from payloads.base import ARRIVAL_COLUMN, ERROR_COLUMN, RAW_COLUMN
@@ -29,7 +35,7 @@ if TYPE_CHECKING:
 
     from hudi_cdc.sources.base import BatchPart
 
-__all__ = ["JsonDecoder", "op_and_lsn", "key_fields"]
+__all__ = ["JsonDecoder", "key_fields", "op_and_lsn", "op_and_lsn_of"]
 
 _TEXT, _HASH = "_hudi_cdc_text", "_hudi_cdc_schema_hash"
 
@@ -42,9 +48,18 @@ def op_and_lsn(value: bytes | None) -> tuple[str | None, int | None]:
         return None, None
     if isinstance(document, dict) and "payload" in document and "schema" in document:
         document = document["payload"]
-    if not isinstance(document, dict):
+    return op_and_lsn_of(document)
+
+
+def op_and_lsn_of(record: Any) -> tuple[str | None, int | None]:  # noqa: ANN401 - a decoded value
+    """``(op, lsn)`` of a decoded envelope, or of a row flattened with ``add.fields=op,lsn``."""
+    if not isinstance(record, dict):
         return None, None
-    return document.get("op"), (document.get("source") or {}).get("lsn")
+    if record.get("__deleted") in ("true", True):
+        return "d", record.get("__lsn")
+    if "__op" in record:
+        return record.get("__op"), record.get("__lsn")
+    return record.get("op"), (record.get("source") or {}).get("lsn")
 
 
 def key_fields(key: bytes) -> tuple[str, ...]:
@@ -78,7 +93,7 @@ def _found(value: Column, text: Column) -> Column:
             F.concat(F.lit("found neither JSON nor Avro: first bytes 0x"), F.hex(F.substring(value, 1, 8))),
         )
         .when(
-            F.get_json_object(text, "$.op").isNotNull(),
+            F.get_json_object(text, "$.op").isNotNull() | F.get_json_object(text, "$.__op").isNotNull(),
             F.lit(
                 "found JSON with no embedded schema (JsonConverter schemas.enable=false): "
                 "give the envelope's schema with --kafka-value-schema-file"
@@ -86,6 +101,11 @@ def _found(value: Column, text: Column) -> Column:
         )
         .otherwise(F.lit("found JSON that is not a Debezium change event"))
     )
+
+
+def _unread(envelope: Column, connect: dict[str, Any]) -> Column:
+    """True where PERMISSIVE ``from_json`` gave up (it leaves NULLs)."""
+    return envelope.isNull() | envelope["op"].isNull() if is_envelope(connect) else envelope.isNull()
 
 
 class JsonDecoder:
@@ -133,12 +153,15 @@ class JsonDecoder:
             ).alias(RAW_COLUMN),
         )
         decimals = decimal_columns(connect)
+        enveloped = is_envelope(connect)
 
-        def field(name: str) -> Column:
+        def field(name: str) -> Column:  # decimals came as their bytes
             value = F.col("envelope")[name]
-            if name in ("before", "after"):  # decimals came as their bytes
+            if enveloped and name in ("before", "after"):
                 for column, (precision, scale) in decimals.items():
                     value = value.withField(f"`{column}`", decimal_from_bytes(value[column], precision, scale))
+            elif not enveloped and name in decimals:
+                value = decimal_from_bytes(value, *decimals[name])
             return value.alias(name)
 
         envelopes = decoded.select(
@@ -204,7 +227,7 @@ class JsonDecoder:
             rows = messages.filter(mine)
             envelope = F.from_json(F.col(_TEXT), read_type, {"mode": "PERMISSIVE"})["payload"]
             error = F.when(F.col(_HASH).isNull(), _found(F.col("value"), F.col(_TEXT))).when(
-                envelope.isNull() | envelope["op"].isNull(),
+                _unread(envelope, connect),
                 F.lit(
                     "the JSON payload does not read with its embedded schema (a decimal written as a number? "
                     "hudi-cdc reads JsonConverter's default decimal.format=BASE64)"
@@ -218,11 +241,16 @@ class JsonDecoder:
 
         text = F.col(_TEXT)
         read_type = json_read_type(connect)
-        known = F.array(*[F.lit(f.name) for f in read_type["after"].dataType.fields])  # type: ignore[attr-defined]
-        columns = F.array_union(
-            F.coalesce(F.json_object_keys(F.get_json_object(text, "$.after")), F.array().cast("array<string>")),
-            F.coalesce(F.json_object_keys(F.get_json_object(text, "$.before")), F.array().cast("array<string>")),
-        )
+        none = F.array().cast("array<string>")
+        if is_envelope(connect):
+            known = F.array(*[F.lit(f.name) for f in read_type["after"].dataType.fields])  # type: ignore[attr-defined]
+            columns = F.array_union(
+                F.coalesce(F.json_object_keys(F.get_json_object(text, "$.after")), none),
+                F.coalesce(F.json_object_keys(F.get_json_object(text, "$.before")), none),
+            )
+        else:  # a flattened row: its own fields are the columns
+            known = F.array(*[F.lit(f.name) for f in read_type.fields])
+            columns = F.coalesce(F.json_object_keys(text), none)
         unknown = F.array_except(columns, known)
         envelope = F.from_json(text, read_type, {"mode": "PERMISSIVE"})
         embedded = F.get_json_object(text, "$.schema").isNotNull() & F.get_json_object(text, "$.payload").isNotNull()
@@ -231,7 +259,7 @@ class JsonDecoder:
                 embedded,
                 F.lit("found JSON with an embedded schema (schemas.enable=true): drop --kafka-value-schema-file"),
             )
-            .when(F.get_json_object(text, "$.op").isNull(), _found(F.col("value"), text))
+            .when(F.get_json_object(text, "$").isNull(), _found(F.col("value"), text))
             .when(
                 F.size(unknown) > 0,
                 F.concat(
@@ -240,10 +268,7 @@ class JsonDecoder:
                     F.lit(" not in --kafka-value-schema-file (added at the source?): add them to the file and rerun"),
                 ),
             )
-            .when(
-                envelope.isNull() | envelope["op"].isNull(),
-                F.lit("the JSON does not read with --kafka-value-schema-file"),
-            )
+            .when(_unread(envelope, connect), F.lit("the JSON does not read with --kafka-value-schema-file"))
         )
         messages = frame.filter(F.col("value").isNotNull()).select(
             "value", "partition", "offset", F.col("value").cast("string").alias(_TEXT)

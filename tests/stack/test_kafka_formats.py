@@ -1,4 +1,4 @@
-"""Debezium topics written with Kafka Connect's JsonConverter, with and without embedded schemas.
+"""The message formats Debezium users run: JsonConverter (schemas on and off) and ExtractNewRecordState.
 
 The stack's Postgres holds a table of every type; three connectors publish it:
 the stack's own (Avro), one with ``JsonConverter`` and schemas on, one with
@@ -6,8 +6,10 @@ schemas off. Inserts, updates, deletes, TOASTed values left unchanged and an
 added column go through all three. Each JSON topic is ingested into COW and
 MOR; every table must equal Postgres, and the JSON tables must hold exactly the
 Avro table's values and types. The schemaless topic refuses the added column
-until its schema file has it. A topic read in the wrong format fails the round
-naming the topic, the offset and what was found.
+until its schema file has it. Topics flattened by ExtractNewRecordState (Avro
+and JSON) replicate the same way; one without the position is refused. A topic
+read in the wrong format fails the round naming the topic, the offset and what
+was found.
 """
 
 from __future__ import annotations
@@ -62,6 +64,34 @@ def _last_message(topic: str) -> bytes:
         consumer.close()
 
 
+def _changes(table: str) -> None:
+    """Updates, deletes, TOASTed values left alone by later updates, an added column."""
+    with connect() as conn:
+        conn.execute(f"update {table} set num_fixed = num_fixed + 1, note = null, at_zoned = now() where id % 7 = 0")
+        conn.execute(f"delete from {table} where id % 13 = 0")
+        # Large values Postgres stores out of line (TOAST), then changes that leave them alone.
+        conn.execute(
+            f"update {table} set note = (select string_agg(md5(random()::text || g), '') "
+            "from generate_series(1, 300) g) where id between 1 and 20"
+        )
+        conn.execute(f"update {table} set small = small + 1 where id between 1 and 20")
+        conn.execute(f"alter table {table} add column extra text")
+        conn.execute(f"insert into {table} (id, extra, num_wide) values (100001, 'added', 1.5), (100002, null, 2)")
+        conn.execute(f"update {table} set extra = 'later' where id between 21 and 25")
+
+
+def _assert_as_avro(spark, tmp_path: Path, avro_topic: str, bases: list[Path]) -> None:  # noqa: ANN001
+    """Each table holds exactly the values and types of the table fed by the Avro envelopes and the registry."""
+    avro = tmp_path / "avro"
+    result = _ingest(avro_topic, avro, "cow", "--schema-registry-url", REGISTRY)
+    assert result.exit_code == 0, result.output
+    expected = _data(spark, avro).localCheckpoint(eager=True)
+    for base in bases:
+        got = _data(spark, base)
+        assert {f.name: f.dataType for f in got.schema} == {f.name: f.dataType for f in expected.schema}, base.name
+        assert got.exceptAll(expected).count() == 0 and expected.exceptAll(got).count() == 0, base.name
+
+
 def test_json_topics_replicate_as_the_avro_topic_does(spark, tmp_path: Path) -> None:  # noqa: ANN001
     run = uuid.uuid4().hex[:8]
     table = f"inventory.json_types_{run}"
@@ -99,20 +129,7 @@ def test_json_topics_replicate_as_the_avro_topic_does(spark, tmp_path: Path) -> 
             assert result.exit_code == 0, result.output  # type: ignore[attr-defined]
 
         before = end_offsets(BOOTSTRAP, [embedded, bare, avro_topic])
-        with connect() as conn:
-            conn.execute(
-                f"update {table} set num_fixed = num_fixed + 1, note = null, at_zoned = now() where id % 7 = 0"
-            )
-            conn.execute(f"delete from {table} where id % 13 = 0")
-            # Large values Postgres stores out of line (TOAST), then changes that leave them alone.
-            conn.execute(
-                f"update {table} set note = (select string_agg(md5(random()::text || g), '') "
-                "from generate_series(1, 300) g) where id between 1 and 20"
-            )
-            conn.execute(f"update {table} set small = small + 1 where id between 1 and 20")
-            conn.execute(f"alter table {table} add column extra text")
-            conn.execute(f"insert into {table} (id, extra, num_wide) values (100001, 'added', 1.5), (100002, null, 2)")
-            conn.execute(f"update {table} set extra = 'later' where id between 21 and 25")
+        _changes(table)
         wait_until_quiet(BOOTSTRAP, [embedded, bare, avro_topic], since=before)
 
         results = ingest_all()
@@ -131,15 +148,57 @@ def test_json_topics_replicate_as_the_avro_topic_does(spark, tmp_path: Path) -> 
         outcome = verify(spark, str(base), PG, table)
         assert outcome.equal, (base.name, outcome.differences[:3], outcome.missing_columns, outcome.skipped_columns)
 
-    # The same values and types as through Avro and the registry.
-    avro = tmp_path / "avro"
-    result = _ingest(avro_topic, avro, "cow", "--schema-registry-url", REGISTRY)
-    assert result.exit_code == 0, result.output
-    expected = _data(spark, avro).localCheckpoint(eager=True)
-    for base in bases.values():
-        got = _data(spark, base)
-        assert {f.name: f.dataType for f in got.schema} == {f.name: f.dataType for f in expected.schema}, base.name
-        assert got.exceptAll(expected).count() == 0 and expected.exceptAll(got).count() == 0, base.name
+    _assert_as_avro(spark, tmp_path, avro_topic, list(bases.values()))
+
+
+def _unwrap(*fields: str) -> dict[str, str]:
+    return {
+        "transforms": "unwrap",
+        "transforms.unwrap.type": "io.debezium.transforms.ExtractNewRecordState",
+        "transforms.unwrap.add.fields": ",".join(fields),
+        "transforms.unwrap.delete.tombstone.handling.mode": "rewrite",
+    }
+
+
+def test_flattened_topics_replicate_and_one_without_the_position_is_refused(spark, tmp_path: Path) -> None:  # noqa: ANN001
+    run = uuid.uuid4().hex[:8]
+    table = f"inventory.flat_types_{run}"
+    avro_topic = f"dbserver1.{table}"
+    flat_avro, flat_json, no_lsn = (f"{p}{run}.{table}" for p in ("flata", "flatj", "flatn"))
+    rows = 300
+    with connect() as conn:
+        conn.execute(_TYPES_TABLE.format(t=table))
+        conn.execute(_TYPES_ROWS.format(t=table, n=rows))
+    flattened = _unwrap("op", "lsn", "source.ts_ms")
+    with (
+        postgres_connector(f"flat-a-{run}", slot=f"flat_a_{run}", topic_prefix=f"flata{run}", table=table, **flattened),
+        postgres_connector(
+            f"flat-j-{run}", slot=f"flat_j_{run}", topic_prefix=f"flatj{run}", table=table,
+            **flattened, **_json_settings(True),
+        ),
+        postgres_connector(f"flat-n-{run}", slot=f"flat_n_{run}", topic_prefix=f"flatn{run}", table=table, **_unwrap("op")),
+    ):  # fmt: skip
+        for topic in (flat_avro, flat_json, no_lsn):
+            _wait_for_messages(topic, rows)
+        before = end_offsets(BOOTSTRAP, [flat_avro, flat_json, no_lsn, avro_topic])
+        _changes(table)
+        wait_until_quiet(BOOTSTRAP, [flat_avro, flat_json, no_lsn, avro_topic], since=before)
+
+    bases = {
+        tmp_path / "flat_avro_cow": (flat_avro, "cow", ["--schema-registry-url", REGISTRY]),
+        tmp_path / "flat_json_mor": (flat_json, "mor", ["--kafka-value-format", "json"]),
+    }
+    for base, (topic, table_type, extra) in bases.items():
+        result = _ingest(topic, base, table_type, *extra)
+        assert result.exit_code == 0, result.output
+        outcome = verify(spark, str(base), PG, table)
+        assert outcome.equal, (base.name, outcome.differences[:3], outcome.missing_columns)
+    _assert_as_avro(spark, tmp_path, avro_topic, list(bases))
+
+    refused = _ingest(no_lsn, tmp_path / "no_lsn", "cow", "--schema-registry-url", REGISTRY)
+    assert refused.exit_code != 0
+    assert "a flattened topic (ExtractNewRecordState) without __lsn" in refused.output, refused.output
+    assert "add.fields=op,lsn,source.ts_ms" in refused.output
 
 
 def test_a_topic_in_another_format_is_refused_with_what_was_found(tmp_path: Path) -> None:
