@@ -1207,11 +1207,19 @@ def _plan(config: IngestConfig, cheap: bool) -> Iterator[tuple[str, _CheckFn]]:
     else:
         yield "kafka.topic", check_topic
         yield "kafka.retention", check_retention
-        yield "registry.subjects", check_registry
-        yield "registry.key_schema", check_key_schema
-        yield "registry.value_schema", check_value_schema
-    yield "connect.connector", check_connector
-    yield "connect.converter", check_converter
+    if config.source == "kafka" and config.kafka_value_format == "json":
+        from hudi_cdc.ops.validate_formats import check_json_converter, check_json_messages
+
+        yield "kafka.json_messages", check_json_messages
+        yield "connect.connector", check_connector
+        yield "connect.converter", check_json_converter
+    else:
+        if config.source == "kafka":
+            yield "registry.subjects", check_registry
+            yield "registry.key_schema", check_key_schema
+            yield "registry.value_schema", check_value_schema
+        yield "connect.connector", check_connector
+        yield "connect.converter", check_converter
     yield "connect.decimal_handling", check_decimal_mode
     yield "connect.time_precision", check_time_mode
     yield "connect.tombstones", check_tombstones

@@ -24,7 +24,7 @@ from hudi_cdc.ops.verify import verify
 from hudi_cdc.testing.kafka import end_offsets, wait_until_quiet
 from hudi_cdc.testing.postgres import connect
 from tests.stack.conftest import BOOTSTRAP, REGISTRY
-from tests.stack.connectors import postgres_connector
+from tests.stack.connectors import CONNECT, postgres_connector
 from tests.stack.test_bootstrap import _TYPES_ROWS, _TYPES_TABLE, PG, _data, _wait_for_messages
 from tests.support import run_cli
 
@@ -127,6 +127,7 @@ def test_json_topics_replicate_as_the_avro_topic_does(spark, tmp_path: Path) -> 
 
         for result in ingest_all().values():
             assert result.exit_code == 0, result.output  # type: ignore[attr-defined]
+        _validate_sees_the_format(tmp_path, run, embedded, bare, schema_file)
 
         before = end_offsets(BOOTSTRAP, [embedded, bare, avro_topic])
         _changes(table)
@@ -149,6 +150,33 @@ def test_json_topics_replicate_as_the_avro_topic_does(spark, tmp_path: Path) -> 
         assert outcome.equal, (base.name, outcome.differences[:3], outcome.missing_columns, outcome.skipped_columns)
 
     _assert_as_avro(spark, tmp_path, avro_topic, list(bases.values()))
+
+
+def _validate_sees_the_format(tmp_path: Path, run: str, embedded: str, bare: str, schema_file: Path) -> None:
+    from click.testing import CliRunner
+
+    from hudi_cdc.cli import main
+
+    def checks(topic: str, connector: str, *extra: str) -> dict[str, dict]:
+        args = [
+            "validate", "--source", "kafka", "--topic", topic, "--bootstrap-servers", BOOTSTRAP,
+            "--kafka-value-format", "json", "--target-base-path", str(tmp_path / "validated"), "--target-table", "v",
+            "--connect-url", CONNECT, "--connector", connector, "--json", *extra,
+        ]  # fmt: skip
+        result = CliRunner().invoke(main, args, catch_exceptions=False)
+        found = {c["name"]: c for c in json.loads(result.output)["checks"]}
+        assert not any(name.startswith("registry.") for name in found)
+        return found
+
+    ok = checks(embedded, f"json-a-{run}")
+    assert ok["kafka.json_messages"]["status"] == "ok", ok["kafka.json_messages"]
+    assert ok["connect.converter"]["status"] == "ok", ok["connect.converter"]
+    wrong = checks(bare, f"json-b-{run}")  # schemas off, and no schema file
+    assert "JSON with no embedded schema" in wrong["kafka.json_messages"]["detail"]
+    assert wrong["connect.converter"]["status"] == "fail"
+    right = checks(bare, f"json-b-{run}", "--kafka-value-schema-file", str(schema_file))
+    assert right["kafka.json_messages"]["status"] == "ok", right["kafka.json_messages"]
+    assert right["connect.converter"]["status"] == "ok", right["connect.converter"]
 
 
 def _unwrap(*fields: str) -> dict[str, str]:
