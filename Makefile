@@ -8,7 +8,7 @@ JARS := $(JARS_DIR)/.fetched
 PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help install jars airflow demo demo-files demo-stack test test-nostack bench bench-scale bench-freshness bench-verify bench-first-load bench-pipeline bench-all chaos test-fast lint clean stack-up stack-down stack-reset
+.PHONY: help install jars airflow demo demo-files demo-stack test test-nostack bench bench-scale bench-freshness bench-verify bench-first-load bench-pipeline bench-formats bench-all chaos test-fast lint clean stack-up stack-down stack-reset
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -89,6 +89,9 @@ bench-scale: install stack-up ## Cost per event at 100k/1M/5M backlogs, per roun
 
 bench-pipeline: install stack-up ## 50 tables in one process at 5,000 changes/s: freshness per table, an idle table's cost
 	$(PY) -m bench.pipeline --markdown docs/benchmarks.md
+
+bench-formats: install stack-up ## The same stream as Avro, JSON with schemas and JSON without, ingested side by side
+	$(PY) -m bench.formats --markdown docs/benchmarks.md
 
 bench-all: bench bench-scale bench-freshness bench-pipeline ## All four benchmarks, results into docs/benchmarks.md
 

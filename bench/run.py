@@ -24,6 +24,7 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -73,7 +74,9 @@ def hudi_cdc_jars() -> list[str]:
     return resolve_jars().submit_args()
 
 
-def run_hudi_cdc(work: Path, topic: str, table_type: str, settings: dict[str, str], name: str) -> Run:
+def run_hudi_cdc(
+    work: Path, topic: str, table_type: str, settings: dict[str, str], name: str, extra: Sequence[str] = ()
+) -> Run:
     base = work / "tables" / name
     conf = [arg for k, v in settings.items() for arg in ("--hoodie-conf", f"{k}={v}")]
     command = [
@@ -81,7 +84,7 @@ def run_hudi_cdc(work: Path, topic: str, table_type: str, settings: dict[str, st
         "--conf", "spark.ui.enabled=false", *hudi_cdc_jars(),
         str(LAUNCHER), "ingest", "--source", "kafka", "--topic", topic,
         "--bootstrap-servers", BOOTSTRAP, "--schema-registry-url", REGISTRY, "--target-base-path", str(base),
-        "--target-table", name, "--table-type", table_type, "--json", *conf,
+        "--target-table", name, "--table-type", table_type, "--json", *conf, *extra,
     ]  # fmt: skip
     run = Run("hudi-cdc", table_type, "same" if settings else "defaults")
     run.measured = run_measured(command, work / "logs" / f"{name}.log", env={"PYSPARK_PYTHON": sys.executable})
