@@ -24,7 +24,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from bench.run import BOOTSTRAP, REGISTRY, REPO, Run, machine, run_hudi_cdc, verify, versions
+from bench.run import BOOTSTRAP, DRIVER_MEMORY, REGISTRY, REPO, Run, machine, run_hudi_cdc, verify, versions
 from bench.workload import VERSIONS, Workload
 from hudi_cdc.testing import envelope_schema
 from hudi_cdc.testing.kafka import create_topic, produce
@@ -134,7 +134,9 @@ def main(argv: list[str] | None = None) -> int:
         streams.append((label, workload.topic, extra))
         print(f"produced {args.events} events as {label} in {produce_s[label]:.1f}s", flush=True)
 
-    spark = hudi_cdc.spark_session(app_name="hudi-cdc-bench-formats", conf={"spark.master": "local[2]"})
+    spark = hudi_cdc.spark_session(
+        app_name="hudi-cdc-bench-formats", conf={"spark.master": "local[2]", "spark.driver.memory": DRIVER_MEMORY}
+    )
     sizes = _topic_bytes(spark, [topic for _, topic, _ in streams])
     results = []
     for table_type in ("COPY_ON_WRITE", "MERGE_ON_READ"):

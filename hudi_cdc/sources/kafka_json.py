@@ -180,22 +180,24 @@ class JsonDecoder:
         from hudi_cdc.envelope.connect_schema import connect_envelope
 
         text = F.col("value").cast("string")
-        schema_text = F.get_json_object(F.col(_TEXT), "$.schema")
-        # The schema's hash once per message, held with it: grouping and each part's filter read it.
-        messages = (
+        schema = F.get_json_object(text, "$.schema")  # evaluated once per row (common subexpression)
+        # The schema's hash once per message, held with it (not the text: it is the bytes again).
+        held = (
             frame.filter(F.col("value").isNotNull())
-            .select("value", "partition", "offset", text.alias(_TEXT))
-            .withColumn(
-                _HASH, F.when(F.get_json_object(F.col(_TEXT), "$.payload").isNotNull(), F.xxhash64(schema_text))
+            .select(
+                "value",
+                "partition",
+                "offset",
+                F.when(schema.isNotNull(), F.xxhash64(schema)).alias(_HASH),
             )
             .localCheckpoint(eager=True)
         )
-        groups = (
-            messages.groupBy(_HASH)
+        messages = held.withColumn(_TEXT, text)
+        groups = (  # one parse per message (above); the schemas are read from each group's first message
+            held.groupBy(_HASH)
             .agg(
-                F.first(schema_text, ignorenulls=True).alias("schema"),
                 F.count(F.lit(1)).alias("n"),
-                F.min(F.struct("partition", "offset", F.col(_TEXT).substr(1, 2000).alias("text"))).alias("first"),
+                F.min(F.struct("partition", "offset")).alias("first"),
             )
             .collect()
         )
@@ -218,8 +220,14 @@ class JsonDecoder:
             )
         parts = []
         for i, group in enumerate(good):
-            where = f"JSON schema {i + 1} of {len(good)} (first at {self._topic}-{group['first']['partition']}@{group['first']['offset']})"
-            connect = connect_envelope(json.loads(group["schema"]), where)
+            first = group["first"]
+            where = (
+                f"JSON schema {i + 1} of {len(good)} (first at {self._topic}-{first['partition']}@{first['offset']})"
+            )
+            at = (F.col("partition") == first["partition"]) & (F.col("offset") == first["offset"])
+            sample = messages.filter(at).select(F.get_json_object(F.col(_TEXT), "$.schema")).first()
+            assert sample is not None, "the group's first message is held"
+            connect = connect_envelope(json.loads(sample[0]), where)
             read_type = StructType([StructField("payload", json_read_type(connect))])
             mine = F.col(_HASH) == F.lit(group[_HASH])
             if i == 0:

@@ -250,3 +250,66 @@ def test_a_topic_in_another_format_is_refused_with_what_was_found(tmp_path: Path
     as_embedded = _ingest(json_topic, tmp_path / "as_embedded", "cow", "--kafka-value-format", "json")
     assert as_embedded.exit_code != 0
     assert f"{json_topic}-0@0: found JSON with no embedded schema" in as_embedded.output, as_embedded.output
+
+
+def _connect_envelope(columns: list[str]) -> dict:
+    row = {
+        "type": "struct", "name": "q.Value", "optional": True,
+        "fields": [{"type": "int64", "optional": False, "field": "id"}]
+        + [{"type": "string", "optional": True, "field": c} for c in columns],
+    }  # fmt: skip
+    source = {"type": "struct", "name": "q.Source", "optional": False, "field": "source",
+              "fields": [{"type": "int64", "optional": False, "field": "lsn"},
+                         {"type": "int64", "optional": True, "field": "ts_ms"}]}  # fmt: skip
+    return {"type": "struct", "name": "q.Envelope", "optional": False,
+            "fields": [{**row, "field": "before"}, {**row, "field": "after"}, source,
+                       {"type": "string", "optional": False, "field": "op"}]}  # fmt: skip
+
+
+def test_json_events_quarantined_for_a_missing_column_are_reapplied_after_the_fix(spark, tmp_path: Path) -> None:  # noqa: ANN001
+    from click.testing import CliRunner
+
+    from hudi_cdc.cli import main
+    from hudi_cdc.testing.kafka import create_topic, produce
+    from tests.support import read_rows
+
+    topic = f"json_quarantine_{uuid.uuid4().hex[:8]}"
+    create_topic(BOOTSTRAP, topic)
+
+    def event(op: str, lsn: int, row: dict) -> tuple[bytes, bytes, int]:
+        envelope = {"before": None, "after": row, "source": {"lsn": lsn, "ts_ms": 1}, "op": op}
+        return json.dumps({"id": row["id"]}).encode(), json.dumps(envelope).encode(), 0
+
+    produce(BOOTSTRAP, topic, [
+        event("c", 10, {"id": 1, "name": "a"}),
+        event("c", 20, {"id": 2, "name": "b"}),
+        event("u", 30, {"id": 1, "name": "a2", "extra": "x"}),  # the column was added at the source
+        event("c", 40, {"id": 3, "name": "c", "extra": None}),
+        event("u", 50, {"id": 2, "name": "b2"}),
+    ])  # fmt: skip
+    schema_file = tmp_path / "schema.json"
+    schema_file.write_text(json.dumps(_connect_envelope(["name"])))
+    base = tmp_path / "quarantined"
+    args = [
+        "--source", "kafka", "--topic", topic, "--bootstrap-servers", BOOTSTRAP, "--kafka-value-format", "json",
+        "--kafka-value-schema-file", str(schema_file), "--target-base-path", str(base), "--target-table", "q",
+        "--on-bad-event", "quarantine",
+    ]  # fmt: skip
+    result = run_cli(*args)
+    assert result.exit_code == 0, result.output
+    assert read_rows(spark, str(base), ["id", "name"]) == [(1, "a"), (2, "b2")]
+
+    def quarantine(action: str) -> dict:
+        out = CliRunner().invoke(main, ["quarantine", action, *args, "--json"], catch_exceptions=False)
+        return json.loads(out.output)
+
+    listed = quarantine("list")
+    assert listed["quarantined"] == 2, listed
+    assert all("column(s) extra not in --kafka-value-schema-file" in e["reason"] for e in listed["events"]), listed
+    assert {e["raw_format"] for e in listed["events"]} == {"json"}
+
+    schema_file.write_text(json.dumps(_connect_envelope(["name", "extra"])))  # the fix
+    applied = quarantine("reapply")
+    assert (applied["reapplied"], applied["still_quarantined"]) == (2, 0), applied
+    rows = read_rows(spark, str(base), ["id", "name", "extra"])
+    assert rows == [(1, "a2", "x"), (2, "b2", None), (3, "c", None)], rows
