@@ -188,7 +188,9 @@ def render(report: dict[str, Any]) -> str:
     lines = [
         "## Message formats: Avro vs JsonConverter JSON (`make bench-formats`)",
         "",
-        f"Run {report['started']} on {report['machine']}; {report['versions']}. "
+        f"Run {report['started']} on {report['machine']}; "
+        + ", ".join(f"{k} {v}" for k, v in report["versions"].items())
+        + ". "
         f"{report['events']:,} events over {report['keys']:,} keys in {report['partitions']} partitions "
         "(bench/workload.py: three schema versions, TOAST placeholders, deletes with tombstones), produced "
         "once per format; one `hudi-cdc ingest` round per table (`spark-submit --master local[2]`), each table "

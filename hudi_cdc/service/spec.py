@@ -61,6 +61,7 @@ _SOURCE_LEVEL = {
     "topic",
     "bootstrap_servers",
     "schema_registry_url",
+    "kafka_value_format",
     "source_path",
     "flavor",
     "jdbc_url",
@@ -111,6 +112,8 @@ class SourceSettings:
     password_file: str | None = None
     password_env: str | None = None
     flavor: str = "postgres"
+    value_format: str = "avro"
+    """Kafka: avro (Confluent wire format, a registry) or json (JsonConverter); see docs/formats.md."""
     schema_change_topic: str | None = None
     """Kafka: Debezium's schema-change topic (``topic.prefix``); a table dropped there is reported, then stopped."""
 
@@ -172,6 +175,7 @@ class PipelineSpec:
                 topic=ref.topic,
                 bootstrap_servers=self.source.bootstrap_servers,
                 schema_registry_url=self.source.schema_registry_url,
+                kafka_value_format=self.source.value_format,
             )
         elif self.source.kind == "jdbc":
             merged.update(
@@ -235,7 +239,11 @@ def _source(raw: Any, origin: str) -> SourceSettings:  # noqa: ANN401 - TOML val
         raise ConfigError(
             f'{origin} [source]: tables is required: topic names or patterns such as "dbserver1.inventory.*"'
         )
-    needed = {"kafka": ("bootstrap_servers", "schema_registry_url"), "files": ("path",), "jdbc": ("url",)}[kind]
+    value_format = str(raw.get("value_format", "avro")).lower()
+    if value_format not in ("avro", "json") or (kind != "kafka" and "value_format" in raw):
+        raise ConfigError(f'{origin} [source]: value_format is "avro" or "json", with kind = "kafka"')
+    registry = ("schema_registry_url",) if value_format == "avro" else ()
+    needed = {"kafka": ("bootstrap_servers", *registry), "files": ("path",), "jdbc": ("url",)}[kind]
     for name in needed:
         if not raw.get(name):
             raise ConfigError(f"{origin} [source]: {name} is required with kind = {kind!r}")
@@ -256,6 +264,7 @@ def _source(raw: Any, origin: str) -> SourceSettings:  # noqa: ANN401 - TOML val
         password_file=raw.get("password_file"),
         password_env=raw.get("password_env"),
         flavor=flavor,
+        value_format=value_format,
         schema_change_topic=_schema_change_topic(raw, kind, origin),
     )
 

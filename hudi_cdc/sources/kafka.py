@@ -282,6 +282,25 @@ class KafkaSource:
             )
         return OffsetRange(r.partition, r.start, end)
 
+    def _samples(self, ranges: list[OffsetRange]) -> list[bytes]:
+        """The first and last message of each range (a few fetches; a tombstone gives nothing)."""
+        from confluent_kafka import KafkaException, TopicPartition
+
+        wanted = sorted({(r.partition, offset) for r in ranges for offset in (r.start, r.end - 1)})
+        consumer = self._consumer()
+        found = []
+        try:
+            for partition, offset in wanted:
+                consumer.assign([TopicPartition(self._topic, partition, offset)])
+                message = consumer.poll(10)
+                if message is not None and message.error() is None and message.value():
+                    found.append(bytes(message.value()))
+        except KafkaException as exc:
+            raise TransientError(f"cannot reach Kafka at {self._config.bootstrap_servers}: {exc}") from None
+        finally:
+            consumer.close()
+        return found
+
     def _op_and_lsn(self, value: bytes | None) -> tuple[str | None, int | None]:
         """``(op, source.lsn)`` of a framed Debezium value; ``(None, None)`` for a tombstone or what does not decode."""
         import io
@@ -345,7 +364,7 @@ class KafkaSource:
         reading = [r for r in ranges if r.count]
         key_fields = () if self._config.record_key_fields else self._key_fields(reading)
         if self._json_decoder is not None:
-            parts = self._json_decoder.parts(self._read(reading))
+            parts = self._json_decoder.parts(self._read(reading), samples=self._samples(reading))
             details = {"messages": total, "writer_schemas": len(parts), "decode": "json", "behind_after": left}
             return Batch(parts, next_checkpoint, description, details=details, key_fields=key_fields)
 

@@ -16,7 +16,7 @@ error row that names what was found; the round fails on it (or quarantines it).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from hudi_cdc.envelope.connect_schema import (
@@ -108,6 +108,31 @@ def _unread(envelope: Column, connect: dict[str, Any]) -> Column:
     return envelope.isNull() | envelope["op"].isNull() if is_envelope(connect) else envelope.isNull()
 
 
+_UNREAD = (
+    "the JSON payload does not read with its embedded schema (a decimal written as a number? "
+    "hudi-cdc reads JsonConverter's default decimal.format=BASE64)"
+)
+_PAYLOAD_KEY = ',"payload":'
+
+
+def _schema_prefix(value: bytes | None) -> tuple[bytes, dict[str, Any]] | None:
+    """``(the message's bytes up to its payload, its schema)`` when it is laid out as JsonConverter writes
+    (``{"schema":{...},"payload":...}``, no spaces); None otherwise (then it is grouped by parsing)."""
+    from hudi_cdc.envelope.connect_schema import connect_envelope
+
+    head = '{"schema":'
+    if not value or not value.startswith(head.encode()):
+        return None
+    try:
+        text = value.decode("utf-8")
+        schema, end = json.JSONDecoder().raw_decode(text, len(head))
+        if not text.startswith(_PAYLOAD_KEY, end):
+            return None
+        return (text[:end] + _PAYLOAD_KEY).encode("utf-8"), connect_envelope(schema, "a sampled message")
+    except (ValueError, DecodeError):
+        return None
+
+
 class JsonDecoder:
     """Messages (``value``, ``partition``, ``offset``) of one topic to envelope parts."""
 
@@ -131,10 +156,12 @@ class JsonDecoder:
                 raise DecodeError(f"--kafka-value-schema-file {schema_file}: {exc}") from None
             self._given = connect_envelope(document, f"--kafka-value-schema-file {schema_file}")
 
-    def parts(self, frame: DataFrame) -> list[BatchPart]:
+    def parts(self, frame: DataFrame, samples: Sequence[bytes] = ()) -> list[BatchPart]:
+        """The messages as envelope parts; ``samples`` (a few of the batch's own messages, e.g. the first
+        and last of each partition) let most messages be read in one pass by their schema's exact bytes."""
         if self._given is not None:
             return [self._schemaless(frame, self._given)]
-        return self._embedded(frame)
+        return self._embedded(frame, samples)
 
     def _part(
         self, messages: DataFrame, connect: dict[str, Any], envelope: Column, error: Column, where: str
@@ -173,7 +200,33 @@ class JsonDecoder:
         )
         return BatchPart(envelopes=envelopes, avro_schema=self._reader_schema(avro_envelope(connect)), where=where)
 
-    def _embedded(self, frame: DataFrame) -> list[BatchPart]:
+    def _embedded(self, frame: DataFrame, samples: Sequence[bytes]) -> list[BatchPart]:
+        """Messages that begin with a sampled message's schema, byte for byte, are read with it in one
+        pass (JsonConverter writes a schema identically each time); the rest are grouped by schema."""
+        from pyspark.sql import functions as F
+        from pyspark.sql.types import StructField, StructType
+
+        value = F.col("value")
+        known: dict[bytes, dict[str, Any]] = {}
+        for sample in samples:
+            found = _schema_prefix(sample)
+            if found is not None:
+                known.setdefault(*found)
+        parts, covered = [], None
+        for i, (prefix, connect) in enumerate(known.items()):
+            starts = F.substring(value, 1, len(prefix)) == F.lit(bytearray(prefix))
+            covered = starts if covered is None else covered | starts
+            rows = frame.filter(value.isNotNull() & starts).withColumn(_TEXT, value.cast("string"))
+            read_type = StructType([StructField("payload", json_read_type(connect))])
+            envelope = F.from_json(F.col(_TEXT), read_type, {"mode": "PERMISSIVE"})["payload"]
+            error = F.when(_unread(envelope, connect), F.lit(_UNREAD))
+            parts.append(self._part(rows, connect, envelope, error, f"JSON schema {i + 1} of the sampled messages"))
+        rest = frame.filter(value.isNotNull() & ~covered) if covered is not None else frame
+        return parts + self._by_schema(rest, fallback=next(iter(known.values()), None))
+
+    def _by_schema(self, frame: DataFrame, *, fallback: dict[str, Any] | None) -> list[BatchPart]:
+        """Messages grouped by their embedded schema (a hash per message), each group read with its own;
+        messages with none ride as error rows with the first group's, else ``fallback``'s columns."""
         from pyspark.sql import functions as F
         from pyspark.sql.types import StructField, StructType
 
@@ -208,6 +261,11 @@ class JsonDecoder:
         if not good:
             if not bad:
                 return []
+            if fallback is not None:
+                read_type = StructType([StructField("payload", json_read_type(fallback))])
+                envelope = F.from_json(F.col(_TEXT), read_type, {"mode": "PERMISSIVE"})["payload"]
+                reason = _found(F.col("value"), F.col(_TEXT))
+                return [self._part(messages, fallback, envelope, reason, "JSON messages with no schema")]
             first = bad[0]["first"]
             found = (
                 messages.filter((F.col("partition") == first["partition"]) & (F.col("offset") == first["offset"]))
@@ -235,11 +293,7 @@ class JsonDecoder:
             rows = messages.filter(mine)
             envelope = F.from_json(F.col(_TEXT), read_type, {"mode": "PERMISSIVE"})["payload"]
             error = F.when(F.col(_HASH).isNull(), _found(F.col("value"), F.col(_TEXT))).when(
-                _unread(envelope, connect),
-                F.lit(
-                    "the JSON payload does not read with its embedded schema (a decimal written as a number? "
-                    "hudi-cdc reads JsonConverter's default decimal.format=BASE64)"
-                ),
+                _unread(envelope, connect), F.lit(_UNREAD)
             )
             parts.append(self._part(rows, connect, envelope, error, where))
         return parts

@@ -122,10 +122,39 @@ def test_jdbc_source_names_tables_by_schema_and_keys_them_by_their_primary_key(t
     assert TableRef("public.orders").name == "public.orders"
 
 
+def test_a_kafka_source_of_json_topics_needs_no_registry(tmp_path: Path) -> None:
+    spec = load_pipeline(
+        _write(
+            tmp_path,
+            '[source]\nkind = "kafka"\nbootstrap_servers = "k:9092"\nvalue_format = "json"\ntables = "db.inv.*"\n'
+            '[defaults]\ntarget_base_path = "/lake/{table}"\ntarget_table = "{table}"\n'
+            '[tables."db.inv.bare"]\nkafka_value_schema_file = "/schemas/bare.json"\n',
+        )
+    )
+    orders = spec.table_config(TableRef("db.inv.orders"), env={})
+    assert (orders.kafka_value_format, orders.schema_registry_url, orders.kafka_value_schema_file) == (
+        "json",
+        None,
+        None,
+    )
+    bare = spec.table_config(TableRef("db.inv.bare"), env={})
+    assert (bare.kafka_value_format, bare.kafka_value_schema_file) == ("json", "/schemas/bare.json")
+
+
 @pytest.mark.parametrize(
     ("text", "message"),
     [
         ("[source]\nkind = 'kafka'\ntables = '*'\n", r"\[source\]: bootstrap_servers is required"),
+        ("[source]\nkind = 'kafka'\nbootstrap_servers = 'k'\ntables = '*'\n", "schema_registry_url is required"),
+        (
+            "[source]\nkind = 'kafka'\nbootstrap_servers = 'k'\nvalue_format = 'protobuf'\ntables = '*'\n",
+            'value_format is "avro" or "json"',
+        ),
+        (
+            "[source]\nkind = 'kafka'\nbootstrap_servers = 'k'\nschema_registry_url = 'r'\ntables = '*'\n"
+            "[defaults]\nkafka_value_format = 'json'\n",
+            r"kafka_value_format cannot",
+        ),
         ("[source]\nkind = 'odbc'\ntables = '*'\n", r"kind must be \"kafka\", \"files\" or \"jdbc\""),
         ("[source]\nkind = 'jdbc'\ntables = '*'\n", r"\[source\]: url is required"),
         ("[source]\nkind = 'jdbc'\ntables = '*'\nurl = 'jdbc:db2://x'\n", r"url 'jdbc:db2://x': expected"),

@@ -7,7 +7,7 @@ added column go through all three. Each JSON topic is ingested into COW and
 MOR; every table must equal Postgres, and the JSON tables must hold exactly the
 Avro table's values and types. The schemaless topic refuses the added column
 until its schema file has it. Topics flattened by ExtractNewRecordState (Avro
-and JSON) replicate the same way; one without the position is refused. A topic
+and JSON, into COW and MOR) replicate the same way; one without the position is refused. A topic
 read in the wrong format fails the round naming the topic, the offset and what
 was found.
 """
@@ -213,8 +213,12 @@ def test_flattened_topics_replicate_and_one_without_the_position_is_refused(spar
         wait_until_quiet(BOOTSTRAP, [flat_avro, flat_json, no_lsn, avro_topic], since=before)
 
     bases = {
-        tmp_path / "flat_avro_cow": (flat_avro, "cow", ["--schema-registry-url", REGISTRY]),
-        tmp_path / "flat_json_mor": (flat_json, "mor", ["--kafka-value-format", "json"]),
+        tmp_path / f"flat_{name}_{table_type}": (topic, table_type, extra)
+        for name, topic, extra in (
+            ("avro", flat_avro, ["--schema-registry-url", REGISTRY]),
+            ("json", flat_json, ["--kafka-value-format", "json"]),
+        )
+        for table_type in ("cow", "mor")
     }
     for base, (topic, table_type, extra) in bases.items():
         result = _ingest(topic, base, table_type, *extra)
@@ -313,3 +317,35 @@ def test_json_events_quarantined_for_a_missing_column_are_reapplied_after_the_fi
     assert (applied["reapplied"], applied["still_quarantined"]) == (2, 0), applied
     rows = read_rows(spark, str(base), ["id", "name", "extra"])
     assert rows == [(1, "a2", "x"), (2, "b2", None), (3, "c", None)], rows
+
+
+def test_embedded_schemas_that_the_samples_miss_are_read_by_their_own(spark, tmp_path: Path) -> None:  # noqa: ANN001
+    """The first and last messages share a schema; one in the middle has another, one is not JSON at all."""
+    from hudi_cdc.testing.kafka import create_topic, produce
+    from tests.support import read_rows
+
+    topic = f"json_mixed_{uuid.uuid4().hex[:8]}"
+    create_topic(BOOTSTRAP, topic)
+    v1, v2 = _connect_envelope(["name"]), _connect_envelope(["name", "extra"])
+
+    def event(schema: dict, lsn: int, row: dict) -> tuple[bytes, bytes, int]:
+        envelope = {"before": None, "after": row, "source": {"lsn": lsn, "ts_ms": 1}, "op": "c"}
+        message = json.dumps({"schema": schema, "payload": envelope}, separators=(",", ":"))
+        return json.dumps({"id": row["id"]}).encode(), message.encode(), 0
+
+    produce(BOOTSTRAP, topic, [
+        event(v1, 10, {"id": 1, "name": "a"}),
+        event(v2, 20, {"id": 2, "name": "b", "extra": "x"}),
+        (b'{"id":9}', b"\x00\x00\x00\x00\x07not json", 0),
+        event(v1, 30, {"id": 3, "name": "c"}),
+    ])  # fmt: skip
+    base = tmp_path / "mixed"
+    args = [
+        "--source", "kafka", "--topic", topic, "--bootstrap-servers", BOOTSTRAP, "--kafka-value-format", "json",
+        "--target-base-path", str(base), "--target-table", "m", "--on-bad-event", "quarantine", "--json",
+    ]  # fmt: skip
+    result = run_cli(*args)
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.output.strip().splitlines()[-1])
+    assert (summary["upserts"], summary["quarantined"]) == (3, 1), summary
+    assert read_rows(spark, str(base), ["id", "name", "extra"]) == [(1, "a", None), (2, "b", "x"), (3, "c", None)]
