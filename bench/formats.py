@@ -186,8 +186,6 @@ def render(report: dict[str, Any]) -> str:
     runs = report["runs"]
     avro = {r["table_type"]: r["seconds"] for r in runs if r["format"] == "avro"}
     lines = [
-        "## Message formats: Avro vs JsonConverter JSON (`make bench-formats`)",
-        "",
         f"Run {report['started']} on {report['machine']}; "
         + ", ".join(f"{k} {v}" for k, v in report["versions"].items())
         + ". "

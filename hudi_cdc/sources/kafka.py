@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from hudi_cdc.envelope.avro_schemas import merged_reader_schema
 from hudi_cdc.envelope.flatten import ORIGIN_COLUMN
 from hudi_cdc.errors import CheckpointError, DecodeError, SourceError, TransientError
+from hudi_cdc.sources.kafka_json import SAMPLED
 from hudi_cdc.sources.registry import SchemaRegistry
 from payloads.base import ARRIVAL_COLUMN, ERROR_COLUMN, RAW_COLUMN
 
@@ -283,10 +284,11 @@ class KafkaSource:
         return OffsetRange(r.partition, r.start, end)
 
     def _samples(self, ranges: list[OffsetRange]) -> list[bytes]:
-        """The first and last message of each range (a few fetches; a tombstone gives nothing)."""
+        """Five evenly spaced messages of each range, first and last included (a few fetches; a tombstone
+        gives nothing): every schema a backlog moved through usually shows among them."""
         from confluent_kafka import KafkaException, TopicPartition
 
-        wanted = sorted({(r.partition, offset) for r in ranges for offset in (r.start, r.end - 1)})
+        wanted = sorted({(r.partition, r.start + (r.count - 1) * k // 4) for r in ranges for k in range(5)})
         consumer = self._consumer()
         found = []
         try:
@@ -365,7 +367,9 @@ class KafkaSource:
         key_fields = () if self._config.record_key_fields else self._key_fields(reading)
         if self._json_decoder is not None:
             parts = self._json_decoder.parts(self._read(reading), samples=self._samples(reading))
-            details = {"messages": total, "writer_schemas": len(parts), "decode": "json", "behind_after": left}
+            sampled = sum(1 for p in parts if p.where.endswith(SAMPLED))
+            decode = f"json: {sampled} schema(s) by sampled prefix, {len(parts) - sampled} by hash"
+            details = {"messages": total, "writer_schemas": len(parts), "decode": decode, "behind_after": left}
             return Batch(parts, next_checkpoint, description, details=details, key_fields=key_fields)
 
         # The subject's versions are every schema the topic's values can be written with

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 
     from hudi_cdc.sources.base import BatchPart
 
-__all__ = ["JsonDecoder", "key_fields", "op_and_lsn", "op_and_lsn_of"]
+__all__ = ["SAMPLED", "JsonDecoder", "key_fields", "op_and_lsn", "op_and_lsn_of"]
 
 _TEXT, _HASH = "_hudi_cdc_text", "_hudi_cdc_schema_hash"
 
@@ -113,6 +113,7 @@ _UNREAD = (
     "hudi-cdc reads JsonConverter's default decimal.format=BASE64)"
 )
 _PAYLOAD_KEY = ',"payload":'
+SAMPLED = "of the sampled messages"
 
 
 def _schema_prefix(value: bytes | None) -> tuple[bytes, dict[str, Any]] | None:
@@ -158,7 +159,7 @@ class JsonDecoder:
 
     def parts(self, frame: DataFrame, samples: Sequence[bytes] = ()) -> list[BatchPart]:
         """The messages as envelope parts; ``samples`` (a few of the batch's own messages, e.g. the first
-        and last of each partition) let most messages be read in one pass by their schema's exact bytes."""
+        and last of each partition, evenly spaced) let most messages be read in one pass by their schema's exact bytes."""
         if self._given is not None:
             return [self._schemaless(frame, self._given)]
         return self._embedded(frame, samples)
@@ -220,7 +221,7 @@ class JsonDecoder:
             read_type = StructType([StructField("payload", json_read_type(connect))])
             envelope = F.from_json(F.col(_TEXT), read_type, {"mode": "PERMISSIVE"})["payload"]
             error = F.when(_unread(envelope, connect), F.lit(_UNREAD))
-            parts.append(self._part(rows, connect, envelope, error, f"JSON schema {i + 1} of the sampled messages"))
+            parts.append(self._part(rows, connect, envelope, error, f"JSON schema {i + 1} {SAMPLED}"))
         rest = frame.filter(value.isNotNull() & ~covered) if covered is not None else frame
         return parts + self._by_schema(rest, fallback=next(iter(known.values()), None))
 

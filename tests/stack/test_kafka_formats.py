@@ -320,7 +320,7 @@ def test_json_events_quarantined_for_a_missing_column_are_reapplied_after_the_fi
 
 
 def test_embedded_schemas_that_the_samples_miss_are_read_by_their_own(spark, tmp_path: Path) -> None:  # noqa: ANN001
-    """The first and last messages share a schema; one in the middle has another, one is not JSON at all."""
+    """The sampled messages share a schema; one between them has another, one is not JSON at all."""
     from hudi_cdc.testing.kafka import create_topic, produce
     from tests.support import read_rows
 
@@ -333,12 +333,11 @@ def test_embedded_schemas_that_the_samples_miss_are_read_by_their_own(spark, tmp
         message = json.dumps({"schema": schema, "payload": envelope}, separators=(",", ":"))
         return json.dumps({"id": row["id"]}).encode(), message.encode(), 0
 
-    produce(BOOTSTRAP, topic, [
-        event(v1, 10, {"id": 1, "name": "a"}),
-        event(v2, 20, {"id": 2, "name": "b", "extra": "x"}),
-        (b'{"id":9}', b"\x00\x00\x00\x00\x07not json", 0),
-        event(v1, 30, {"id": 3, "name": "c"}),
-    ])  # fmt: skip
+    # 21 messages: the round samples offsets 0, 5, 10, 15 and 20, so offsets 3 and 7 are never sampled.
+    messages = [event(v1, 10 + i, {"id": i, "name": f"n{i}"}) for i in range(21)]
+    messages[3] = event(v2, 13, {"id": 3, "name": "n3", "extra": "x"})
+    messages[7] = (b'{"id":7}', b"\x00\x00\x00\x00\x07not json", 0)
+    produce(BOOTSTRAP, topic, messages)
     base = tmp_path / "mixed"
     args = [
         "--source", "kafka", "--topic", topic, "--bootstrap-servers", BOOTSTRAP, "--kafka-value-format", "json",
@@ -347,5 +346,40 @@ def test_embedded_schemas_that_the_samples_miss_are_read_by_their_own(spark, tmp
     result = run_cli(*args)
     assert result.exit_code == 0, result.output
     summary = json.loads(result.output.strip().splitlines()[-1])
-    assert (summary["upserts"], summary["quarantined"]) == (3, 1), summary
-    assert read_rows(spark, str(base), ["id", "name", "extra"]) == [(1, "a", None), (2, "b", "x"), (3, "c", None)]
+    assert (summary["upserts"], summary["quarantined"]) == (20, 1), summary
+    assert summary["details"]["decode"] == "json: 1 schema(s) by sampled prefix, 1 by hash", summary
+    expected = [(i, f"n{i}", "x" if i == 3 else None) for i in range(21) if i != 7]
+    assert read_rows(spark, str(base), ["id", "name", "extra"]) == expected
+
+
+def test_flattened_mysql_rows_order_by_binlog_file_and_position(spark, tmp_path: Path) -> None:  # noqa: ANN001
+    """MySQL's flattened rows (add.fields=op,file,pos,row): a change early in the next binlog file wins over
+    one late in the previous file, and a rewritten delete removes the row."""
+    from hudi_cdc.testing.kafka import create_topic, produce
+    from tests.support import read_rows
+
+    fields = [("id", "int64", False), ("name", "string", True), ("__op", "string", True), ("__file", "string", True),
+              ("__pos", "int64", True), ("__row", "int32", True), ("__deleted", "string", True)]  # fmt: skip
+    schema = {"type": "struct", "name": "m.Value", "optional": False,
+              "fields": [{"type": t, "optional": o, "field": n} for n, t, o in fields]}  # fmt: skip
+
+    def row(key: int, name: str, op: str, file: str, pos: int, deleted: str = "false") -> tuple[bytes, bytes, int]:
+        payload = {"id": key, "name": name, "__op": op, "__file": file, "__pos": pos, "__row": 0, "__deleted": deleted}
+        return json.dumps({"id": key}).encode(), json.dumps({"schema": schema, "payload": payload}).encode(), 0
+
+    topic = f"flat_mysql_{uuid.uuid4().hex[:8]}"
+    create_topic(BOOTSTRAP, topic)
+    produce(BOOTSTRAP, topic, [
+        row(1, "later", "u", "mysql-bin.000002", 4),  # arrives first (a replay), but is the newer change
+        row(1, "first", "c", "mysql-bin.000001", 90_000),
+        row(2, "two", "c", "mysql-bin.000001", 90_100),
+        row(2, "two", "d", "mysql-bin.000002", 50, deleted="true"),
+    ])  # fmt: skip
+    base = tmp_path / "flat_mysql"
+    for table_type in ("cow", "mor"):
+        result = _ingest(topic, base.with_name(f"flat_mysql_{table_type}"), table_type, "--kafka-value-format", "json",
+                         "--flavor", "mysql")  # fmt: skip
+        assert result.exit_code == 0, result.output
+        assert read_rows(spark, str(base.with_name(f"flat_mysql_{table_type}")), ["id", "name"]) == [(1, "later")]
+    refused = _ingest(topic, tmp_path / "as_sqlserver", "cow", "--kafka-value-format", "json", "--flavor", "sqlserver")
+    assert refused.exit_code != 0 and "without __commit_lsn, __change_lsn" in refused.output, refused.output
