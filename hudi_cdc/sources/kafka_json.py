@@ -304,25 +304,31 @@ class JsonDecoder:
 
         text = F.col(_TEXT)
         read_type = json_read_type(connect)
+        # One more parse besides the typed one: the top level loosely, for the names of the columns
+        # a message holds (a new one is refused) and a schema it should not embed.
+        loose = "map<string,string>"
         none = F.array().cast("array<string>")
         if is_envelope(connect):
+            probe = F.from_json(text, f"schema string, payload string, after {loose}, before {loose}")
             known = F.array(*[F.lit(f.name) for f in read_type["after"].dataType.fields])  # type: ignore[attr-defined]
             columns = F.array_union(
-                F.coalesce(F.json_object_keys(F.get_json_object(text, "$.after")), none),
-                F.coalesce(F.json_object_keys(F.get_json_object(text, "$.before")), none),
+                F.coalesce(F.map_keys(probe["after"]), none), F.coalesce(F.map_keys(probe["before"]), none)
             )
+            embedded = probe["schema"].isNotNull() & probe["payload"].isNotNull()
         else:  # a flattened row: its own fields are the columns
+            probe = F.from_json(text, loose)
             known = F.array(*[F.lit(f.name) for f in read_type.fields])
-            columns = F.coalesce(F.json_object_keys(text), none)
+            columns = F.coalesce(F.map_keys(probe), none)
+            embedded = F.array_contains(columns, "schema") & F.array_contains(columns, "payload")
         unknown = F.array_except(columns, known)
         envelope = F.from_json(text, read_type, {"mode": "PERMISSIVE"})
-        embedded = F.get_json_object(text, "$.schema").isNotNull() & F.get_json_object(text, "$.payload").isNotNull()
+        # Every condition is evaluated for a good message, so each reads the two parses above; what a bad
+        # message holds is worked out only for it.
         error = (
             F.when(
                 embedded,
                 F.lit("found JSON with an embedded schema (schemas.enable=true): drop --kafka-value-schema-file"),
             )
-            .when(F.get_json_object(text, "$").isNull(), _found(F.col("value"), text))
             .when(
                 F.size(unknown) > 0,
                 F.concat(
@@ -331,7 +337,13 @@ class JsonDecoder:
                     F.lit(" not in --kafka-value-schema-file (added at the source?): add them to the file and rerun"),
                 ),
             )
-            .when(_unread(envelope, connect), F.lit("the JSON does not read with --kafka-value-schema-file"))
+            .when(
+                _unread(envelope, connect),
+                F.when(
+                    F.get_json_object(text, "$").isNull() | (F.substring("value", 1, 1) == F.lit(bytearray(b"\x00"))),
+                    _found(F.col("value"), text),
+                ).otherwise(F.lit("the JSON does not read with --kafka-value-schema-file")),
+            )
         )
         messages = frame.filter(F.col("value").isNotNull()).select(
             "value", "partition", "offset", F.col("value").cast("string").alias(_TEXT)
