@@ -1,13 +1,15 @@
 """Debezium messages written with Kafka Connect's ``JsonConverter``, decoded in the JVM.
 
 With ``schemas.enable=true`` (the converter's default) each message embeds the
-envelope's Connect schema: the batch is grouped by schema (a hash per message,
-computed once), and each group is read with ``from_json`` against the Spark
-type of its schema, so a column added at the source is a new schema and
-evolves the table as an Avro writer schema does. With ``schemas.enable=false``
-the messages hold no schema: the user gives it (``--kafka-value-schema-file``,
-one message as the converter writes it with schemas on, or its ``schema``),
-and an event with a column that schema lacks is refused, never read without it.
+envelope's Connect schema, written identically each time. A few sampled
+messages give the schemas' exact leading bytes: a message that begins with one
+is read in one pass with ``from_json`` against that schema's Spark type. The
+rest are grouped by a hash of their schema (held once) and each group read
+with its own, so a column added at the source is a new schema and evolves the
+table as an Avro writer schema does. With ``schemas.enable=false`` the
+messages hold no schema: the user gives it (``--kafka-value-schema-file``, one
+message as the converter writes it with schemas on, or its ``schema``), and an
+event with a column that schema lacks is refused, never read without it.
 
 A message in another format (the Confluent Avro wire format, plain text) is an
 error row that names what was found; the round fails on it (or quarantines it).
