@@ -171,13 +171,9 @@ class IngestConfig:
     def _check_jdbc(self) -> None:
         if bool(self.jdbc_table) == bool(self.jdbc_query):
             raise ConfigError("give the JDBC source one of --jdbc-table or --jdbc-query")
-        if not self.jdbc_url or not self.jdbc_url.startswith(("jdbc:postgresql:", "jdbc:mariadb:", "jdbc:mysql:")):
-            raise ConfigError(
-                f"jdbc_url {redact_jdbc_url(self.jdbc_url or '')!r}: expected jdbc:postgresql://host:port/db, "
-                "jdbc:mariadb://host:port/db or jdbc:mysql://host:port/db"
-            )
-        if "password=" in self.jdbc_url.lower():
-            raise ConfigError("jdbc_url carries a password: give it with --jdbc-password-file or --jdbc-password-env")
+        problem = jdbc_url_problem(self.jdbc_url or "", "jdbc_url", "--jdbc-password-file or --jdbc-password-env")
+        if problem:
+            raise ConfigError(problem)
         if self.jdbc_lookback_seconds < 0 or self.jdbc_fetch_size <= 0:
             raise ConfigError("jdbc_lookback_seconds must be >= 0 and jdbc_fetch_size positive")
         if self.jdbc_mode == "full":
@@ -227,6 +223,18 @@ def _check_literal(name: str, value: Any, literal: Any) -> None:
     allowed = get_args(literal)
     if value not in allowed:
         raise ConfigError(f"{name}={value!r} is not one of {', '.join(allowed)}")
+
+
+def jdbc_url_problem(url: str, setting: str, password_settings: str) -> str | None:
+    """What is wrong with a JDBC URL named ``setting`` (a driver we do not ship, a password in it), or None."""
+    if not url.startswith(("jdbc:postgresql:", "jdbc:mariadb:", "jdbc:mysql:")):
+        return (
+            f"{setting} {redact_jdbc_url(url)!r}: expected jdbc:postgresql://host:port/db, "
+            "jdbc:mariadb://host:port/db or jdbc:mysql://host:port/db"
+        )
+    if "password=" in url.lower():
+        return f"{setting} carries a password: give it with {password_settings}"
+    return None
 
 
 def redact_url(url: str) -> str:

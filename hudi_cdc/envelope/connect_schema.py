@@ -123,7 +123,7 @@ def avro_envelope(connect: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
-def _value_struct(connect: dict[str, Any]) -> dict[str, Any]:
+def value_struct(connect: dict[str, Any]) -> dict[str, Any]:
     """The row's struct: the envelope's before/after, or a flattened value itself."""
     for f in connect.get("fields", []):
         if f.get("field") in ("before", "after") and f.get("type") == "struct":
@@ -134,7 +134,7 @@ def _value_struct(connect: dict[str, Any]) -> dict[str, Any]:
 def decimal_columns(connect: dict[str, Any]) -> dict[str, tuple[int, int]]:
     """Value columns that are Spark decimals ``(precision, scale)``: they arrive as base64 bytes."""
     out = {}
-    for f in _value_struct(connect).get("fields", []):
+    for f in value_struct(connect).get("fields", []):
         parameters = f.get("parameters") or {}
         precision = int(parameters.get("connect.decimal.precision", 0) or 0)
         if f.get("name") == DECIMAL and 0 < precision <= MAX_DECIMAL_PRECISION:

@@ -22,7 +22,7 @@ from payloads.base import INTERNAL_PREFIX
 if TYPE_CHECKING:
     from hudi_cdc.sources.base import BatchPart
 
-__all__ = ["ADDED_PREFIX", "is_flattened", "unflatten"]
+__all__ = ["ADDED_PREFIX", "is_flattened", "lacking_fields", "unflatten"]
 
 ADDED_PREFIX = "__"  # ExtractNewRecordState's default add.fields.prefix
 _OPTIONAL_SOURCE = ("ts_ms", "snapshot")
@@ -45,6 +45,18 @@ def _source_column(added: dict[str, str], field: str) -> str | None:
     return added.get(field) or added.get("source_" + field)
 
 
+def lacking_fields(
+    columns: Sequence[str], source_meta_columns: Sequence[tuple[str, str, str, bool]]
+) -> tuple[list[str], str]:
+    """``(the __ fields a flattened row lacks for ordering and deletes, the add.fields setting that has them)``."""
+    added = _added(columns)
+    needed = ["op", *(f for _, f, _, required in source_meta_columns if required)]
+    lacking = [ADDED_PREFIX + f for f in needed if _source_column(added, f) is None]
+    if "deleted" not in added:
+        lacking.append(ADDED_PREFIX + "deleted")
+    return lacking, ",".join(needed + [f"source.{f}" for f in _OPTIONAL_SOURCE[:1]])
+
+
 def unflatten(part: BatchPart, source_meta_columns: Sequence[tuple[str, str, str, bool]], where: str) -> BatchPart:
     """The part's flattened rows as envelopes, with an envelope schema around the row's own."""
     from dataclasses import replace
@@ -53,15 +65,12 @@ def unflatten(part: BatchPart, source_meta_columns: Sequence[tuple[str, str, str
 
     frame = part.envelopes
     added = _added(frame.columns)
-    needed = ["op", *(f for _, f, _, required in source_meta_columns if required)]
-    missing = [f for f in needed if _source_column(added, f) is None]
-    if missing or "deleted" not in added:
-        settings = ",".join(needed + [f"source.{f}" for f in _OPTIONAL_SOURCE[:1]])
-        lacking = ", ".join([*(ADDED_PREFIX + f for f in missing), *([] if "deleted" in added else ["__deleted"])])
+    lacking, settings = lacking_fields(frame.columns, source_meta_columns)
+    if lacking:
         raise DecodeError(
-            f"{where}: a flattened topic (ExtractNewRecordState) without {lacking}: the order of the changes to a "
-            f"row cannot be known, or deletes never arrive. Set transforms.<name>.add.fields={settings} and "
-            "transforms.<name>.delete.tombstone.handling.mode=rewrite on the connector"
+            f"{where}: a flattened topic (ExtractNewRecordState) without {', '.join(lacking)}: the order of the "
+            f"changes to a row cannot be known, or deletes never arrive. Set transforms.<name>.add.fields={settings} "
+            "and transforms.<name>.delete.tombstone.handling.mode=rewrite on the connector"
         )
     values = [c for c in frame.columns if not c.startswith(ADDED_PREFIX)]
     internal = [c for c in frame.columns if c.startswith(INTERNAL_PREFIX)]

@@ -73,8 +73,8 @@ def _describe(value: bytes, embedded_expected: bool) -> tuple[str, dict[str, Any
 
 
 def check_json_messages(ctx: _Context) -> _Outcome:
-    from hudi_cdc.envelope.connect_schema import connect_envelope, is_envelope
-    from hudi_cdc.envelope.unflatten import ADDED_PREFIX
+    from hudi_cdc.envelope.connect_schema import connect_envelope, is_envelope, value_struct
+    from hudi_cdc.envelope.unflatten import lacking_fields
     from hudi_cdc.pipeline import merge_policy
 
     c = ctx.config
@@ -88,7 +88,7 @@ def check_json_messages(ctx: _Context) -> _Outcome:
     messages = _newest(ctx)
     if not messages:
         raise _Skip(f"topic {c.topic!r} holds no message to look at")
-    required = [f for _, f, _, needed in merge_policy(c).source_meta_columns if needed]
+    meta = merge_policy(c).source_meta_columns
     enveloped = True
     for partition, offset, value in messages:
         where = f"{c.topic}-{partition}@{offset}"
@@ -101,18 +101,15 @@ def check_json_messages(ctx: _Context) -> _Outcome:
         assert schema is not None
         enveloped = is_envelope(schema)
         if not enveloped:
-            added = {f.get("field", "")[len(ADDED_PREFIX) :] for f in schema.get("fields", [])}
-            lacking = [
-                ADDED_PREFIX + f for f in ("op", *required, "deleted") if f not in added and f"source_{f}" not in added
-            ]
+            lacking, settings = lacking_fields([f.get("field", "") for f in schema.get("fields", [])], meta)
             if lacking:
                 return _fail(
                     f"{where}: a flattened row (ExtractNewRecordState) without {', '.join(lacking)}",
-                    f"add.fields=op,{','.join(required)},source.ts_ms and delete.tombstone.handling.mode=rewrite",
+                    f"add.fields={settings} and delete.tombstone.handling.mode=rewrite",
                 )
         if given is not None and isinstance(payload, dict):
-            image = payload.get("after") or payload.get("before") if is_envelope(schema) else payload
-            fields = _value_fields(schema)
+            image = payload.get("after") or payload.get("before") if enveloped else payload
+            fields = {f["field"] for f in value_struct(schema).get("fields", [])}
             unknown = sorted(set(image or {}) - fields)
             if unknown:
                 return _fail(
@@ -122,15 +119,6 @@ def check_json_messages(ctx: _Context) -> _Outcome:
     kind = "Debezium envelopes" if enveloped else "rows flattened by ExtractNewRecordState"
     how = "embedded schemas" if given is None else "the schema of --kafka-value-schema-file"
     return _ok(f"{len(messages)} newest message(s): JSON {kind} with {how}")
-
-
-def _value_fields(schema: dict[str, Any]) -> set[str]:
-    from hudi_cdc.envelope.connect_schema import is_envelope
-
-    if not is_envelope(schema):
-        return {f["field"] for f in schema.get("fields", [])}
-    value = next(f for f in schema["fields"] if f.get("field") == "after")
-    return {f["field"] for f in value.get("fields", [])}
 
 
 def check_json_converter(ctx: _Context) -> _Outcome:

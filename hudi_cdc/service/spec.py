@@ -270,16 +270,11 @@ def _source(raw: Any, origin: str) -> SourceSettings:  # noqa: ANN401 - TOML val
 
 
 def _check_jdbc_source(raw: dict[str, Any], origin: str) -> None:
-    from hudi_cdc.config import redact_jdbc_url
+    from hudi_cdc.config import jdbc_url_problem
 
-    url = str(raw["url"])
-    if not url.startswith(("jdbc:postgresql:", "jdbc:mariadb:", "jdbc:mysql:")):
-        raise ConfigError(
-            f"{origin} [source]: url {redact_jdbc_url(url)!r}: expected jdbc:postgresql://host:port/db, "
-            "jdbc:mariadb://host:port/db or jdbc:mysql://host:port/db"
-        )
-    if "password=" in url.lower():
-        raise ConfigError(f"{origin} [source]: url carries a password: give it with password_file or password_env")
+    problem = jdbc_url_problem(str(raw["url"]), "url", "password_file or password_env")
+    if problem:
+        raise ConfigError(f"{origin} [source]: {problem}")
     if raw.get("password_file") and raw.get("password_env"):
         raise ConfigError(f"{origin} [source]: give one of password_file and password_env")
 

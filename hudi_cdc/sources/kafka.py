@@ -24,6 +24,7 @@ from hudi_cdc.envelope.avro_schemas import merged_reader_schema
 from hudi_cdc.envelope.flatten import ORIGIN_COLUMN
 from hudi_cdc.errors import CheckpointError, DecodeError, SourceError, TransientError
 from hudi_cdc.sources.kafka_json import SAMPLED
+from hudi_cdc.sources.kafka_json import key_fields as json_key_fields
 from hudi_cdc.sources.registry import SchemaRegistry
 from payloads.base import ARRIVAL_COLUMN, ERROR_COLUMN, RAW_COLUMN
 
@@ -283,20 +284,21 @@ class KafkaSource:
             )
         return OffsetRange(r.partition, r.start, end)
 
-    def _samples(self, ranges: list[OffsetRange]) -> list[bytes]:
-        """Five evenly spaced messages of each range, first and last included (a few fetches; a tombstone
-        gives nothing): every schema a backlog moved through usually shows among them."""
+    def _samples(self, ranges: list[OffsetRange]) -> list[tuple[bytes | None, bytes]]:
+        """``(key, value)`` of five evenly spaced messages of each range, first and last included (a few
+        fetches; a tombstone gives nothing): every schema a backlog moved through usually shows among them."""
         from confluent_kafka import KafkaException, TopicPartition
 
         wanted = sorted({(r.partition, r.start + (r.count - 1) * k // 4) for r in ranges for k in range(5)})
         consumer = self._consumer()
-        found = []
+        found: list[tuple[bytes | None, bytes]] = []
         try:
             for partition, offset in wanted:
                 consumer.assign([TopicPartition(self._topic, partition, offset)])
                 message = consumer.poll(10)
                 if message is not None and message.error() is None and message.value():
-                    found.append(bytes(message.value()))
+                    key = message.key()
+                    found.append((bytes(key) if key is not None else None, bytes(message.value())))
         except KafkaException as exc:
             raise TransientError(f"cannot reach Kafka at {self._config.bootstrap_servers}: {exc}") from None
         finally:
@@ -364,13 +366,18 @@ class KafkaSource:
         spans = ", ".join(f"{r.partition}:{r.start}..{r.end}" for r in ranges if r.count)
         description = f"{total} message(s) of {self._topic} [{spans}]"
         reading = [r for r in ranges if r.count]
-        key_fields = () if self._config.record_key_fields else self._key_fields(reading)
         if self._json_decoder is not None:
-            parts = self._json_decoder.parts(self._read(reading), samples=self._samples(reading))
+            samples = self._samples(reading)
+            # The key's fields from the sampled messages' keys: no read of the batch for them.
+            keys = (json_key_fields(k) for k, _ in samples if k)
+            key_fields = () if self._config.record_key_fields else next(keys, ())
+            parts = self._json_decoder.parts(self._read(reading), samples=[v for _, v in samples])
             sampled = sum(1 for p in parts if p.where.endswith(SAMPLED))
             decode = f"json: {sampled} schema(s) by sampled prefix, {len(parts) - sampled} by hash"
             details = {"messages": total, "writer_schemas": len(parts), "decode": decode, "behind_after": left}
             return Batch(parts, next_checkpoint, description, details=details, key_fields=key_fields)
+
+        key_fields = () if self._config.record_key_fields else self._key_fields(reading)
 
         # The subject's versions are every schema the topic's values can be written with
         # (TopicNameStrategy, Debezium's default): one reader schema for all of them lets the
@@ -520,11 +527,6 @@ class KafkaSource:
         version, else the schema of one keyed message."""
         from pyspark.sql import functions as F
 
-        if self._json:
-            from hudi_cdc.sources.kafka_json import key_fields
-
-            keyed = self._read(ranges).filter(F.col("key").isNotNull()).select("key").limit(1).collect()
-            return key_fields(keyed[0]["key"]) if keyed else ()
         ids = self._registry.subject_schema_ids(f"{self._topic}-key")
         if ids:
             schema_id = ids[-1]
