@@ -31,6 +31,7 @@ import sys
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -101,7 +102,15 @@ def _percentile(values: list[float], q: float) -> float:
     return ordered[max(0, int(len(ordered) * q + 0.999999) - 1)]
 
 
-def measure(tables: int, rate: int, seconds: float, warmup: float, idle_seconds: float, work: Path) -> dict[str, Any]:
+def measure(
+    tables: int,
+    rate: int,
+    seconds: float,
+    warmup: float,
+    idle_seconds: float,
+    work: Path,
+    hoodie_conf: dict[str, str] | None = None,
+) -> dict[str, Any]:
     from hudi_cdc.testing.kafka import end_offsets
     from hudi_cdc.testing.postgres import STACK_DSN, connect
 
@@ -131,7 +140,7 @@ target_base_path = "{work}/{{table}}"
 target_table = "{{table}}"
 table_type = "mor"
 min_sync_interval_seconds = 0
-
+{_conf_table(hoodie_conf or {{}})}
 [run]
 max_concurrent_tables = 4
 discovery_interval_seconds = 60
@@ -221,6 +230,19 @@ state_dir = "{work}/state_{run_id}"
     return result
 
 
+def _conf_table(conf: dict[str, str]) -> str:
+    if not conf:
+        return ""
+    return "\n[defaults.hoodie_conf]\n" + "".join(f'"{k}" = "{v}"\n' for k, v in conf.items())
+
+
+def _variant(text: str) -> tuple[str, dict[str, str]]:
+    """``label`` or ``label:key=value,key=value``: one run with those Hudi settings on every table."""
+    label, _, pairs = text.partition(":")
+    conf = dict(p.split("=", 1) for p in pairs.split(",") if p)
+    return label, conf
+
+
 def _caught_up(out_path: Path, names: list[str], newest_ms: float) -> bool:
     held: dict[str, int] = {}
     for line in out_path.read_text().splitlines():
@@ -239,44 +261,72 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warmup", type=float, default=60)
     parser.add_argument("--idle-seconds", type=float, default=60)
     parser.add_argument("--work", type=Path, default=REPO / ".bench" / "pipeline")
+    parser.add_argument(
+        "--variant",
+        action="append",
+        type=_variant,
+        help="label or label:key=value,...: a run with these Hudi settings on every table (repeatable; "
+        "one run with hudi-cdc's defaults when not given)",
+    )
     parser.add_argument("--markdown", type=Path, help="write the results here (docs/benchmarks.md)")
     args = parser.parse_args(argv)
     args.work.mkdir(parents=True, exist_ok=True)
     started = f"{datetime.now():%Y-%m-%d %H:%M}"
-    result = measure(args.tables, args.rate, args.seconds, args.warmup, args.idle_seconds, args.work)
-    text = render(result, started)
+    runs = []
+    for label, conf in args.variant or [("hudi-cdc defaults", {})]:
+        result = measure(args.tables, args.rate, args.seconds, args.warmup, args.idle_seconds, args.work, conf)
+        runs.append((label, conf, result))
+    text = render(runs, started)
     print(text)
     if args.markdown:
         from bench.markdown import write_section
 
         write_section(args.markdown, text, section="pipeline")
-    return 0 if result["not_visible"] == 0 else 1
+    return 0 if all(r["not_visible"] == 0 for _, _, r in runs) else 1
 
 
-def render(r: dict[str, Any], started: str) -> str:
+def render(runs: list[tuple[str, dict[str, str], dict[str, Any]]], started: str) -> str:
     from bench.run import machine, versions
 
+    first = runs[0][2]
+
+    def row(name: str, cell: Callable[[dict[str, Any]], str]) -> str:
+        return f"| {name} | " + " | ".join(cell(r) for _, _, r in runs) + " |"
+
+    def idle(r: dict[str, Any]) -> str:
+        every = 1 / r["idle_rounds_per_table_s"] if r["idle_rounds_per_table_s"] else float("nan")
+        return f"{r['idle_round_mean_s']} s / {r['idle_round_p50_s']} s ({r['idle_rounds']:,} rounds; each table every {every:.1f} s)"
+
+    settings = [
+        f"- {label}: " + (", ".join(f"`{k}={v}`" for k, v in conf.items()) or "no `hoodie_conf`")
+        for label, conf, _ in runs
+    ]
     return "\n".join(
         [
             f"Run of {started} on {machine()}; {', '.join(f'{k} {v}' for k, v in versions().items())}. "
-            f"{r['tables']} MERGE_ON_READ tables, one `hudi-cdc run --continuous` (`local[2]`, 6 GiB driver, "
-            "4 concurrent tables), the stack on the same 2 cores.",
+            f"{first['tables']} MERGE_ON_READ tables, one `hudi-cdc run --continuous` (`local[2]`, 6 GiB driver, "
+            "4 concurrent tables), the stack on the same 2 cores; one run per column, one after the other.",
             "",
-            "| | value |",
-            "| --- | ---: |",
-            f"| load | {r['rate']:,} changes/s over {r['tables']} tables, {r['seconds']:.0f} s measured after "
-            f"{r['warmup']:.0f} s warm-up; {r['changes']:,} changes; load behind by at most {r['load_behind_s']} s |",
-            f"| freshness p50, all tables | {r['p50_s']} s |",
-            f"| freshness p99, all tables | {r['p99_s']} s |",
-            f"| per-table p99: median / worst | {r['table_p99_median_s']} s / {r['table_p99_max_s']} s |",
-            f"| tables with p99 <= 15 s | {r['tables_p99_within_15s']} of {r['tables']} |",
-            f"| transactions never visible | {r['not_visible']} |",
-            f"| caught up after the load stopped | {r['caught_up_after_load_s']} s |",
-            f"| first commit of every table (creating {r['tables']} tables) | {r['first_commits_s']} s |",
-            f"| committed rounds | {r['committed_rounds']:,} |",
-            f"| an idle table's round (nothing new): mean / median | {r['idle_round_mean_s']} s / "
-            f"{r['idle_round_p50_s']} s ({r['idle_rounds']:,} rounds; each table every "
-            f"{1 / r['idle_rounds_per_table_s'] if r['idle_rounds_per_table_s'] else float('nan'):.1f} s) |",
+            *settings,
+            "",
+            "| | " + " | ".join(label for label, _, _ in runs) + " |",
+            "| --- |" + " ---: |" * len(runs),
+            row(
+                "load",
+                lambda r: (
+                    f"{r['rate']:,} changes/s over {r['tables']} tables, {r['seconds']:.0f} s measured after "
+                    f"{r['warmup']:.0f} s warm-up; {r['changes']:,} changes; load behind by at most {r['load_behind_s']} s"
+                ),
+            ),
+            row("freshness p50, all tables", lambda r: f"{r['p50_s']} s"),
+            row("freshness p99, all tables", lambda r: f"{r['p99_s']} s"),
+            row("per-table p99: median / worst", lambda r: f"{r['table_p99_median_s']} s / {r['table_p99_max_s']} s"),
+            row("tables with p99 <= 15 s", lambda r: f"{r['tables_p99_within_15s']} of {r['tables']}"),
+            row("transactions never visible", lambda r: str(r["not_visible"])),
+            row("caught up after the load stopped", lambda r: f"{r['caught_up_after_load_s']} s"),
+            row("first commit of every table", lambda r: f"{r['first_commits_s']} s"),
+            row("committed rounds", lambda r: f"{r['committed_rounds']:,}"),
+            row("an idle table's round (nothing new): mean / median", idle),
             "",
         ]
     )

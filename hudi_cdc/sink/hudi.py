@@ -8,7 +8,7 @@ back on the next write, with the checkpoint still at the previous commit.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -76,13 +76,24 @@ class HudiTable:
 
     def commits(self, newest_first: bool = True) -> list[CommitInfo]:
         """Completed commits, delta commits and replace commits with their extra metadata."""
+        out = list(self._commit_infos())
+        return out if newest_first else out[::-1]
+
+    def _commit_infos(self, only: set[str] | None = None) -> Iterator[CommitInfo]:
+        """Newest first, each instant's metadata read when reached (``only``: just these instants).
+
+        Lazily: a round needs the newest checkpoint and its own new commit, and reading
+        every commit's metadata through the JVM gateway cost 0.2-0.3 s at 13 commits.
+        """
         if not self.exists():
-            return []
+            return
         timeline = self._timeline()
         instants = timeline.getReverseOrderedInstants().iterator()
-        out = []
         while instants.hasNext():
             instant = instants.next()
+            requested = str(instant.requestedTime())
+            if only is not None and requested not in only:
+                continue
             action = str(instant.getAction())
             if action in ("replacecommit", "clustering"):
                 metadata = timeline.readReplaceCommitMetadata(instant)
@@ -93,12 +104,11 @@ class HudiTable:
                 "inserts": int(metadata.fetchTotalInsertRecordsWritten()),
                 "updates": int(metadata.fetchTotalUpdateRecordsWritten()),
             }
-            out.append(CommitInfo(str(instant.requestedTime()), action, extra, written))
-        return out if newest_first else out[::-1]
+            yield CommitInfo(requested, action, extra, written)
 
     def checkpoint_commit(self) -> CommitInfo | None:
         """The newest commit that carries a checkpoint (compactions and cleans carry none)."""
-        return next((c for c in self.commits() if opt.CHECKPOINT_KEY in c.extra), None)
+        return next((c for c in self._commit_infos() if opt.CHECKPOINT_KEY in c.extra), None)
 
     def latest_checkpoint(self) -> str | None:
         commit = self.checkpoint_commit()
@@ -121,7 +131,7 @@ class HudiTable:
             rows.write.format("hudi").options(**options).options(**extra_metadata).mode("append").save(self.base_path)
         except Exception as exc:
             raise SinkError(f"writing Hudi table {self.base_path} failed: {java_message(exc)}") from exc
-        ours = [c for c in self.commits() if c.instant not in before and marker in c.extra]
+        ours = [c for c in self._commit_infos(only=self._instant_times() - before) if marker in c.extra]
         if not ours:
             raise SinkError(f"the write to {self.base_path} completed but no new commit carries {marker}")
         return ours[0].instant
