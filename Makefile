@@ -8,7 +8,7 @@ JARS := $(JARS_DIR)/.fetched
 PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help install jars airflow demo demo-files demo-stack test test-nostack bench bench-scale bench-freshness bench-verify bench-first-load bench-pipeline bench-formats bench-all chaos test-fast lint clean stack-up stack-down stack-reset
+.PHONY: help install jars airflow demo demo-files demo-stack test test-nostack bench bench-scale bench-freshness bench-verify bench-first-load bench-pipeline bench-formats bench-rounds bench-commit-cost bench-all chaos test-fast lint clean stack-up stack-down stack-reset
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -90,6 +90,12 @@ bench-scale: install stack-up ## Cost per event at 100k/1M/5M backlogs, per roun
 bench-pipeline: install stack-up ## 50 tables in one process at 5,000 changes/s: freshness per table, an idle table's cost
 	$(PY) -m bench.pipeline --markdown docs/benchmarks.md
 
+bench-rounds: install stack-up ## Small rounds: continuous rounds of 1, 100 and 10,000 messages, a one-shot run's fixed cost
+	$(PY) -m bench.rounds --markdown docs/benchmarks.md
+
+bench-commit-cost: install ## One small Hudi commit under each setting (metadata table, markers, clean, timeline server)
+	$(PY) -m bench.commit_cost --markdown docs/benchmarks.md
+
 bench-formats: install stack-up ## The same stream as Avro, JSON with schemas and JSON without, ingested side by side
 	$(PY) -m bench.formats --markdown docs/benchmarks.md
 
@@ -101,7 +107,7 @@ bench-verify: install stack-up ## How long hudi-cdc verify takes on a 10M-row ta
 bench-first-load: install stack-up ## First load of a 10M-row Postgres table by hudi-cdc bootstrap: rows/s, peak memory, COPY as the limit
 	$(PY) -m bench.first_load --rows 10000000 --markdown docs/benchmarks.md
 
-bench-freshness: install stack-up ## Postgres commit -> visible in a MOR snapshot query, at 2,000 and 5,000 changes/s
+bench-freshness: install stack-up ## Postgres commit -> visible in a MOR snapshot query, at 2,000 and 10,000 changes/s, MOR and COW
 	$(PY) -m bench.freshness --markdown docs/benchmarks.md
 
 CHAOS_ARGS ?= --kills 20 --restarts kafka,registry,connect

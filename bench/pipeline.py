@@ -127,6 +127,7 @@ def measure(
     while len(end_offsets(BOOTSTRAP, topics)) < tables and time.time() < deadline:
         time.sleep(2)
     pipeline = work / f"many_{run_id}.toml"
+    conf_table = _conf_table(hoodie_conf or {})
     pipeline.write_text(
         f"""
 [source]
@@ -140,7 +141,7 @@ target_base_path = "{work}/{{table}}"
 target_table = "{{table}}"
 table_type = "mor"
 min_sync_interval_seconds = 0
-{_conf_table(hoodie_conf or {{}})}
+{conf_table}
 [run]
 max_concurrent_tables = 4
 discovery_interval_seconds = 60

@@ -104,6 +104,10 @@ class Workload:
 
     def produce(self, bootstrap: str, registry: str) -> None:
         """Create the topic, register the schemas and produce every change (plus Debezium's delete tombstones)."""
+        produce(bootstrap, self.topic, self.messages(bootstrap, registry))
+
+    def messages(self, bootstrap: str, registry: str) -> Iterator[tuple[bytes | None, bytes | None, int]]:
+        """Create the topic and register the schemas; then each message, as Debezium would publish it."""
         create_topic(bootstrap, self.topic, partitions=self.partitions)
         key_schema = {"type": "record", "name": "Key", "namespace": "bench.inventory.customers",
                       "fields": [{"name": "id", "type": "long"}]}  # fmt: skip
@@ -113,15 +117,11 @@ class Workload:
             columns = VERSIONS[version]
             schema = envelope_schema("customers", columns, server="bench", schema="inventory")
             framers[version] = Framer(register_schema(registry, f"{self.topic}-value", schema), schema)
-
-        def messages() -> Iterator[tuple[bytes | None, bytes | None, int]]:
-            for version, event, key in self.changes():
-                framed_key = key_framer({"id": key})
-                yield framed_key, framers[version](event), key % self.partitions
-                if event["op"] == "d":
-                    yield framed_key, None, key % self.partitions
-
-        produce(bootstrap, self.topic, messages())
+        for version, event, key in self.changes():
+            framed_key = key_framer({"id": key})
+            yield framed_key, framers[version](event), key % self.partitions
+            if event["op"] == "d":
+                yield framed_key, None, key % self.partitions
 
     def expected_rows(self) -> list[tuple]:
         """The final table as Spark reads it back (timestamps as UTC wall-clock datetimes)."""
