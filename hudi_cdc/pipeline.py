@@ -241,7 +241,7 @@ def ingest_once(
                 table, committed, config, batch, keys, tombstones, purged, started, truncated_at, quarantined
             )
         if plan.counts.deletes:
-            tombstones.record(plan.tombstones)
+            tombstones.record(plan.tombstones, stamped_at=now)
         held = tombstones.count()
         details = _details(batch, events)
         stats = {**asdict(plan.counts), "quarantined": quarantined, "tombstones_held": held, **details}

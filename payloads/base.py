@@ -369,7 +369,10 @@ class MergePolicy(ABC):
             release(checkpointed)
             materialised = [decided]
 
-        unresolved = decided.filter(F.col(ACTION_COLUMN) == F.lit(ERROR)).select(*keys).limit(5).collect()
+        # Only a placeholder makes an ERROR action: without placeholder columns, no job to look.
+        unresolved = (
+            decided.filter(F.col(ACTION_COLUMN) == F.lit(ERROR)).select(*keys).limit(5).collect() if toastable else []
+        )
         if unresolved:
             from hudi_cdc.spark import release
 

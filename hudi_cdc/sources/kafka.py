@@ -42,7 +42,13 @@ log = logging.getLogger("hudi_cdc")
 CHECKPOINT_KIND = "kafka/v1"
 CLIENT_PREFIX = "kafka."
 """``--hoodie-conf kafka.<setting>=v`` passes a Kafka client setting (security, SASL...)."""
-FETCH_DEFAULTS = {"max.partition.fetch.bytes": str(8 << 20), "fetch.max.bytes": str(64 << 20)}
+FETCH_DEFAULTS = {
+    "max.partition.fetch.bytes": str(8 << 20),
+    "fetch.max.bytes": str(64 << 20),
+    # A round's last fetch of a partition, at its end, waited the broker's 500 ms default for data
+    # that was never going to come: 0.6 s -> 0.2 s for the read of a 1-message round here.
+    "fetch.max.wait.ms": "20",
+}
 
 
 @dataclass(frozen=True)

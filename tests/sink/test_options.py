@@ -49,3 +49,9 @@ def test_mor_compacts_inline_unless_the_user_says_otherwise() -> None:
 def test_owned_keys_cannot_be_overridden(key: str) -> None:
     with pytest.raises(ConfigError, match="may not set"):
         _options(user_conf={key: "x"})
+
+
+def test_clean_is_planned_every_tenth_commit_unless_the_user_says_otherwise() -> None:
+    # Planning a clean after every commit was 0.2 s of a 1.5 s small commit (make bench-commit-cost).
+    assert _options()[opt.CLEAN_TRIGGER_MAX_COMMITS] == "10"
+    assert _options(user_conf={opt.CLEAN_TRIGGER_MAX_COMMITS: "1"})[opt.CLEAN_TRIGGER_MAX_COMMITS] == "1"

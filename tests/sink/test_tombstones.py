@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -62,3 +63,36 @@ def test_keys_default_to_the_stored_columns(spark, tmp_path: Path, keys: tuple[s
         spark.createDataFrame([(1, "0005", OLD), (1, "0006", OLD)], SCHEMA)
     )
     assert _rows(TombstoneStore(spark, str(tmp_path / "t"), key_fields=keys)) == [(1, "0006")]
+
+
+def _jobs(spark) -> int:
+    return len(spark.sparkContext.statusTracker().getJobIdsForGroup(None))
+
+
+def test_a_process_reads_the_store_again_only_when_it_must(spark, tmp_path: Path) -> None:
+    base = tmp_path / "t"
+    store = TombstoneStore(spark, str(base), key_fields=("id",))
+    store.record(spark.createDataFrame([(1, "0005", NEW)], SCHEMA), stamped_at=NEW)
+    assert store.purge(OLD) == 0 and store.count() == 1  # read once: the oldest is NEW
+
+    # What a continuous run does between rounds: no tombstone can have expired, the count holds.
+    before = _jobs(spark)
+    assert store.purge(OLD) == 0 and store.count() == 1
+    assert _jobs(spark) == before, "nothing changed, yet the store was read again"
+
+    # A round's deletes, stamped with its start: still nothing to expire, but a new count.
+    store.record(spark.createDataFrame([(2, "0007", NEW), (1, "0008", NEW)], SCHEMA), stamped_at=NEW)
+    assert store.purge(OLD) == 0 and store.count() == 2
+    # Once they are old enough, they go.
+    assert store.purge(NEW + timedelta(days=1)) == 2 and store.count() == 0
+
+    # Tombstones recorded without a stamp may be of any age: the next purge reads them.
+    store.record(spark.createDataFrame([(3, "0009", OLD)], SCHEMA))
+    assert store.purge(OLD + timedelta(days=1)) == 1 and _rows(store) == []
+
+    # Another process purged behind this one's back: what it knew no longer holds.
+    store.record(spark.createDataFrame([(4, "0010", NEW)], SCHEMA), stamped_at=NEW)
+    assert store.count() == 1
+    for directory in [p for p in base.iterdir() if p.name.startswith("batch-")]:
+        shutil.rmtree(directory)
+    assert store.count() == 0 and store.purge(NEW + timedelta(days=1)) == 0
