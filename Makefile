@@ -99,7 +99,7 @@ bench-commit-cost: install ## One small Hudi commit under each setting (metadata
 bench-formats: install stack-up ## The same stream as Avro, JSON with schemas and JSON without, ingested side by side
 	$(PY) -m bench.formats --markdown docs/benchmarks.md
 
-bench-all: bench bench-scale bench-freshness bench-pipeline ## All four benchmarks, results into docs/benchmarks.md
+bench-all: bench bench-scale bench-freshness bench-pipeline bench-rounds bench-commit-cost ## The main benchmarks, results into docs/benchmarks.md
 
 bench-verify: install stack-up ## How long hudi-cdc verify takes on a 10M-row table (Postgres against a Hudi COW table)
 	$(PY) -m bench.verify --rows 10000000

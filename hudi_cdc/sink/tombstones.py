@@ -54,11 +54,11 @@ CONSOLIDATE_AFTER = 32
 class _Known:
     """What this process last found in a store: its directories, the key count, the oldest tombstone.
 
-    Tombstones are only ever added by the store's one writer, each stamped with the
-    time of its round, so while the directories found then are all still there
-    (``directories <= now``), the oldest tombstone is still the oldest, and while the
-    directories are exactly those, the count holds. Anything else (a purge by
-    ``hudi-cdc tombstones --purge``, another process) makes the next call read again.
+    Only the store's one writer adds tombstones, stamped with the start of their round
+    (``record(stamped_at=)``). So while every directory seen then is still there, the
+    oldest tombstone is the one known, or a newer stamp; while the directories are exactly
+    those, the count holds. A directory gone (``hudi-cdc tombstones --purge``, another
+    process) makes the next call read the store again.
     """
 
     directories: frozenset[str]
