@@ -3,8 +3,9 @@
     python -m bench.run --events 1000000 --keys 100000 [--markdown docs/benchmarks.md]
 
 One run: produce the stream into a fresh topic of the local stack; measure the
-decode-only rate of each decoding design; ingest the topic with hudi-cdc and
-with HoodieStreamer (PostgresDebeziumSource) into COW and MOR tables, once
+decode-only rate of each decoding design; ingest the topic with hudi-cdc, with
+HoodieStreamer (PostgresDebeziumSource) and with a hand-written Hudi 1.2 PySpark
+job (bench/anchor.py) into COW and MOR tables, once
 with the same Hudi settings on both and once with each tool's defaults, every
 run a `spark-submit --master local[2]` with the same driver memory; time a
 plain Parquet write of the final rows; check every table equals the stream's
@@ -92,6 +93,24 @@ def run_hudi_cdc(
     return run
 
 
+def run_anchor(work: Path, topic: str, table_type: str, settings: dict[str, str], name: str) -> Run:
+    """bench/anchor.py, Hudi 1.2 by hand, on the same Spark, jars and resources as hudi-cdc."""
+    base = work / "tables" / name
+    conf = [arg for k, v in settings.items() for arg in ("--hoodie-conf", f"{k}={v}")]
+    command = [
+        spark_submit(), "--master", f"local[{CORES}]", "--driver-memory", DRIVER_MEMORY,
+        "--conf", "spark.ui.enabled=false", *hudi_cdc_jars(),
+        str(REPO / "bench" / "anchor.py"), "--topic", topic, "--bootstrap-servers", BOOTSTRAP,
+        "--schema-registry-url", REGISTRY, "--target-base-path", str(base), "--target-table", name,
+        "--table-type", table_type, *conf,
+    ]  # fmt: skip
+    run = Run(ANCHOR, table_type, "same" if settings else "defaults")
+    run.measured = run_measured(command, work / "logs" / f"{name}.log", env={"PYSPARK_PYTHON": sys.executable})
+    run.extra["base"] = str(base)
+    return run
+
+
+ANCHOR = "Hudi 1.2 by hand"
 HOODIESTREAMER_VERSION = "0.14.0"  # the only hudi-utilities on the reachable Maven mirror (see the Makefile)
 
 
@@ -195,6 +214,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--work", type=Path, default=REPO / ".bench")
     parser.add_argument("--markdown", type=Path, help="write the results here (docs/benchmarks.md)")
     parser.add_argument("--skip-hoodiestreamer", action="store_true")
+    parser.add_argument("--skip-anchor", action="store_true", help="skip the hand-written Hudi 1.2 job")
     parser.add_argument("--only-same-settings", action="store_true", help="skip the runs with each tool's defaults")
     parser.add_argument("--render", type=Path, help="only render an earlier run's report.json (to --markdown)")
     args = parser.parse_args(argv)
@@ -238,17 +258,19 @@ def main(argv: list[str] | None = None) -> int:
     for label, settings in settings_sets:
         for table_type in ("COPY_ON_WRITE", "MERGE_ON_READ"):
             short = "cow" if table_type == "COPY_ON_WRITE" else "mor"
-            pair = [run_hudi_cdc(work, topic, table_type, settings, f"hudi_cdc_{short}_{label}")]
+            group = [run_hudi_cdc(work, topic, table_type, settings, f"hudi_cdc_{short}_{label}")]
             if not args.skip_hoodiestreamer:
-                pair.append(run_hoodiestreamer(work, hs_topic, table_type, settings, f"hoodiestreamer_{short}_{label}"))
-            runs += pair
-            for run in pair:
+                group.append(run_hoodiestreamer(work, hs_topic, table_type, settings, f"hoodiestreamer_{short}_{label}"))
+            if not args.skip_anchor:
+                group.append(run_anchor(work, topic, table_type, settings, f"anchor_{short}_{label}"))
+            runs += group
+            for run in group:
                 if run.measured and run.measured.returncode != 0:
                     run.rows_ok, run.note = False, f"exit {run.measured.returncode}, see {run.measured.log}"
                 elif run.rows_ok is None:
                     verify(spark, run, expected)
                 m = run.measured
-                print(f"{run.tool:<15} {run.table_type:<14} {run.settings:<8} {m.seconds:7.1f}s "
+                print(f"{run.tool:<21} {run.table_type:<14} {run.settings:<8} {m.seconds:7.1f}s "
                       f"{args.events / m.seconds:>9,.0f} events/s peak {m.peak_rss_mib:,.0f} MiB "
                       f"{'OK' if run.rows_ok else 'WRONG: ' + run.note}", flush=True)  # fmt: skip
 
@@ -271,7 +293,7 @@ def main(argv: list[str] | None = None) -> int:
         from bench.markdown import write_section
 
         write_section(args.markdown, text)
-    # A wrong hudi-cdc table fails the run; a wrong HoodieStreamer table is a finding, reported above.
+    # A wrong hudi-cdc table fails the run; a wrong table of an anchor is a finding, reported above.
     return 0 if all(r.rows_ok for r in runs if r.tool == "hudi-cdc") else 1
 
 
@@ -295,16 +317,14 @@ def render(report: dict[str, Any]) -> str:
         )
     lines += ["", "| ratio | value |", "| --- | ---: |"]
     by = {(r["tool"], r["table_type"], r["settings"]): r["seconds"] for r in report["runs"]}
-    for settings in ("same", "defaults"):
-        for table_type in ("COPY_ON_WRITE", "MERGE_ON_READ"):
-            ours, theirs = (
-                by.get(("hudi-cdc", table_type, settings)),
-                by.get((f"HoodieStreamer {HOODIESTREAMER_VERSION}", table_type, settings)),
-            )
-            if ours and theirs:
-                lines.append(
-                    f"| hudi-cdc / HoodieStreamer events/s, {table_type}, {settings} settings | {theirs / ours:.2f}x |"
-                )
+    for anchor in (f"HoodieStreamer {HOODIESTREAMER_VERSION}", ANCHOR):
+        for settings in ("same", "defaults"):
+            for table_type in ("COPY_ON_WRITE", "MERGE_ON_READ"):
+                ours, theirs = by.get(("hudi-cdc", table_type, settings)), by.get((anchor, table_type, settings))
+                if ours and theirs:
+                    lines.append(
+                        f"| hudi-cdc / {anchor} events/s, {table_type}, {settings} settings | {theirs / ours:.2f}x |"
+                    )
     decode = report["decode"]
     # The limit is the fastest design that builds rows (the count-only one builds none).
     best_decode = max(d["events_per_s"] for name, d in decode.items() if not name.endswith("_count"))
