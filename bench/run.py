@@ -260,7 +260,9 @@ def main(argv: list[str] | None = None) -> int:
             short = "cow" if table_type == "COPY_ON_WRITE" else "mor"
             group = [run_hudi_cdc(work, topic, table_type, settings, f"hudi_cdc_{short}_{label}")]
             if not args.skip_hoodiestreamer:
-                group.append(run_hoodiestreamer(work, hs_topic, table_type, settings, f"hoodiestreamer_{short}_{label}"))
+                group.append(
+                    run_hoodiestreamer(work, hs_topic, table_type, settings, f"hoodiestreamer_{short}_{label}")
+                )
             if not args.skip_anchor:
                 group.append(run_anchor(work, topic, table_type, settings, f"anchor_{short}_{label}"))
             runs += group
