@@ -86,11 +86,15 @@ class Load(threading.Thread):
 
 
 def _completions(base: Path) -> dict[str, float]:
-    """Requested instant -> completion time (s) of the table's completed delta commits."""
+    """Requested instant -> completion time (s) of the table's completed (delta) commits.
+
+    A table's first commit is a bulk insert, a ``.commit`` on MOR too; compactions are
+    ``.commit``s as well, but no round's ``commit_time`` names them.
+    """
     timeline = base / ".hoodie" / "timeline"
     out = {}
     for p in timeline.iterdir() if timeline.exists() else ():
-        if p.name.endswith(".deltacommit") and "_" in p.name:
+        if p.name.endswith((".commit", ".deltacommit")) and "_" in p.name:
             requested, completed = p.name.split(".")[0].split("_")
             moment = datetime.strptime(completed[:17], "%Y%m%d%H%M%S%f").replace(tzinfo=UTC)
             out[requested] = moment.timestamp()

@@ -18,7 +18,7 @@ from hudi_cdc.config import FLAVORS_WITH_PLACEHOLDERS, IngestConfig
 from hudi_cdc.envelope.batch import change_rows
 from hudi_cdc.errors import ConfigError, DecodeError, HudiCdcError, SourceError
 from hudi_cdc.sink import options as opt
-from hudi_cdc.sink.hudi import HudiTable
+from hudi_cdc.sink.hudi import HudiTable, first_commit_rows
 from hudi_cdc.sink.quarantine import QuarantineStore
 from hudi_cdc.sink.tombstones import TombstoneStore
 from hudi_cdc.spark import release
@@ -252,7 +252,10 @@ def ingest_once(
             plan.counts.upserts,
             plan.counts.deletes,
         )
-        commit_time = _commit(table, config, keys, plan.upserts, batch, stats, truncated_at)
+        rows, operation = plan.upserts, None
+        if not committed and plan.counts.upserts and opt.OPERATION not in config.hoodie_conf:
+            rows, operation = first_commit_rows(plan.upserts, plan.counts.upserts), "bulk_insert"
+        commit_time = _commit(table, config, keys, rows, batch, stats, truncated_at, operation=operation)
     finally:
         # In a continuous process the next round needs that memory (see release).
         release(*plan.materialised, *(part.envelopes for part in batch.parts))
@@ -346,6 +349,8 @@ def _commit(
     batch: Batch,
     stats: dict[str, Any],
     truncated_at: str | None,
+    *,
+    operation: str | None = None,
 ) -> str:
     """Write ``rows`` in one Hudi commit that also carries the batch's checkpoint and stats."""
     options = opt.write_options(
@@ -361,6 +366,8 @@ def _commit(
         opt.SOURCE_KEY: config.source,
         opt.STATS_KEY: json.dumps(stats, sort_keys=True),
     }
+    if operation is not None:
+        options[opt.OPERATION] = operation
     if config.checkpoint is not None:
         metadata[opt.CHECKPOINT_RESET_KEY] = config.checkpoint
     if truncated_at:

@@ -37,7 +37,8 @@ def _table(spark, base: Path) -> dict:  # noqa: ANN001
     return {r["id"]: r.asDict() for r in frame.select(*COLUMNS).collect()}
 
 
-@pytest.mark.parametrize(("table_type", "action"), [("cow", "commit"), ("mor", "deltacommit")])
+# A new table's first commit is a bulk insert: a commit of base files on MOR too.
+@pytest.mark.parametrize(("table_type", "action"), [("cow", "commit"), ("mor", "commit")])
 def test_killed_during_the_first_commit_the_next_run_finishes(spark, tmp_path: Path, table_type: str, action: str):
     sample = SampleCustomers(tmp_path / "events", keys=300)
     sample.snapshot(rows=200)

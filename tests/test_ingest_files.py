@@ -56,8 +56,8 @@ def test_files_to_table_equals_source_and_rerun_changes_nothing(spark, tmp_path:
     assert not any("__debezium_unavailable_value" in str(row) for row in read_rows(spark, base, COLUMNS))
 
     if table_type == "mor":
-        actions = [c.action for c in HudiTable(spark, base).commits()]
-        assert "commit" in actions, f"expected an inline compaction, timeline has {actions}"
+        operations = [(c.action, c.operation) for c in HudiTable(spark, base).commits()]
+        assert ("commit", "compact") in operations, f"expected an inline compaction, timeline has {operations}"
         assert read_rows(spark, base, COLUMNS, query_type="read_optimized") == expected_rows(state, COLUMNS)
 
     before = commit_instants(spark, base)
@@ -73,6 +73,35 @@ def test_checkpoint_is_in_the_data_commit(spark, tmp_path: Path) -> None:
     newest = HudiTable(spark, base).commits()[0]
     assert json.loads(newest.extra["hudi_cdc.checkpoint"])["folders"] == {"": "a.avro"}
     assert json.loads(newest.extra["hudi_cdc.stats"])["upserts"] == 1
+
+
+@pytest.mark.parametrize("table_type", ["cow", "mor"])
+def test_a_new_tables_first_commit_is_a_bulk_insert(spark, tmp_path: Path, table_type: str) -> None:
+    """Nothing stored to merge with: the first commit bulk-inserts each key's row; deletes leave tombstones."""
+    source, base = tmp_path / "events", str(tmp_path / "table")
+    events, lsn = random_history(seed=3, keys=60, lsn_start=1000)
+    # A key that is deleted within the batch, then inserted again in the next one at an older position.
+    events += [
+        pg_event("c", lsn=lsn + 10, after={"id": 999, "name": "gone", "bio": "x"}),
+        pg_event("d", lsn=lsn + 20, before={"id": 999, "name": None, "bio": None}),
+    ]
+    write_events(source / "a.avro", SCHEMA, events)
+    args = ingest_args(str(source), base, table_type=table_type)
+    result = run_cli(*args, "--json")
+    assert result.exit_code == 0, result.output
+    state = apply_events(events)
+    assert 999 not in state
+    assert read_rows(spark, base, COLUMNS) == expected_rows(state, COLUMNS)
+    first = HudiTable(spark, base).commits()[0]
+    assert first.operation == "bulk_insert" and first.written["inserts"] == len(state)
+    assert json.loads(result.output.strip().splitlines()[-1])["tombstones_held"] >= 1
+
+    late = [pg_event("c", lsn=lsn + 15, after={"id": 999, "name": "stale", "bio": "y"})]
+    more, _ = random_history(seed=4, keys=60, lsn_start=lsn + 100)
+    write_events(source / "b.avro", SCHEMA, late + more)
+    assert run_cli(*args).exit_code == 0, "second round"
+    assert HudiTable(spark, base).commits()[0].operation == "upsert"
+    assert read_rows(spark, base, COLUMNS) == expected_rows(apply_events(events + late + more), COLUMNS)
 
 
 BAD_INPUTS = {

@@ -15,11 +15,12 @@ from typing import TYPE_CHECKING
 from hudi_cdc._jvm import hadoop_conf, java_message, jvm
 from hudi_cdc.errors import SinkError
 from hudi_cdc.sink import options as opt
+from payloads.base import DELETED_COLUMN
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["HudiTable", "CommitInfo"]
+__all__ = ["HudiTable", "CommitInfo", "first_commit_rows"]
 
 
 @dataclass(frozen=True)
@@ -28,6 +29,7 @@ class CommitInfo:
     action: str
     extra: dict[str, str]
     written: dict[str, int] = field(default_factory=dict)  # Hudi's own counts: inserts, updates
+    operation: str = ""  # Hudi's write operation: upsert, bulk_insert, compact, ...
 
 
 class HudiTable:
@@ -104,7 +106,8 @@ class HudiTable:
                 "inserts": int(metadata.fetchTotalInsertRecordsWritten()),
                 "updates": int(metadata.fetchTotalUpdateRecordsWritten()),
             }
-            yield CommitInfo(requested, action, extra, written)
+            operation = metadata.getOperationType()
+            yield CommitInfo(requested, action, extra, written, str(operation.value()) if operation else "")
 
     def checkpoint_commit(self) -> CommitInfo | None:
         """The newest commit that carries a checkpoint (compactions and cleans carry none)."""
@@ -142,3 +145,20 @@ class HudiTable:
     def read_as_of(self, instant: str) -> DataFrame:
         """The table as it was when ``instant`` completed (time travel; needs its files not yet cleaned)."""
         return self._spark.read.format("hudi").option("as.of.instant", instant).load(self.base_path)
+
+
+# Rows per file of a first commit: Hudi's own for an upsert's inserts (hoodie.copyonwrite.insert.split.size).
+ROWS_PER_NEW_FILE = 500_000
+
+
+def first_commit_rows(upserts: DataFrame, count: int) -> DataFrame:
+    """A table's first commit, for a bulk insert instead of an upsert: ``upserts`` without the deletes.
+
+    A table without a completed commit holds no rows: nothing to look up in an index,
+    merge with or delete (a delete leaves only its tombstone), and the write plan left
+    one row per key. Hudi's bulk insert writes them as they are, in files of up to
+    ROWS_PER_NEW_FILE rows, not one per Spark partition.
+    """
+    from pyspark.sql import functions as F
+
+    return upserts.filter(~F.col(DELETED_COLUMN)).coalesce(max(1, -(-count // ROWS_PER_NEW_FILE)))
