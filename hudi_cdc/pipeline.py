@@ -253,7 +253,7 @@ def ingest_once(
             plan.counts.deletes,
         )
         rows, operation = plan.upserts, None
-        if not committed and plan.counts.upserts and opt.OPERATION not in config.hoodie_conf:
+        if not committed and plan.counts.upserts and opt.first_commit_bulk_insert(config.hoodie_conf):
             rows, operation = first_commit_rows(plan.upserts, plan.counts.upserts), "bulk_insert"
         commit_time = _commit(table, config, keys, rows, batch, stats, truncated_at, operation=operation)
     finally:

@@ -287,7 +287,17 @@ class MergePolicy(ABC):
         winners = winners.localCheckpoint(eager=True)
         checkpointed = winners
 
-        errors = winners.filter(F.col(_FIRST_ERROR).isNotNull()).select(*keys, _FIRST_ERROR).limit(5).collect()
+        # One small job tells whether the lookups below are needed at all (each is a job or two).
+        found = winners.agg(
+            F.count(_FIRST_ERROR).alias("errors"),
+            (F.count(F.when(has_placeholder, F.lit(1))) if toastable else F.lit(0)).alias("placeholders"),
+        ).first()
+        assert found is not None  # a global aggregate has one row
+        errors = (
+            winners.filter(F.col(_FIRST_ERROR).isNotNull()).select(*keys, _FIRST_ERROR).limit(5).collect()
+            if found["errors"]
+            else []
+        )
         if errors and not quarantine:
             return WritePlan.failed([_describe_error(row, keys) for row in errors], [checkpointed])
         # Set aside, read again from the source only when there are any.
@@ -310,7 +320,12 @@ class MergePolicy(ABC):
         joined_table = False
         if toastable:
             pending = winners.filter(has_placeholder).select(*keys)
-            table_rows = None if pending.isEmpty() else stored.stored_rows([*keys, ORDER_COLUMN, *toastable])
+            # ``found`` counted before the filters above: zero there is zero here.
+            table_rows = (
+                None
+                if not found["placeholders"] or pending.isEmpty()
+                else stored.stored_rows([*keys, ORDER_COLUMN, *toastable])
+            )
             if table_rows is not None and floor is not None:  # rows from before a TRUNCATE are gone
                 table_rows = table_rows.where(F.col(ORDER_COLUMN) > F.lit(floor))
             if table_rows is not None:  # None before the first commit
@@ -369,9 +384,12 @@ class MergePolicy(ABC):
             release(checkpointed)
             materialised = [decided]
 
-        # Only a placeholder makes an ERROR action: without placeholder columns, no job to look.
+        # Only a placeholder makes an ERROR action; the tally counts them, so a plan without one looks no further.
+        tally = self._tally(decided)
         unresolved = (
-            decided.filter(F.col(ACTION_COLUMN) == F.lit(ERROR)).select(*keys).limit(5).collect() if toastable else []
+            decided.filter(F.col(ACTION_COLUMN) == F.lit(ERROR)).select(*keys).limit(5).collect()
+            if ERROR in tally
+            else []
         )
         if unresolved:
             from hudi_cdc.spark import release
@@ -403,7 +421,9 @@ class MergePolicy(ABC):
                 "that the table has never seen: the unchanged value is unknown, so the record cannot be "
                 "written; nothing was written and the checkpoint did not move"
             )
-        counts = self._count(decided)
+        if ERROR in tally:  # ``decided`` changed above: filled from elsewhere, or the unfillable set aside
+            tally = self._tally(decided)
+        counts = self._count(tally)
         if truncated_at is not None:  # the truncate events are events of the batch too
             counts = dataclasses.replace(counts, events=counts.events + truncates, ops={**counts.ops, "t": truncates})
         writes = decided.filter(F.col(ACTION_COLUMN).isin(UPSERT, DELETE))
@@ -575,7 +595,8 @@ class MergePolicy(ABC):
         return decided.filter(~is_error).unionByName(filled.select(*decided.columns))
 
     @staticmethod
-    def _count(decided: DataFrame) -> PlanCounts:
+    def _tally(decided: DataFrame) -> dict[str, Any]:
+        """The per-action sums of ``decided`` (one Spark job), by action."""
         from pyspark.sql import functions as F
 
         has_ts = SOURCE_TS_COLUMN in decided.columns
@@ -594,8 +615,12 @@ class MergePolicy(ABC):
             )
             .collect()
         )
+        return {r[ACTION_COLUMN]: r for r in rows}
+
+    @staticmethod
+    def _count(by_action: dict[str, Any]) -> PlanCounts:
+        rows = list(by_action.values())
         ops = {op: sum(int(r[f"op_{op}"] or 0) for r in rows) for op in _COUNTED_OPS}
-        by_action = {r[ACTION_COLUMN]: r for r in rows}
         n = {action: (by_action[action]["n"] if action in by_action else 0) for action in (UPSERT, DELETE, STALE)}
         return PlanCounts(
             events=sum(int(r["events"] or 0) for r in rows),

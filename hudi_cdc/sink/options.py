@@ -29,6 +29,7 @@ INSERT_DROP_DUPS = "hoodie.datasource.write.insert.drop.duplicates"
 COMBINE_BEFORE_UPSERT = "hoodie.combine.before.upsert"
 COLUMN_STATS = "hoodie.metadata.index.column.stats.enable"
 CLEAN_TRIGGER_MAX_COMMITS = "hoodie.clean.trigger.max.commits"
+RECORD_INDEX_ENABLE = "hoodie.metadata.record.index.enable"
 
 # Our keys in the commit's extra metadata: written by the same commit as the data.
 META_PREFIX = "hudi_cdc."
@@ -95,3 +96,19 @@ def write_options(
         options[COMPACT_INLINE_MAX_DELTA_COMMITS] = "5"
     options.update(user_conf)
     return options
+
+
+# Indexes that look a key up in the files themselves: a bulk insert's files serve them as an upsert's do.
+_FILE_INDEXES = {"SIMPLE", "GLOBAL_SIMPLE", "BLOOM", "GLOBAL_BLOOM"}
+
+
+def first_commit_bulk_insert(user_conf: Mapping[str, str]) -> bool:
+    """Whether a new table's first commit may be a bulk insert rather than an upsert.
+
+    Not when the user chose the operation, nor with an index that keeps its own map of
+    keys to files (bucket, record-level): those are left to the upsert path they are
+    tested with.
+    """
+    index = user_conf.get(INDEX_TYPE, "SIMPLE").upper()
+    record_index = user_conf.get(RECORD_INDEX_ENABLE, "false").lower() == "true"
+    return OPERATION not in user_conf and index in _FILE_INDEXES and not record_index

@@ -55,3 +55,19 @@ def test_clean_is_planned_every_tenth_commit_unless_the_user_says_otherwise() ->
     # Planning a clean after every commit was 0.2 s of a 1.5 s small commit (make bench-commit-cost).
     assert _options()[opt.CLEAN_TRIGGER_MAX_COMMITS] == "10"
     assert _options(user_conf={opt.CLEAN_TRIGGER_MAX_COMMITS: "1"})[opt.CLEAN_TRIGGER_MAX_COMMITS] == "1"
+
+
+@pytest.mark.parametrize(
+    ("user_conf", "bulk"),
+    [
+        ({}, True),
+        ({"hoodie.index.type": "BLOOM"}, True),
+        ({"hoodie.index.type": "global_simple"}, True),
+        ({"hoodie.datasource.write.operation": "upsert"}, False),
+        ({"hoodie.index.type": "BUCKET"}, False),
+        ({"hoodie.index.type": "RECORD_INDEX"}, False),
+        ({"hoodie.metadata.record.index.enable": "true"}, False),
+    ],
+)
+def test_a_first_commit_bulk_inserts_only_with_an_index_that_reads_the_files(user_conf, bulk: bool) -> None:
+    assert opt.first_commit_bulk_insert(user_conf) is bulk
