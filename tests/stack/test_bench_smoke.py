@@ -17,8 +17,10 @@ pytestmark = [pytest.mark.kafka, pytest.mark.hudi]
 REPO = Path(__file__).resolve().parents[2]
 
 
-def test_bench_harness_smoke(tmp_path: Path) -> None:
-    args = ["--events", "3000", "--keys", "300", "--partitions", "2", "--work", str(tmp_path), "--only-same-settings"]
+@pytest.mark.parametrize("schema_versions", ["1", "3"])
+def test_bench_harness_smoke(tmp_path: Path, schema_versions: str) -> None:
+    args = ["--events", "3000", "--keys", "300", "--partitions", "2", "--work", str(tmp_path), "--only-same-settings",
+            "--schema-versions", schema_versions]  # fmt: skip
     if not any((REPO / ".jars" / "hoodiestreamer").glob("hudi-utilities*.jar")):
         args.append("--skip-hoodiestreamer")
     done = subprocess.run([sys.executable, "-m", "bench.run", *args], cwd=REPO, capture_output=True, text=True)
@@ -29,4 +31,12 @@ def test_bench_harness_smoke(tmp_path: Path) -> None:
     assert data["decode"]["spark_from_avro"]["events"] == data["decode"]["python_fastavro_count"]["events"] > 0
     tools = {(r["tool"], r["table_type"]) for r in data["runs"]}
     assert {("hudi-cdc", "COPY_ON_WRITE"), ("hudi-cdc", "MERGE_ON_READ")} <= tools
-    assert all(r["rows_ok"] for r in data["runs"]), data["runs"]
+    assert all(r["rows_ok"] for r in data["runs"] if r["tool"] == "hudi-cdc"), data["runs"]
+    # The hand-written Hudi 1.2 job runs on one-version streams only; its tables are checked and may be wrong
+    # (the TOAST placeholders Hudi keeps): a finding, not a failure of the harness.
+    anchors = [r for r in data["runs"] if r["tool"] == "Hudi 1.2 by hand"]
+    if schema_versions == "1":
+        assert {r["table_type"] for r in anchors} == {"COPY_ON_WRITE", "MERGE_ON_READ"}
+        assert all(r["rows_ok"] is not None and not r["note"].startswith("exit") for r in anchors), anchors
+    else:
+        assert not anchors and "reads a one-version stream only" in done.stdout
