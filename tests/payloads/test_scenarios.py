@@ -481,3 +481,26 @@ def test_primary_key_change_keeps_unchanged_out_of_line_values(
     expected = apply_events([event for batch in batches for event in batch])
     assert expected[3] == {"id": 3, **row("twice", bio="long bio", data=b"blob", tags=["y"])}
     assert table_state(spark, base, NAMES) == {k: tuple(v[n] for n in NAMES) for k, v in expected.items()}
+
+
+def test_a_map_column_is_merged_like_any_other(spark, tmp_path: Path) -> None:
+    """A map cannot be ordered, so the per-key pass picks with ``max_by`` instead of ``max`` over a struct."""
+    from pyspark.sql.types import ArrayType, MapType, StringType, StructField, StructType
+
+    from payloads.base import _orderable
+
+    assert not _orderable(StructType([StructField("m", MapType(StringType(), StringType()))]))
+    assert not _orderable(ArrayType(MapType(StringType(), StringType())))
+    assert _orderable(StructType([StructField("a", StringType())]))
+
+    schema = envelope_schema("customers", [*COLUMNS, ("attrs", ["null", {"type": "map", "values": "string"}])])
+    batches = _events(PG_SCENARIOS, "postgres")
+    for event in (e for batch in batches for e in batch):
+        image = event["after"] or event["before"]
+        image["attrs"] = {"name": str(image["name"])}
+    base = ingest_batches(spark, tmp_path, schema, batches, table_type="cow")
+    _check(table_state(spark, base, NAMES), PG_SCENARIOS)
+    attrs = table_state(spark, base, ("id", "attrs"))
+    assert {key: value[1] for key, value in attrs.items()} == {
+        key: {"name": str(expected[1])} for key, expected in _expected(PG_SCENARIOS).items()
+    }
