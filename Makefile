@@ -82,6 +82,7 @@ $(HS): jars/hoodiestreamer/hudi-0.14-fallback/pom.xml $(INSTALLED)
 	touch $@
 
 bench: install stack-up $(HS) ## hudi-cdc vs HoodieStreamer on one Debezium stream; results into docs/benchmarks.md
+	$(VENV)/bin/hudi-cdc jvm-archive
 	$(PY) -m bench.run --markdown docs/benchmarks.md $(BENCH_ARGS)
 
 bench-scale: install stack-up ## Cost per event at 100k/1M/5M backlogs, per round as the table grows, memory vs --source-limit

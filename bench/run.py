@@ -75,6 +75,15 @@ def hudi_cdc_jars() -> list[str]:
     return resolve_jars().submit_args()
 
 
+def jvm_archive_args() -> list[str]:
+    """hudi-cdc's class-data archive (``hudi-cdc jvm-archive``, built by ``make bench``), if there is one."""
+    from hudi_cdc.jars import resolve_jars
+    from hudi_cdc.launcher import jvm_archive
+
+    archive = jvm_archive.archive_for(resolve_jars())
+    return ["--driver-java-options", jvm_archive.java_options(archive)] if archive else []
+
+
 def run_hudi_cdc(
     work: Path, topic: str, table_type: str, settings: dict[str, str], name: str, extra: Sequence[str] = ()
 ) -> Run:
@@ -82,7 +91,7 @@ def run_hudi_cdc(
     conf = [arg for k, v in settings.items() for arg in ("--hoodie-conf", f"{k}={v}")]
     command = [
         spark_submit(), "--master", f"local[{CORES}]", "--driver-memory", DRIVER_MEMORY,
-        "--conf", "spark.ui.enabled=false", *hudi_cdc_jars(),
+        "--conf", "spark.ui.enabled=false", *hudi_cdc_jars(), *jvm_archive_args(),
         str(LAUNCHER), "ingest", "--source", "kafka", "--topic", topic,
         "--bootstrap-servers", BOOTSTRAP, "--schema-registry-url", REGISTRY, "--target-base-path", str(base),
         "--target-table", name, "--table-type", table_type, "--json", *conf, *extra,
@@ -253,6 +262,8 @@ def main(argv: list[str] | None = None) -> int:
         },
     )
     decode = measure(spark, BOOTSTRAP, REGISTRY, topic, args.events)
+    archive = jvm_archive_args()
+    print(f"hudi-cdc's JVM archive: {archive[-1] if archive else 'none (hudi-cdc jvm-archive builds it)'}")
 
     hs_topic = None if args.skip_hoodiestreamer else strip_tombstones(spark, topic)
     if args.schema_versions > 1 and not args.skip_anchor:
@@ -288,7 +299,7 @@ def main(argv: list[str] | None = None) -> int:
     report = {
         "started": started_at, "machine": machine(), "versions": versions(), "events": args.events, "keys": args.keys,
         "partitions": args.partitions, "schema_versions": args.schema_versions, "mix": workload.counts, "final_rows": len(expected), "produce_s": produce_s,
-        "decode": decode, "parquet_write_s": parquet_s,
+        "decode": decode, "parquet_write_s": parquet_s, "jvm_archive": bool(archive),
         "runs": [{"tool": r.tool, "table_type": r.table_type, "settings": r.settings, "seconds": r.measured.seconds,
                   "peak_rss_mib": r.measured.peak_rss_mib, "rows_ok": r.rows_ok, "note": r.note}
                  for r in runs if r.measured],
@@ -314,6 +325,12 @@ def render(report: dict[str, Any]) -> str:
         f"(inserts {report['mix']['c']:,}, updates {report['mix']['u']:,} of which {report['mix']['toast']:,} "
         f"with a TOAST placeholder, deletes {report['mix']['d']:,}; {report['schema_versions']} schema version(s)); "
         f"{report['final_rows']:,} rows at the end.",
+        "hudi-cdc's driver JVM "
+        + (
+            "mapped its class-data archive (`hudi-cdc jvm-archive`); the other tools' did not have one."
+            if report.get("jvm_archive")
+            else "had no class-data archive (`hudi-cdc jvm-archive` not run)."
+        ),
         "",
         "| tool | table | Hudi settings | wall s | events/s | peak RSS MiB | table equals source |",
         "| --- | --- | --- | ---: | ---: | ---: | --- |",

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from hudi_cdc.errors import ConfigError
 from hudi_cdc.jars import JarSource, resolve_jars
+from hudi_cdc.launcher import jvm_archive
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -81,6 +82,7 @@ def spark_session(
     cluster whose nodes keep Python elsewhere, set ``PYSPARK_PYTHON``.
     With ``jvm_log``, a JVM started here writes its output (Spark's, Hudi's
     and Ivy's warnings) to that file instead of this process's stdout and stderr.
+    A JVM started here maps the class-data archive ``hudi-cdc jvm-archive`` built, if one fits.
     """
     from pyspark.sql import SparkSession
 
@@ -108,6 +110,13 @@ def spark_session(
         builder = builder.config(key, value)
     for key, value in (conf or {}).items():
         builder = builder.config(key, value)
+    if not in_submit:  # under spark-submit the JVM is already running
+        archive = jvm_archive.archive_for(source)
+        if archive is not None:
+            key = "spark.driver.extraJavaOptions"
+            given = (conf or {}).get(key) or (_LOCAL_DEFAULTS[key] if not master else "")
+            builder = builder.config(key, f"{given} {jvm_archive.java_options(archive)}".strip())
+            _log.info("hudi-cdc JVM archive: %s", archive)
     if jvm_log is None:
         spark = builder.getOrCreate()
     else:

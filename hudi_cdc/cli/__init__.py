@@ -12,6 +12,7 @@ from hudi_cdc.cli.connect import connect
 from hudi_cdc.cli.control import pause, remove, resume
 from hudi_cdc.cli.ingest import ingest
 from hudi_cdc.cli.jars import jars
+from hudi_cdc.cli.jvm_archive import jvm_archive
 from hudi_cdc.cli.quarantine import quarantine
 from hudi_cdc.cli.run import run
 from hudi_cdc.cli.status import status
@@ -46,6 +47,7 @@ for _command in (
     quarantine,
     tombstones,
     jars,
+    jvm_archive,
     verify,
     validate,
     connect,

@@ -21,6 +21,12 @@ from hudi_cdc.errors import HudiCdcError
 )
 @click.option("--launcher", "show", flag_value="launcher", help="Print only the path of the spark-submit script.")
 @click.option(
+    "--java-options",
+    "show",
+    flag_value="java-options",
+    help="Print only the driver JVM options that map `hudi-cdc jvm-archive`'s archive (empty without one).",
+)
+@click.option(
     "--fetch",
     "fetch_dir",
     type=click.Path(file_okay=False),
@@ -30,7 +36,7 @@ from hudi_cdc.errors import HudiCdcError
 def jars(show: str | None, fetch_dir: str | None, as_json: bool) -> None:
     """Where hudi-cdc's Spark jars come from, and the spark-submit line that uses them."""
     from hudi_cdc import jars as jarmod
-    from hudi_cdc.launcher import SCRIPT
+    from hudi_cdc.launcher import SCRIPT, jvm_archive
 
     try:
         if fetch_dir:
@@ -41,12 +47,15 @@ def jars(show: str | None, fetch_dir: str | None, as_json: bool) -> None:
         click.echo(f"hudi-cdc: error: {exc}", err=True)
         sys.exit(75 if exc.transient else 1)
     submit = " ".join(shlex.quote(a) for a in source.submit_args())
+    archive = jvm_archive.archive_for(source)
     if show == "packages":
         click.echo(",".join(jarmod.PACKAGES))
     elif show == "submit-args":
         click.echo(submit)
     elif show == "launcher":
         click.echo(str(SCRIPT))
+    elif show == "java-options":
+        click.echo(jvm_archive.java_options(archive) if archive else "")
     elif as_json:
         info = {
             "source": source.kind,
@@ -55,6 +64,7 @@ def jars(show: str | None, fetch_dir: str | None, as_json: bool) -> None:
             "packages": list(jarmod.PACKAGES),
             "submit_args": source.submit_args(),
             "launcher": str(SCRIPT),
+            "java_options": jvm_archive.java_options(archive) if archive else "",
         }
         click.echo(json.dumps(info, sort_keys=True))
     else:

@@ -1,0 +1,43 @@
+"""``hudi-cdc jvm-archive``: build the driver JVM's class-data archive, so one-shot runs start faster."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+import click
+
+from hudi_cdc.errors import HudiCdcError
+
+
+@click.command("jvm-archive")
+@click.option("--remove", "drop", is_flag=True, help="Delete the archive for the current jars instead.")
+@click.option("--status", "show", is_flag=True, help="Only say whether an archive fits the current jars.")
+def jvm_archive(drop: bool, show: bool) -> None:
+    """Build the class-data-sharing archive that a JVM hudi-cdc starts maps (about 1 minute, once per install).
+
+    It is used by every later session hudi-cdc starts; for spark-submit, add
+    --driver-java-options "$(hudi-cdc jars --java-options)". It fits only this
+    Java, Spark, jars and hudi-cdc: build it again after an upgrade.
+    HUDI_CDC_JVM_ARCHIVE=off leaves it unused; HUDI_CDC_CACHE_DIR moves it.
+    """
+    from hudi_cdc import jars as jarmod
+    from hudi_cdc.launcher import jvm_archive as archives
+
+    try:
+        source = jarmod.resolve_jars()
+        if drop:
+            click.echo(json.dumps({"removed": archives.remove(source)}))
+            return
+        found = archives.archive_for(source)
+        if show or found is not None:
+            click.echo(json.dumps({"archive": str(found) if found else None, "built_now": False}))
+            return
+        started = time.monotonic()
+        built = archives.build(source)
+    except HudiCdcError as exc:
+        click.echo(f"hudi-cdc: error: {exc}", err=True)
+        sys.exit(75 if exc.transient else 1)
+    seconds = round(time.monotonic() - started, 1)
+    click.echo(json.dumps({"archive": str(built), "built_now": True, "seconds": seconds}))
