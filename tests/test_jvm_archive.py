@@ -79,3 +79,21 @@ def test_an_archive_is_built_then_mapped_and_a_torn_one_is_not_used(tmp_path: Pa
     assert _cli("jvm-archive", "--remove") == {"removed": True}
     assert not archive.exists()
     assert re.fullmatch(r"driver-[0-9a-f]{16}\.jsa", archive.name)
+
+
+@pytest.mark.hudi
+def test_an_archive_trains_on_a_real_ingest_round(spark, tmp_path: Path, monkeypatch) -> None:
+    from hudi_cdc.testing import envelope_schema, pg_event, write_events
+    from tests.support import ingest_args, table_state
+
+    monkeypatch.setenv("HUDI_CDC_CACHE_DIR", str(tmp_path / "cache"))
+    schema = envelope_schema("customers", [("id", "long"), ("name", ["null", "string"])])
+    events = [pg_event("c", lsn=10 + i, after={"id": i, "name": f"n{i}"}) for i in range(5)]
+    events.append(pg_event("d", lsn=20, before={"id": 2, "name": None}))
+    write_events(tmp_path / "events" / "a.avro", schema, events)
+    base = str(tmp_path / "table")
+
+    built = _cli("jvm-archive", "--driver-memory", "1g", "--", "ingest", *ingest_args(str(tmp_path / "events"), base))
+    assert built["built_now"] is True and Path(built["archive"]).stat().st_size > 10 << 20
+    # The training round was a real round: committed, with its checkpoint.
+    assert table_state(spark, base, ("id", "name")) == {i: (i, f"n{i}") for i in (0, 1, 3, 4)}

@@ -11,16 +11,23 @@ import click
 from hudi_cdc.errors import HudiCdcError
 
 
-@click.command("jvm-archive")
+@click.command("jvm-archive", context_settings={"ignore_unknown_options": True})
 @click.option("--remove", "drop", is_flag=True, help="Delete the archive for the current jars instead.")
 @click.option("--status", "show", is_flag=True, help="Only say whether an archive fits the current jars.")
-def jvm_archive(drop: bool, show: bool) -> None:
+@click.option("--driver-memory", default="2g", show_default=True, help="The training run's driver memory.")
+@click.argument("train", nargs=-1, type=click.UNPROCESSED)
+def jvm_archive(drop: bool, show: bool, driver_memory: str, train: tuple[str, ...]) -> None:
     """Build the class-data-sharing archive that a JVM hudi-cdc starts maps (about 1 minute, once per install).
 
     It is used by every later session hudi-cdc starts; for spark-submit, add
     --driver-java-options "$(hudi-cdc jars --java-options)". It fits only this
     Java, Spark, jars and hudi-cdc: build it again after an upgrade.
     HUDI_CDC_JVM_ARCHIVE=off leaves it unused; HUDI_CDC_CACHE_DIR moves it.
+
+    By default it trains on generated files. `hudi-cdc jvm-archive -- ingest ARGS...`
+    trains on one real round of that command instead (it commits like any round),
+    and replaces an archive already there: a Kafka round's archive saved more
+    (docs/benchmarks.md).
     """
     from hudi_cdc import jars as jarmod
     from hudi_cdc.launcher import jvm_archive as archives
@@ -31,11 +38,11 @@ def jvm_archive(drop: bool, show: bool) -> None:
             click.echo(json.dumps({"removed": archives.remove(source)}))
             return
         found = archives.archive_for(source)
-        if show or found is not None:
+        if show or (found is not None and not train):
             click.echo(json.dumps({"archive": str(found) if found else None, "built_now": False}))
             return
         started = time.monotonic()
-        built = archives.build(source)
+        built = archives.build(source, train, driver_memory=driver_memory)
     except HudiCdcError as exc:
         click.echo(f"hudi-cdc: error: {exc}", err=True)
         sys.exit(75 if exc.transient else 1)

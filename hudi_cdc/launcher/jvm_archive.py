@@ -1,7 +1,8 @@
 """A class-data-sharing archive of the driver JVM: a one-shot run starts faster.
 
 ``hudi-cdc jvm-archive`` runs a training round (generated Debezium files into a
-COW and a MOR table, two rounds each) in a JVM that dumps the classes it loaded
+COW and a MOR table, two rounds each, or one round of the user's own ``ingest``
+command) in a JVM that dumps the classes it loaded
 (``-XX:ArchiveClassesAtExit``). Later JVMs map that archive instead of reading,
 verifying and linking the classes again: a one-shot round of 1M Kafka events
 took 2.4-3.1 s less here (docs/benchmarks.md).
@@ -98,8 +99,12 @@ def java_options(archive: Path) -> str:
     return " ".join([f"-XX:SharedArchiveFile={archive}", *_QUIET])
 
 
-def build(source: JarSource) -> Path:
-    """Run the training rounds in a JVM that dumps its classes, and put the archive in place."""
+def build(source: JarSource, train: Sequence[str] = (), *, driver_memory: str = "2g") -> Path:
+    """Run the training rounds in a JVM that dumps its classes, and put the archive in place.
+
+    ``train``: a hudi-cdc command line to run instead (``ingest --source kafka ...``): one real
+    round of the user's own table, so the archive holds what that table's rounds load.
+    """
     from hudi_cdc.launcher import SCRIPT
 
     archive, manifest = _paths(source)
@@ -109,17 +114,18 @@ def build(source: JarSource) -> Path:
         spark_submit = Path(sys.executable).parent / "spark-submit"
         command = [
             str(spark_submit) if spark_submit.exists() else "spark-submit",
-            "--master", "local[2]",
+            "--master", "local[2]", "--driver-memory", driver_memory,
             "--conf", "spark.ui.enabled=false",
             "--driver-java-options", f"-XX:ArchiveClassesAtExit={dumped} -Xlog:cds=off -Xlog:cds+dynamic=off",
             *source.submit_args(),
-            str(SCRIPT.parent / "jvm_training.py"), work,
+            *([str(SCRIPT), *train] if train else [str(SCRIPT.parent / "jvm_training.py"), work]),
         ]  # fmt: skip
         env = {**os.environ, "PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON") or sys.executable}
         done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
         if done.returncode != 0 or not dumped.exists():
             tail = "\n".join((done.stderr or "").splitlines()[-15:])
-            raise ConfigError(f"the training run for the JVM archive failed (exit {done.returncode}):\n{tail}")
+            what = "hudi-cdc " + " ".join(train[:1]) if train else "the training run"
+            raise ConfigError(f"{what} for the JVM archive failed (exit {done.returncode}):\n{tail}")
         # Renamed into place whole, then the manifest that makes it usable.
         staged = archive.with_suffix(f".{os.getpid()}.tmp")
         shutil.copyfile(dumped, staged)
