@@ -1,10 +1,20 @@
-"""Small helpers for errors that come back from the JVM through py4j."""
+"""Small helpers for the driver JVM: finding it, and errors that come back from it through py4j."""
 
 from __future__ import annotations
 
+import os
+import shutil
+from pathlib import Path
 from typing import Any
 
-__all__ = ["hadoop_conf", "java_message", "jvm"]
+__all__ = ["hadoop_conf", "java_binary", "java_message", "jvm"]
+
+
+def java_binary() -> str | None:
+    """The ``java`` Spark's launcher starts: ``$JAVA_HOME/bin/java``, else the one on ``PATH``; None if neither."""
+    home = os.environ.get("JAVA_HOME")
+    java = str(Path(home) / "bin" / "java") if home else shutil.which("java")
+    return java if java and Path(java).exists() else None
 
 
 def java_message(exc: BaseException) -> str:

@@ -47,9 +47,10 @@ def _cache_dir() -> Path:
 
 
 def _java() -> str:
-    home = os.environ.get("JAVA_HOME")
-    java = str(Path(home) / "bin" / "java") if home else shutil.which("java")
-    if not java or not Path(java).exists():
+    from hudi_cdc._jvm import java_binary
+
+    java = java_binary()
+    if java is None:
         raise ConfigError("no java found (JAVA_HOME or PATH): Spark needs Java 17")
     return os.path.realpath(java)
 

@@ -21,7 +21,6 @@ import json
 import logging
 import os
 import re
-import shutil
 import subprocess
 import uuid
 from collections.abc import Callable, Iterator, Mapping
@@ -406,9 +405,10 @@ def check_java(ctx: _Context) -> _Outcome:
         system = jvm(ctx.spark).java.lang.System
         version, where = str(system.getProperty("java.version")), str(system.getProperty("java.home"))
     else:
-        home = os.environ.get("JAVA_HOME")
-        java = str(Path(home) / "bin" / "java") if home else shutil.which("java")
-        if not java or not Path(java).exists():
+        from hudi_cdc._jvm import java_binary
+
+        java = java_binary()
+        if java is None:
             return _fail(
                 "no java: JAVA_HOME is not set and there is no java on PATH", f"install Java {MIN_JAVA} or later"
             )
