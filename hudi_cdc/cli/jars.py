@@ -47,7 +47,11 @@ def jars(show: str | None, fetch_dir: str | None, as_json: bool) -> None:
         click.echo(f"hudi-cdc: error: {exc}", err=True)
         sys.exit(75 if exc.transient else 1)
     submit = " ".join(shlex.quote(a) for a in source.submit_args())
-    archive = jvm_archive.archive_for(source)
+
+    def java_options() -> str:
+        archive = jvm_archive.archive_for(source)
+        return jvm_archive.java_options(archive) if archive else ""
+
     if show == "packages":
         click.echo(",".join(jarmod.PACKAGES))
     elif show == "submit-args":
@@ -55,7 +59,7 @@ def jars(show: str | None, fetch_dir: str | None, as_json: bool) -> None:
     elif show == "launcher":
         click.echo(str(SCRIPT))
     elif show == "java-options":
-        click.echo(jvm_archive.java_options(archive) if archive else "")
+        click.echo(java_options())
     elif as_json:
         info = {
             "source": source.kind,
@@ -64,7 +68,7 @@ def jars(show: str | None, fetch_dir: str | None, as_json: bool) -> None:
             "packages": list(jarmod.PACKAGES),
             "submit_args": source.submit_args(),
             "launcher": str(SCRIPT),
-            "java_options": jvm_archive.java_options(archive) if archive else "",
+            "java_options": java_options(),
         }
         click.echo(json.dumps(info, sort_keys=True))
     else:

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-import sys
 import time
 
 import click
 
+from hudi_cdc.cli._common import fail
 from hudi_cdc.errors import HudiCdcError
 
 
@@ -44,7 +44,6 @@ def jvm_archive(drop: bool, show: bool, driver_memory: str, train: tuple[str, ..
         started = time.monotonic()
         built = archives.build(source, train, driver_memory=driver_memory)
     except HudiCdcError as exc:
-        click.echo(f"hudi-cdc: error: {exc}", err=True)
-        sys.exit(75 if exc.transient else 1)
+        fail(f"hudi-cdc: error: {exc}", 75 if exc.transient else 1, None)
     seconds = round(time.monotonic() - started, 1)
     click.echo(json.dumps({"archive": str(built), "built_now": True, "seconds": seconds}))

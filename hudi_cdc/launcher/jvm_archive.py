@@ -38,8 +38,8 @@ CACHE_ENV = "HUDI_CDC_CACHE_DIR"
 ARCHIVE_ENV = "HUDI_CDC_JVM_ARCHIVE"
 """``off``: never use an archive, even one that was built."""
 
-# A JVM that cannot use the archive says so on stdout, which is also --json's: silenced.
-_QUIET = ("-Xshare:auto", "-Xlog:cds=off", "-Xlog:cds+dynamic=off")
+# A JVM that cannot use (or dump) the archive says so on stdout, which is also --json's: silenced.
+_SILENT = ("-Xlog:cds=off", "-Xlog:cds+dynamic=off")
 
 
 def _cache_dir() -> Path:
@@ -97,7 +97,7 @@ def archive_for(source: JarSource) -> Path | None:
 
 def java_options(archive: Path) -> str:
     """The driver JVM options that map ``archive``."""
-    return " ".join([f"-XX:SharedArchiveFile={archive}", *_QUIET])
+    return " ".join([f"-XX:SharedArchiveFile={archive}", "-Xshare:auto", *_SILENT])
 
 
 def build(source: JarSource, train: Sequence[str] = (), *, driver_memory: str = "2g") -> Path:
@@ -117,7 +117,7 @@ def build(source: JarSource, train: Sequence[str] = (), *, driver_memory: str = 
             str(spark_submit) if spark_submit.exists() else "spark-submit",
             "--master", "local[2]", "--driver-memory", driver_memory,
             "--conf", "spark.ui.enabled=false",
-            "--driver-java-options", f"-XX:ArchiveClassesAtExit={dumped} -Xlog:cds=off -Xlog:cds+dynamic=off",
+            "--driver-java-options", " ".join([f"-XX:ArchiveClassesAtExit={dumped}", *_SILENT]),
             *source.submit_args(),
             *([str(SCRIPT), *train] if train else [str(SCRIPT.parent / "jvm_training.py"), work]),
         ]  # fmt: skip
