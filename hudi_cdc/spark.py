@@ -93,30 +93,27 @@ def spark_session(
 
     # Read by SparkContext when it starts (and only from the environment).
     os.environ["PYSPARK_PYTHON"] = worker_python()
-    builder = SparkSession.builder.appName(app_name)
     in_submit = "spark.master" in os.environ.get("PYSPARK_SUBMIT_ARGS", "") or bool(os.environ.get("SPARK_ENV_LOADED"))
+    settings: dict[str, str] = {}
     if master:
-        builder = builder.master(master)
+        settings["spark.master"] = master
     elif not in_submit:
-        builder = builder.master("local[*]")
-        for key, value in _LOCAL_DEFAULTS.items():
-            builder = builder.config(key, value)
-    if not in_submit:
+        settings.update({"spark.master": "local[*]", **_LOCAL_DEFAULTS})
+    archive = None
+    if not in_submit:  # under spark-submit the JVM is already running, with its classpath
         source = JarSource("folder", jars=tuple(jars)) if jars is not None else resolve_jars()
         _log.info("hudi-cdc jars: %s", source.spark_conf())
-        for key, value in source.spark_conf().items():
-            builder = builder.config(key, value)
-    for key, value in _HUDI_SESSION_CONF.items():
-        builder = builder.config(key, value)
-    for key, value in (conf or {}).items():
-        builder = builder.config(key, value)
-    if not in_submit:  # under spark-submit the JVM is already running
+        settings.update(source.spark_conf())
         archive = jvm_archive.archive_for(source)
-        if archive is not None:
-            key = "spark.driver.extraJavaOptions"
-            given = (conf or {}).get(key) or (_LOCAL_DEFAULTS[key] if not master else "")
-            builder = builder.config(key, f"{given} {jvm_archive.java_options(archive)}".strip())
-            _log.info("hudi-cdc JVM archive: %s", archive)
+    settings.update(_HUDI_SESSION_CONF)
+    settings.update(conf or {})
+    if archive is not None:  # added to whatever driver options the settings above ended with
+        key = "spark.driver.extraJavaOptions"
+        settings[key] = f"{settings.get(key, '')} {jvm_archive.java_options(archive)}".strip()
+        _log.info("hudi-cdc JVM archive: %s", archive)
+    builder = SparkSession.builder.appName(app_name)
+    for key, value in settings.items():
+        builder = builder.config(key, value)
     if jvm_log is None:
         spark = builder.getOrCreate()
     else:
