@@ -45,6 +45,7 @@ JdbcMode = Literal["incrementing", "timestamp", "timestamp+incrementing", "full"
 SchemaChangeBehavior = Literal["fail", "evolve", "ignore"]
 TruncateBehavior = Literal["fail", "apply", "ignore"]
 OnBadEvent = Literal["fail", "quarantine"]
+Compaction = Literal["auto", "inline", "async"]
 ValueFormat = Literal["avro", "json"]
 
 ENV_PREFIX = "HUDI_CDC__"
@@ -126,6 +127,10 @@ class IngestConfig:
     """What an event that cannot be applied does: fail the round, or go to the quarantine table and let the rest commit."""
     quarantine_path: str | None = None
     """Where quarantined events live (a Hudi table); default ``<target_base_path>_hudi_cdc_quarantine``."""
+    compaction: Compaction = "auto"
+    """MERGE_ON_READ: where compactions run. ``inline``: inside the round whose commit schedules one;
+    ``async``: on a thread of their own while later rounds go on (a continuous process); ``auto``: async
+    when continuous, else inline."""
     hoodie_conf: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -135,6 +140,7 @@ class IngestConfig:
         _check_literal("schema_change_behavior", self.schema_change_behavior, SchemaChangeBehavior)
         _check_literal("truncate_behavior", self.truncate_behavior, TruncateBehavior)
         _check_literal("on_bad_event", self.on_bad_event, OnBadEvent)
+        _check_literal("compaction", self.compaction, Compaction)
         _check_literal("jdbc_mode", self.jdbc_mode, JdbcMode)
         keyless = self.source in ("files", "jdbc") and not self.record_key_fields
         if any(not k for k in self.record_key_fields) or keyless:
@@ -198,6 +204,13 @@ class IngestConfig:
             raise ConfigError(
                 "source_limit pages by the cursor, which needs a tie-breaker: use jdbc_mode timestamp+incrementing"
             )
+
+    @property
+    def async_compaction(self) -> bool:
+        """Whether this table's compactions run beside its rounds (MERGE_ON_READ only)."""
+        if self.table_type != "MERGE_ON_READ":
+            return False
+        return self.compaction == "async" or (self.compaction == "auto" and self.continuous)
 
     @property
     def resolved_tombstone_path(self) -> str:

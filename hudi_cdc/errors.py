@@ -16,6 +16,7 @@ __all__ = [
     "DecodeError",
     "MergeError",
     "SinkError",
+    "CompactionError",
     "CheckpointError",
     "SchemaChangeError",
 ]
@@ -57,6 +58,12 @@ class SinkError(HudiCdcError):
     """Writing the Hudi table failed. Transient unless a subclass says otherwise."""
 
     transient = True
+
+
+class CompactionError(SinkError):
+    """MERGE_ON_READ compaction keeps failing: the data is safe in log files, but retrying rounds will not fix it."""
+
+    transient = False
 
 
 class CheckpointError(TerminalError):

@@ -28,6 +28,7 @@ from payloads.base import INTERNAL_PREFIX, ORDER_COLUMN, TOMBSTONED_AT_COLUMN, i
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
+    from hudi_cdc.sink.compaction import AsyncCompactor
     from hudi_cdc.sink.hudi import CommitInfo
     from hudi_cdc.sources.base import Batch, Source
     from payloads.base import MergePolicy
@@ -353,14 +354,7 @@ def _commit(
     operation: str | None = None,
 ) -> str:
     """Write ``rows`` in one Hudi commit that also carries the batch's checkpoint and stats."""
-    options = opt.write_options(
-        table_name=config.target_table,
-        table_type=config.table_type,
-        record_key_fields=keys,
-        partition_path_field=config.partition_path_field,
-        ordering_field=ORDER_COLUMN,
-        user_conf=config.hoodie_conf,
-    )
+    options = _write_options(config, keys)
     metadata = {
         opt.CHECKPOINT_KEY: json.dumps(batch.next_checkpoint, sort_keys=True),
         opt.SOURCE_KEY: config.source,
@@ -373,6 +367,18 @@ def _commit(
     if truncated_at:
         metadata[opt.TRUNCATED_AT_KEY] = truncated_at
     return table.write(rows, options, metadata)
+
+
+def _write_options(config: IngestConfig, keys: Sequence[str]) -> dict[str, str]:
+    return opt.write_options(
+        table_name=config.target_table,
+        table_type=config.table_type,
+        record_key_fields=keys,
+        partition_path_field=config.partition_path_field,
+        ordering_field=ORDER_COLUMN,
+        user_conf=config.hoodie_conf,
+        async_compaction=config.async_compaction,
+    )
 
 
 def _commit_checkpoint_only(
@@ -443,8 +449,31 @@ def run(
 
     In the loop a round starts at most every ``min_sync_interval_seconds``;
     transient errors are retried with backoff for up to ``retry_timeout_seconds``,
-    terminal ones end the loop.
+    terminal ones end the loop. With ``config.async_compaction`` a thread runs the
+    MERGE_ON_READ compactions the rounds' commits schedule; the run ends after the
+    one under way, if any.
     """
+    from hudi_cdc.spark import spark_session
+
+    compactor = None
+    if config.async_compaction:
+        from hudi_cdc.sink.compaction import AsyncCompactor
+
+        spark = spark or spark_session()
+        compactor = AsyncCompactor(spark, config.target_base_path, _write_options(config, ()))
+    try:
+        yield from _rounds(config, spark, sleep, compactor)
+    finally:
+        if compactor is not None:
+            compactor.close()
+
+
+def _rounds(
+    config: IngestConfig,
+    spark: SparkSession | None,
+    sleep: Callable[[float], None],
+    compactor: AsyncCompactor | None,
+) -> Iterator[IngestResult]:
     from hudi_cdc.ops.validate import preflight
     from hudi_cdc.spark import spark_session
 
@@ -458,6 +487,8 @@ def run(
             if not checked:  # the cheap preflight, before the first round only; a transient failure is retried
                 preflight(config, spark=spark or spark_session())
                 checked = True
+            if compactor is not None:
+                compactor.check()
             result = ingest_once(config, spark=spark)
             failures = 0
         except HudiCdcError as exc:
@@ -472,6 +503,8 @@ def run(
             )
             sleep(wait)
             continue
+        if compactor is not None and result.committed:
+            compactor.notify()
         yield result
         rounds += 1
         if not config.continuous or (config.max_rounds is not None and rounds >= config.max_rounds):

@@ -198,6 +198,12 @@ _CONFIG_OPTIONS = [
         help="What a TRUNCATE event does (default fail): apply it (rows older than it are deleted), or ignore it.",
     ),
     click.option(
+        "--compaction",
+        type=click.Choice(["auto", "inline", "async"]),
+        help="MERGE_ON_READ: where compactions run (default auto: async with --continuous, else inline). async: "
+        "on a thread of their own, so later rounds do not wait for them.",
+    ),
+    click.option(
         "--on-bad-event",
         type=click.Choice(["fail", "quarantine"]),
         help="What an event that cannot be applied does (default fail): quarantine sets it aside in an error "

@@ -314,6 +314,10 @@ def _settings(raw: Any, where: str) -> dict[str, Any]:  # noqa: ANN401 - TOML va
             f"{where}: {', '.join(sorted(misplaced))} cannot be set per table "
             "(the source's settings go in [source]; continuous and max rounds on the command line)"
         )
+    if raw.get("compaction") == "async":  # the runner has no compaction thread: the plans would pile up
+        raise ConfigError(
+            f'{where}: compaction = "async" is for `hudi-cdc ingest --continuous`; hudi-cdc run compacts inline'
+        )
     return normalise_settings(raw, where)
 
 

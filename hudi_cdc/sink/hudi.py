@@ -76,6 +76,17 @@ class HudiTable:
             times.add(str(instants.next().requestedTime()))
         return times
 
+    def pending_compactions(self) -> list[str]:
+        """Compaction plans on the timeline not yet completed (requested or inflight), oldest first."""
+        if not self.exists():
+            return []
+        timeline = self._meta_client().getActiveTimeline().filterPendingCompactionTimeline()
+        instants = timeline.getInstants().iterator()
+        times = []
+        while instants.hasNext():
+            times.append(str(instants.next().requestedTime()))
+        return sorted(times)
+
     def commits(self, newest_first: bool = True) -> list[CommitInfo]:
         """Completed commits, delta commits and replace commits with their extra metadata."""
         out = list(self._commit_infos())

@@ -30,6 +30,9 @@ COMBINE_BEFORE_UPSERT = "hoodie.combine.before.upsert"
 COLUMN_STATS = "hoodie.metadata.index.column.stats.enable"
 CLEAN_TRIGGER_MAX_COMMITS = "hoodie.clean.trigger.max.commits"
 RECORD_INDEX_ENABLE = "hoodie.metadata.record.index.enable"
+COMPACT_SCHEDULE_INLINE = "hoodie.compact.schedule.inline"
+LOCK_PROVIDER = "hoodie.write.lock.provider"
+IN_PROCESS_LOCK = "org.apache.hudi.client.transaction.lock.InProcessLockProvider"
 
 # Our keys in the commit's extra metadata: written by the same commit as the data.
 META_PREFIX = "hudi_cdc."
@@ -54,8 +57,13 @@ def write_options(
     partition_path_field: str | None,
     ordering_field: str,
     user_conf: Mapping[str, str],
+    async_compaction: bool = False,
 ) -> dict[str, str]:
-    """The options of an upsert, user settings last except for the ones we own."""
+    """The options of an upsert, user settings last except for the ones we own.
+
+    ``async_compaction`` (MERGE_ON_READ): the commit schedules a compaction every 5 delta
+    commits and ``sink.compaction.AsyncCompactor`` runs it, both under Hudi's in-process lock.
+    """
     clash = sorted(k for k in user_conf if k in _OWNED or k.startswith(META_PREFIX))
     if clash:
         raise ConfigError(
@@ -92,8 +100,11 @@ def write_options(
         options[INDEX_TYPE] = "GLOBAL_SIMPLE"
         options[GLOBAL_SIMPLE_UPDATE_PARTITION] = "true"
     if table_type == "MERGE_ON_READ":
-        options[COMPACT_INLINE] = "true"
+        options[COMPACT_INLINE] = "false" if async_compaction else "true"
         options[COMPACT_INLINE_MAX_DELTA_COMMITS] = "5"
+        if async_compaction:
+            options[COMPACT_SCHEDULE_INLINE] = "true"
+            options[LOCK_PROVIDER] = IN_PROCESS_LOCK
     options.update(user_conf)
     return options
 
