@@ -5,8 +5,9 @@
 For each rate, a load thread commits about ``rate`` row changes a second into
 ``inventory.bench_fresh`` (transactions every 100 ms), and each transaction also
 sets the probe row (id 0) to its sequence number. ``hudi-cdc ingest
---continuous`` replicates the topic into a MERGE_ON_READ table (inline
-compaction every 5 delta commits), then, in a second run, a COPY_ON_WRITE one. An observer
+--continuous`` replicates the topic into a MERGE_ON_READ table (a compaction
+every 5 delta commits, on a thread of its own, or with ``--compaction inline``
+inside the round), then, in a second run, a COPY_ON_WRITE one. An observer
 watches the table's timeline; when a commit completes it runs a snapshot
 query for the probe row: every transaction up to the sequence seen there
 became visible when that commit completed. Latency = commit completion time -
@@ -86,7 +87,9 @@ def _completed_instants(base: Path) -> set[str]:
     return {p.name for p in timeline.iterdir() if p.name.endswith((".commit", ".deltacommit"))}
 
 
-def measure(rate: int, seconds: float, warmup: float, work: Path, rows: int, table_type: str = "mor") -> dict[str, Any]:
+def measure(
+    rate: int, seconds: float, warmup: float, work: Path, rows: int, table_type: str = "mor", compaction: str = "auto"
+) -> dict[str, Any]:
     import hudi_cdc
     from hudi_cdc.testing.kafka import end_offsets
     from hudi_cdc.testing.postgres import STACK_DSN, connect
@@ -105,7 +108,7 @@ def measure(rate: int, seconds: float, warmup: float, work: Path, rows: int, tab
          *hudi_cdc_jars(), str(LAUNCHER), "ingest",
          "--source", "kafka", "--topic", topic, "--bootstrap-servers", BOOTSTRAP, "--schema-registry-url", REGISTRY,
          "--target-base-path", str(base), "--target-table", table, "--table-type", table_type,
-         "--continuous", "--min-sync-interval-seconds", "0", "--json"],
+         "--continuous", "--min-sync-interval-seconds", "0", "--compaction", compaction, "--json"],
         stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYSPARK_PYTHON": sys.executable},
     )  # fmt: skip
     spark = hudi_cdc.spark_session(app_name="freshness-observer", conf={"spark.master": "local[1]"})
@@ -140,7 +143,7 @@ def measure(rate: int, seconds: float, warmup: float, work: Path, rows: int, tab
     latencies = sorted(visible[s] - t for s, t in load.committed.items() if s in visible and t >= start)
     missing = [s for s, t in load.committed.items() if t >= start and s not in visible]
     result = {
-        "table_type": table_type, "rate": rate, "seconds": seconds, "transactions": len(latencies), "not_visible": len(missing),
+        "table_type": table_type, "compaction": compaction, "rate": rate, "seconds": seconds, "transactions": len(latencies), "not_visible": len(missing),
         "p50_s": round(statistics.median(latencies), 2) if latencies else None,
         "p99_s": round(latencies[max(0, int(len(latencies) * 0.99) - 1)], 2) if latencies else None,
         "max_s": round(latencies[-1], 2) if latencies else None, "load_behind_s": round(load.behind_s, 2),
@@ -157,15 +160,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=120)
     parser.add_argument("--warmup", type=float, default=30)
     parser.add_argument("--rows", type=int, default=100_000)
+    parser.add_argument(
+        "--compaction", nargs="+", default=["auto"], choices=["auto", "inline"],
+        help="MERGE_ON_READ: hudi-cdc's --compaction (auto: on a thread of its own in continuous mode)",
+    )  # fmt: skip
     parser.add_argument("--work", type=Path, default=REPO / ".bench" / "freshness")
     parser.add_argument("--markdown", type=Path, help="write the results here (docs/benchmarks.md)")
     args = parser.parse_args(argv)
     args.work.mkdir(parents=True, exist_ok=True)
     started = f"{datetime.now():%Y-%m-%d %H:%M}"
     results = [
-        measure(rate, args.seconds, args.warmup, args.work, args.rows, table_type)
+        measure(rate, args.seconds, args.warmup, args.work, args.rows, table_type, compaction)
         for table_type in args.table_types
         for rate in args.rates
+        for compaction in (args.compaction if table_type == "mor" else ["auto"])
     ]
     (args.work / "freshness.json").write_text(json.dumps(results, indent=2))
     text = render(results, started, args.rows)
@@ -182,16 +190,17 @@ def render(results: list[dict[str, Any]], started: str, rows: int) -> str:
 
     lines = [
         f"Run of {started} on {machine()}; {', '.join(f'{k} {v}' for k, v in versions().items())}. "
-        f"A {rows:,}-row table, `local[2]`, hudi-cdc's defaults (MERGE_ON_READ: inline compaction every 5 "
-        "delta commits).",
+        f"A {rows:,}-row table, `local[2]`, hudi-cdc's defaults (MERGE_ON_READ: a compaction every 5 delta "
+        "commits, `auto`: on a thread of its own in continuous mode; `inline`: inside the round).",
         "",
-        "| table | changes/s | measured window | transactions | commits | p50 | p99 | max | not visible | load behind |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| table | compaction | changes/s | measured window | transactions | commits | p50 | p99 | max | not visible "
+        "| load behind |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     names = {"mor": "MERGE_ON_READ", "cow": "COPY_ON_WRITE"}
     for r in results:
         lines.append(
-            f"| {names[r['table_type']]} | {r['rate']:,} | {r['seconds']:.0f} s | {r['transactions']:,} | {r['commits']} | {r['p50_s']} s | "
+            f"| {names[r['table_type']]} | {r['compaction'] if r['table_type'] == 'mor' else '-'} | {r['rate']:,} | {r['seconds']:.0f} s | {r['transactions']:,} | {r['commits']} | {r['p50_s']} s | "
             f"{r['p99_s']} s | {r['max_s']} s | {r['not_visible']} | {r['load_behind_s']} s |"
         )
     return "\n".join(lines) + "\n"

@@ -115,3 +115,25 @@ def test_jdbc_settings_are_checked_where_they_are_given() -> None:
     assert full.jdbc_mode == "full"  # a query is fine: the keys gone are found by comparing with the table
     with pytest.raises(ConfigError, match="drop source_limit, jdbc_reconcile_deletes"):
         load_config(env={}, **jdbc, jdbc_table="t", jdbc_mode="full", source_limit=10, jdbc_reconcile_deletes=True)
+
+
+@pytest.mark.parametrize(
+    ("table_type", "compaction", "continuous", "is_async"),
+    [
+        ("MERGE_ON_READ", "auto", True, True),
+        ("MERGE_ON_READ", "auto", False, False),
+        ("MERGE_ON_READ", "inline", True, False),
+        ("MERGE_ON_READ", "async", False, True),
+        ("COPY_ON_WRITE", "async", True, False),
+    ],
+)
+def test_compactions_run_beside_the_rounds_of_a_continuous_mor_process(
+    table_type: str, compaction: str, continuous: bool, is_async: bool
+) -> None:
+    config = load_config(
+        source_path="/in", target_base_path="/o", target_table="t", record_key_fields="id",
+        table_type=table_type, compaction=compaction, continuous=continuous,
+    )  # fmt: skip
+    assert config.async_compaction is is_async
+    with pytest.raises(ConfigError, match="compaction"):
+        load_config(source_path="/in", target_base_path="/o", target_table="t", record_key_fields="id", compaction="x")

@@ -82,6 +82,8 @@ class AsyncCompactor:
         self.completed: list[str] = []
         self.failures = 0
         self.last_error: str | None = None
+        self._busy = False
+        self._wake.set()  # a plan an earlier process left pending runs without waiting for new data
         self._thread.start()
 
     def notify(self) -> None:
@@ -101,6 +103,8 @@ class AsyncCompactor:
         """Stop after the compaction under way, if any (a pending plan waits for the next process)."""
         self._stopping.set()
         self._wake.set()
+        if self._busy:
+            log.info("waiting for the compaction of %s under way to finish", self._table.base_path)
         self._thread.join()
 
     def _loop(self) -> None:

@@ -178,6 +178,10 @@ def test_a_kafka_source_of_json_topics_needs_no_registry(tmp_path: Path) -> None
             "[source]\nkind = 'files'\npath = '/x'\ntables = '*'\nschema_change_topic = 'dbserver1'\n",
             "schema_change_topic is a Kafka topic name",
         ),
+        (
+            "[source]\nkind = 'files'\npath = '/x'\ntables = '*'\n[defaults]\ncompaction = 'async'\n",
+            r"\[defaults\]: compaction = \"async\" is for `hudi-cdc ingest --continuous`",
+        ),
         ("[source\n", "cannot read pipeline file"),
         ("name = 'x'\n", "a \\[source\\] section is required"),
     ],

@@ -71,3 +71,35 @@ def test_clean_is_planned_every_tenth_commit_unless_the_user_says_otherwise() ->
 )
 def test_a_first_commit_bulk_inserts_only_with_an_index_that_reads_the_files(user_conf, bulk: bool) -> None:
     assert opt.first_commit_bulk_insert(user_conf) is bulk
+
+
+def test_async_mor_compaction_is_scheduled_by_the_commit_and_run_under_the_in_process_lock() -> None:
+    options = _options(table_type="MERGE_ON_READ", async_compaction=True)
+    assert options[opt.COMPACT_INLINE] == "false" and options[opt.COMPACT_SCHEDULE_INLINE] == "true"
+    assert options[opt.LOCK_PROVIDER] == opt.IN_PROCESS_LOCK
+    assert options[opt.COMPACT_INLINE_MAX_DELTA_COMMITS] == "5"
+    # A user's lock provider (several writers) wins; COW has nothing to compact.
+    zk = "org.apache.hudi.client.transaction.lock.ZookeeperBasedLockProvider"
+    assert (
+        _options(table_type="MERGE_ON_READ", async_compaction=True, user_conf={opt.LOCK_PROVIDER: zk})[
+            opt.LOCK_PROVIDER
+        ]
+        == zk
+    )
+    cow = _options(async_compaction=True)
+    assert opt.COMPACT_INLINE not in cow and opt.LOCK_PROVIDER not in cow
+
+
+def test_the_compaction_procedure_gets_the_table_settings_it_can_carry(caplog) -> None:  # noqa: ANN001
+    from hudi_cdc.sink.compaction import procedure_options
+
+    options = _options(
+        table_type="MERGE_ON_READ",
+        async_compaction=True,
+        user_conf={"hoodie.parquet.max.file.size": "1000", "hoodie.some.list": "a,b"},
+    )
+    carried = dict(kv.split("=", 1) for kv in procedure_options(options).split(","))
+    assert carried[opt.LOCK_PROVIDER] == opt.IN_PROCESS_LOCK
+    assert carried[opt.COLUMN_STATS] == "false" and carried["hoodie.parquet.max.file.size"] == "1000"
+    assert not any(k.startswith("hoodie.datasource.") for k in carried)
+    assert "hoodie.some.list" not in carried and "hoodie.some.list" in caplog.text
