@@ -22,6 +22,13 @@ pytestmark = [pytest.mark.spark, pytest.mark.hudi]
 
 HUDI_CDC = str(Path(sys.executable).parent / "hudi-cdc")
 COLUMNS = ("id", "name", "email", "notes")
+# A compaction plan at every delta commit; no small-file packing, so updates land in log files it must merge.
+COMPACT_EACH_ROUND = (
+    "--hoodie-conf",
+    "hoodie.compact.inline.max.delta.commits=1",
+    "--hoodie-conf",
+    "hoodie.parquet.small.file.limit=0",
+)
 
 
 def _command(sample: SampleCustomers, base: Path, table_type: str, *extra: str) -> list[str]:
@@ -56,22 +63,15 @@ def test_killed_during_a_compaction_the_next_run_finishes(spark, tmp_path: Path)
     sample = SampleCustomers(tmp_path / "events", keys=300)
     sample.snapshot(rows=200)
     base = tmp_path / "table"
-    # No small-file packing, so updates land in log files that each round's compaction must merge.
-    compact_each_round = [
-        "--hoodie-conf",
-        "hoodie.compact.inline.max.delta.commits=1",
-        "--hoodie-conf",
-        "hoodie.parquet.small.file.limit=0",
-    ]
-    first = subprocess.run(_command(sample, base, "mor", *compact_each_round), capture_output=True, text=True)
+    first = subprocess.run(_command(sample, base, "mor", *COMPACT_EACH_ROUND), capture_output=True, text=True)
     assert first.returncode == 0, first.stderr
 
     sample.changes(seed=2)
     timeline = base / ".hoodie" / "timeline"
-    kill_when_pending(_command(sample, base, "mor", *compact_each_round), timeline, "compaction")
+    kill_when_pending(_command(sample, base, "mor", *COMPACT_EACH_ROUND), timeline, "compaction")
 
     sample.changes(seed=3)
-    again = subprocess.run(_command(sample, base, "mor", *compact_each_round), capture_output=True, text=True)
+    again = subprocess.run(_command(sample, base, "mor", *COMPACT_EACH_ROUND), capture_output=True, text=True)
     assert again.returncode == 0, again.stderr
     assert _table(spark, base) == sample.state
     assert not pending_instants(timeline, "commit") and not pending_instants(timeline, "compaction")
@@ -95,26 +95,20 @@ def test_killed_during_an_async_compaction_the_next_run_finishes(spark, tmp_path
     sample = SampleCustomers(tmp_path / "events", keys=300)
     sample.snapshot(rows=200)
     base = tmp_path / "table"
-    compact_each_round = [
-        "--hoodie-conf",
-        "hoodie.compact.inline.max.delta.commits=1",
-        "--hoodie-conf",
-        "hoodie.parquet.small.file.limit=0",
-    ]
     continuous = ["--continuous", "--min-sync-interval-seconds", "0"]
-    first = subprocess.run(_command(sample, base, "mor", *compact_each_round), capture_output=True, text=True)
+    first = subprocess.run(_command(sample, base, "mor", *COMPACT_EACH_ROUND), capture_output=True, text=True)
     assert first.returncode == 0, first.stderr
 
     sample.changes(seed=2)
     timeline = base / ".hoodie" / "timeline"
     killed = kill_when_pending(
-        _command(sample, base, "mor", *compact_each_round, *continuous), timeline, "compaction.inflight"
+        _command(sample, base, "mor", *COMPACT_EACH_ROUND, *continuous), timeline, "compaction.inflight"
     )
     assert killed
 
     sample.changes(seed=3)
     again = subprocess.run(
-        _command(sample, base, "mor", *compact_each_round, *continuous, "--max-rounds", "2", "--json"),
+        _command(sample, base, "mor", *COMPACT_EACH_ROUND, *continuous, "--max-rounds", "2", "--json"),
         capture_output=True,
         text=True,
     )
