@@ -6,8 +6,8 @@ For each rate, a load thread commits about ``rate`` row changes a second into
 ``inventory.bench_fresh`` (transactions every 100 ms), and each transaction also
 sets the probe row (id 0) to its sequence number. ``hudi-cdc ingest
 --continuous`` replicates the topic into a MERGE_ON_READ table (a compaction
-every 5 delta commits, on a thread of its own, or with ``--compaction inline``
-inside the round), then, in a second run, a COPY_ON_WRITE one. An observer
+every 5 delta commits, inside the round, or with ``--compaction async`` on a
+thread of its own), then, in a second run, a COPY_ON_WRITE one. An observer
 watches the table's timeline; when a commit completes it runs a snapshot
 query for the probe row: every transaction up to the sequence seen there
 became visible when that commit completed. Latency = commit completion time -
@@ -88,7 +88,7 @@ def _completed_instants(base: Path) -> set[str]:
 
 
 def measure(
-    rate: int, seconds: float, warmup: float, work: Path, rows: int, table_type: str = "mor", compaction: str = "auto"
+    rate: int, seconds: float, warmup: float, work: Path, rows: int, table_type: str = "mor", compaction: str = "inline"
 ) -> dict[str, Any]:
     import hudi_cdc
     from hudi_cdc.testing.kafka import end_offsets
@@ -161,8 +161,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warmup", type=float, default=30)
     parser.add_argument("--rows", type=int, default=100_000)
     parser.add_argument(
-        "--compaction", nargs="+", default=["auto"], choices=["auto", "inline"],
-        help="MERGE_ON_READ: hudi-cdc's --compaction (auto: on a thread of its own in continuous mode)",
+        "--compaction", nargs="+", default=["inline"], choices=["inline", "async"],
+        help="MERGE_ON_READ: hudi-cdc's --compaction (async: on a thread of its own)",
     )  # fmt: skip
     parser.add_argument("--work", type=Path, default=REPO / ".bench" / "freshness")
     parser.add_argument("--markdown", type=Path, help="write the results here (docs/benchmarks.md)")
@@ -173,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
         measure(rate, args.seconds, args.warmup, args.work, args.rows, table_type, compaction)
         for table_type in args.table_types
         for rate in args.rates
-        for compaction in (args.compaction if table_type == "mor" else ["auto"])
+        for compaction in (args.compaction if table_type == "mor" else ["inline"])
     ]
     (args.work / "freshness.json").write_text(json.dumps(results, indent=2))
     text = render(results, started, args.rows)
@@ -191,7 +191,7 @@ def render(results: list[dict[str, Any]], started: str, rows: int) -> str:
     lines = [
         f"Run of {started} on {machine()}; {', '.join(f'{k} {v}' for k, v in versions().items())}. "
         f"A {rows:,}-row table, `local[2]`, hudi-cdc's defaults (MERGE_ON_READ: a compaction every 5 delta "
-        "commits, `auto`: on a thread of its own in continuous mode; `inline`: inside the round).",
+        "commits, `inline` (the default): inside the round; `async`: on a thread of its own).",
         "",
         "| table | compaction | changes/s | measured window | transactions | commits | p50 | p99 | max | not visible "
         "| load behind |",

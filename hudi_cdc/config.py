@@ -45,7 +45,7 @@ JdbcMode = Literal["incrementing", "timestamp", "timestamp+incrementing", "full"
 SchemaChangeBehavior = Literal["fail", "evolve", "ignore"]
 TruncateBehavior = Literal["fail", "apply", "ignore"]
 OnBadEvent = Literal["fail", "quarantine"]
-Compaction = Literal["auto", "inline", "async"]
+Compaction = Literal["inline", "async"]
 ValueFormat = Literal["avro", "json"]
 
 ENV_PREFIX = "HUDI_CDC__"
@@ -127,10 +127,10 @@ class IngestConfig:
     """What an event that cannot be applied does: fail the round, or go to the quarantine table and let the rest commit."""
     quarantine_path: str | None = None
     """Where quarantined events live (a Hudi table); default ``<target_base_path>_hudi_cdc_quarantine``."""
-    compaction: Compaction = "auto"
+    compaction: Compaction = "inline"
     """MERGE_ON_READ: where compactions run. ``inline``: inside the round whose commit schedules one;
-    ``async``: on a thread of their own while later rounds go on (a continuous process); ``auto``: async
-    when continuous, else inline."""
+    ``async``: on a thread of their own while later rounds go on (for a continuous process; on 2 shared
+    cores it measured no better than inline, docs/benchmarks.md "Freshness")."""
     hoodie_conf: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -210,7 +210,7 @@ class IngestConfig:
         """Whether this table's compactions run beside its rounds (MERGE_ON_READ only)."""
         if self.table_type != "MERGE_ON_READ":
             return False
-        return self.compaction == "async" or (self.compaction == "auto" and self.continuous)
+        return self.compaction == "async"
 
     @property
     def resolved_tombstone_path(self) -> str:

@@ -120,14 +120,13 @@ def test_jdbc_settings_are_checked_where_they_are_given() -> None:
 @pytest.mark.parametrize(
     ("table_type", "compaction", "continuous", "is_async"),
     [
-        ("MERGE_ON_READ", "auto", True, True),
-        ("MERGE_ON_READ", "auto", False, False),
-        ("MERGE_ON_READ", "inline", True, False),
+        ("MERGE_ON_READ", "async", True, True),
         ("MERGE_ON_READ", "async", False, True),
+        ("MERGE_ON_READ", "inline", True, False),
         ("COPY_ON_WRITE", "async", True, False),
     ],
 )
-def test_compactions_run_beside_the_rounds_of_a_continuous_mor_process(
+def test_async_compaction_is_asked_for_and_only_for_mor(
     table_type: str, compaction: str, continuous: bool, is_async: bool
 ) -> None:
     config = load_config(
@@ -136,4 +135,9 @@ def test_compactions_run_beside_the_rounds_of_a_continuous_mor_process(
     )  # fmt: skip
     assert config.async_compaction is is_async
     with pytest.raises(ConfigError, match="compaction"):
-        load_config(source_path="/in", target_base_path="/o", target_table="t", record_key_fields="id", compaction="x")
+        load_config(
+            source_path="/in", target_base_path="/o", target_table="t", record_key_fields="id", compaction="auto"
+        )
+    default = load_config(source_path="/in", target_base_path="/o", target_table="t", record_key_fields="id",
+                          table_type="mor", continuous=True)  # fmt: skip
+    assert not default.async_compaction

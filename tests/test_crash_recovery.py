@@ -91,11 +91,11 @@ def test_killed_during_a_later_commit_the_next_run_finishes(spark, tmp_path: Pat
 
 
 def test_killed_during_an_async_compaction_the_next_run_finishes(spark, tmp_path: Path) -> None:
-    # A continuous MOR process runs compactions on a thread of their own (--compaction auto).
+    # A continuous MOR process with compactions on a thread of their own.
     sample = SampleCustomers(tmp_path / "events", keys=300)
     sample.snapshot(rows=200)
     base = tmp_path / "table"
-    continuous = ["--continuous", "--min-sync-interval-seconds", "0"]
+    continuous = ["--continuous", "--min-sync-interval-seconds", "0", "--compaction", "async"]
     first = subprocess.run(_command(sample, base, "mor", *COMPACT_EACH_ROUND), capture_output=True, text=True)
     assert first.returncode == 0, first.stderr
 

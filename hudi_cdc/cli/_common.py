@@ -199,9 +199,9 @@ _CONFIG_OPTIONS = [
     ),
     click.option(
         "--compaction",
-        type=click.Choice(["auto", "inline", "async"]),
-        help="MERGE_ON_READ: where compactions run (default auto: async with --continuous, else inline). async: "
-        "on a thread of their own, so later rounds do not wait for them.",
+        type=click.Choice(["inline", "async"]),
+        help="MERGE_ON_READ: where compactions run (default inline, inside the round that schedules one). async: "
+        "on a thread of their own, so later rounds of a --continuous process do not wait for them.",
     ),
     click.option(
         "--on-bad-event",

@@ -33,7 +33,7 @@ def test_a_continuous_mor_round_leaves_its_compaction_to_the_thread(spark, tmp_p
     base = str(tmp_path / "table")
     config = load_config(
         source_path=sample.source_path, target_base_path=base, target_table="customers", record_key_fields="id",
-        table_type="mor", continuous=True, max_rounds=4, hoodie_conf=COMPACT_EVERY_COMMIT,
+        table_type="mor", compaction="async", continuous=True, max_rounds=4, hoodie_conf=COMPACT_EVERY_COMMIT,
     )  # fmt: skip
     assert config.async_compaction
     table = HudiTable(spark, base)
