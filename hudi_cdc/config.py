@@ -208,9 +208,7 @@ class IngestConfig:
     @property
     def async_compaction(self) -> bool:
         """Whether this table's compactions run beside its rounds (MERGE_ON_READ only)."""
-        if self.table_type != "MERGE_ON_READ":
-            return False
-        return self.compaction == "async"
+        return self.table_type == "MERGE_ON_READ" and self.compaction == "async"
 
     @property
     def resolved_tombstone_path(self) -> str:

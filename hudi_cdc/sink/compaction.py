@@ -79,9 +79,8 @@ class AsyncCompactor:
         self._wake = threading.Event()
         self._stopping = threading.Event()
         self._thread = threading.Thread(target=self._loop, name=f"hudi-cdc-compaction {base_path}", daemon=True)
-        self.completed: list[str] = []
-        self.failures = 0
-        self.last_error: str | None = None
+        self._failures = 0
+        self._last_error: str | None = None
         self._busy = False
         self._wake.set()  # a plan an earlier process left pending runs without waiting for new data
         self._thread.start()
@@ -92,9 +91,9 @@ class AsyncCompactor:
 
     def check(self) -> None:
         """Raise when compaction failed ``failures_allowed`` times in a row."""
-        if self.failures >= self._failures_allowed:
+        if self._failures >= self._failures_allowed:
             raise CompactionError(
-                f"compacting {self._table.base_path} failed {self.failures} times in a row (last: {self.last_error}); "
+                f"compacting {self._table.base_path} failed {self._failures} times in a row (last: {self._last_error}); "
                 "the table holds every change, but its log files keep growing. Stopping so that it is seen; "
                 "--compaction inline runs it inside the rounds instead"
             )
@@ -119,10 +118,10 @@ class AsyncCompactor:
             try:
                 self._run_pending()
             except Exception as exc:  # noqa: BLE001 - reported through check(), the rounds go on
-                self.failures += 1
-                self.last_error = java_message(exc)
+                self._failures += 1
+                self._last_error = java_message(exc)
                 log.error(
-                    "compacting %s failed (%d in a row): %s", self._table.base_path, self.failures, self.last_error
+                    "compacting %s failed (%d in a row): %s", self._table.base_path, self._failures, self._last_error
                 )
             finally:
                 self._busy = False
@@ -140,6 +139,5 @@ class AsyncCompactor:
         failed = [f"{instant} {state}" for instant, state in ended.items() if state.upper() != "COMPLETED"]
         if failed:
             raise CompactionError(f"Hudi's compaction of {self._table.base_path} ended {', '.join(failed)}")
-        self.completed.extend(ended)
-        self.failures = 0
+        self._failures = 0
         log.info("compacted %s: %s", self._table.base_path, ", ".join(ended))

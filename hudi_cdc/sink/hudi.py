@@ -68,24 +68,13 @@ class HudiTable:
         return self._meta_client().getActiveTimeline().getCommitsTimeline().filterCompletedInstants()
 
     def _instant_times(self) -> set[str]:
-        if not self.exists():
-            return set()
-        instants = self._timeline().getInstants().iterator()
-        times = set()
-        while instants.hasNext():
-            times.add(str(instants.next().requestedTime()))
-        return times
+        return set(_requested_times(self._timeline())) if self.exists() else set()
 
     def pending_compactions(self) -> list[str]:
         """Compaction plans on the timeline not yet completed (requested or inflight), oldest first."""
         if not self.exists():
             return []
-        timeline = self._meta_client().getActiveTimeline().filterPendingCompactionTimeline()
-        instants = timeline.getInstants().iterator()
-        times = []
-        while instants.hasNext():
-            times.append(str(instants.next().requestedTime()))
-        return sorted(times)
+        return sorted(_requested_times(self._meta_client().getActiveTimeline().filterPendingCompactionTimeline()))
 
     def commits(self, newest_first: bool = True) -> list[CommitInfo]:
         """Completed commits, delta commits and replace commits with their extra metadata."""
@@ -156,6 +145,15 @@ class HudiTable:
     def read_as_of(self, instant: str) -> DataFrame:
         """The table as it was when ``instant`` completed (time travel; needs its files not yet cleaned)."""
         return self._spark.read.format("hudi").option("as.of.instant", instant).load(self.base_path)
+
+
+def _requested_times(timeline) -> list[str]:  # noqa: ANN001 - py4j HoodieTimeline
+    """The requested instant times of a timeline's instants."""
+    instants = timeline.getInstants().iterator()
+    times = []
+    while instants.hasNext():
+        times.append(str(instants.next().requestedTime()))
+    return times
 
 
 # Rows per file of a first commit: Hudi's own for an upsert's inserts (hoodie.copyonwrite.insert.split.size).
