@@ -31,7 +31,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from bench.run import BOOTSTRAP, LAUNCHER, REGISTRY, REPO, hudi_cdc_jars, spark_submit
+from bench.run import BOOTSTRAP, LAUNCHER, REGISTRY, REPO, hudi_cdc_jars, spark_submit, variant
 
 
 def _prepare(conn: Any, table: str, rows: int) -> None:
@@ -88,7 +88,14 @@ def _completed_instants(base: Path) -> set[str]:
 
 
 def measure(
-    rate: int, seconds: float, warmup: float, work: Path, rows: int, table_type: str = "mor", compaction: str = "inline"
+    rate: int,
+    seconds: float,
+    warmup: float,
+    work: Path,
+    rows: int,
+    table_type: str = "mor",
+    compaction: str = "inline",
+    hoodie_conf: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     import hudi_cdc
     from hudi_cdc.testing.kafka import end_offsets
@@ -108,7 +115,8 @@ def measure(
          *hudi_cdc_jars(), str(LAUNCHER), "ingest",
          "--source", "kafka", "--topic", topic, "--bootstrap-servers", BOOTSTRAP, "--schema-registry-url", REGISTRY,
          "--target-base-path", str(base), "--target-table", table, "--table-type", table_type,
-         "--continuous", "--min-sync-interval-seconds", "0", "--compaction", compaction, "--json"],
+         "--continuous", "--min-sync-interval-seconds", "0", "--compaction", compaction, "--json",
+         *(a for k, v in (hoodie_conf or {}).items() for a in ("--hoodie-conf", f"{k}={v}"))],
         stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYSPARK_PYTHON": sys.executable},
     )  # fmt: skip
     spark = hudi_cdc.spark_session(app_name="freshness-observer", conf={"spark.master": "local[1]"})
@@ -164,19 +172,27 @@ def main(argv: list[str] | None = None) -> int:
         "--compaction", nargs="+", default=["inline"], choices=["inline", "async"],
         help="MERGE_ON_READ: hudi-cdc's --compaction (async: on a thread of its own)",
     )  # fmt: skip
+    parser.add_argument(
+        "--variant", action="append", type=variant,
+        help="label or label:key=value,...: runs with these Hudi settings (repeatable; hudi-cdc's defaults when not given)",
+    )  # fmt: skip
     parser.add_argument("--work", type=Path, default=REPO / ".bench" / "freshness")
     parser.add_argument("--markdown", type=Path, help="write the results here (docs/benchmarks.md)")
     args = parser.parse_args(argv)
     args.work.mkdir(parents=True, exist_ok=True)
     started = f"{datetime.now():%Y-%m-%d %H:%M}"
     results = [
-        measure(rate, args.seconds, args.warmup, args.work, args.rows, table_type, compaction)
+        {
+            "settings": label,
+            **measure(rate, args.seconds, args.warmup, args.work, args.rows, table_type, compaction, conf),
+        }
+        for label, conf in args.variant or [("hudi-cdc defaults", {})]
         for table_type in args.table_types
         for rate in args.rates
         for compaction in (args.compaction if table_type == "mor" else ["inline"])
     ]
     (args.work / "freshness.json").write_text(json.dumps(results, indent=2))
-    text = render(results, started, args.rows)
+    text = render(results, started, args.rows, args.variant or [])
     print(text)
     if args.markdown:
         from bench.markdown import write_section
@@ -185,22 +201,32 @@ def main(argv: list[str] | None = None) -> int:
     return 0 if all(r["not_visible"] == 0 for r in results) else 1
 
 
-def render(results: list[dict[str, Any]], started: str, rows: int) -> str:
+def render(results: list[dict[str, Any]], started: str, rows: int, variants: list[tuple[str, dict[str, str]]]) -> str:
     from bench.run import machine, versions
+
+    labelled = bool(variants)
 
     lines = [
         f"Run of {started} on {machine()}; {', '.join(f'{k} {v}' for k, v in versions().items())}. "
-        f"A {rows:,}-row table, `local[2]`, hudi-cdc's defaults (MERGE_ON_READ: a compaction every 5 delta "
-        "commits, `inline` (the default): inside the round; `async`: on a thread of its own).",
+        f"A {rows:,}-row table, `local[2]`, hudi-cdc's defaults"
+        + (" and the settings below" if labelled else "")
+        + " (MERGE_ON_READ: a compaction every 5 delta commits, `inline` (the default): inside the round; "
+        "`async`: on a thread of its own).",
+        *(
+            f"- {label}: " + (", ".join(f"`{k}={v}`" for k, v in conf.items()) or "no `--hoodie-conf`")
+            for label, conf in variants
+        ),
         "",
-        "| table | compaction | changes/s | measured window | transactions | commits | p50 | p99 | max | not visible "
+        ("| settings " if labelled else "")
+        + "| table | compaction | changes/s | measured window | transactions | commits | p50 | p99 | max | not visible "
         "| load behind |",
-        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        ("| --- " if labelled else "") + "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     names = {"mor": "MERGE_ON_READ", "cow": "COPY_ON_WRITE"}
     for r in results:
         lines.append(
-            f"| {names[r['table_type']]} | {r['compaction'] if r['table_type'] == 'mor' else '-'} | {r['rate']:,} | {r['seconds']:.0f} s | {r['transactions']:,} | {r['commits']} | {r['p50_s']} s | "
+            (f"| {r['settings']} " if labelled else "")
+            + f"| {names[r['table_type']]} | {r['compaction'] if r['table_type'] == 'mor' else '-'} | {r['rate']:,} | {r['seconds']:.0f} s | {r['transactions']:,} | {r['commits']} | {r['p50_s']} s | "
             f"{r['p99_s']} s | {r['max_s']} s | {r['not_visible']} | {r['load_behind_s']} s |"
         )
     return "\n".join(lines) + "\n"

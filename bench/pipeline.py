@@ -36,7 +36,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench.run import BOOTSTRAP, LAUNCHER, REGISTRY, REPO, hudi_cdc_jars, spark_submit
+from bench.run import BOOTSTRAP, LAUNCHER, REGISTRY, REPO, hudi_cdc_jars, spark_submit, variant
 
 
 class Load(threading.Thread):
@@ -241,13 +241,6 @@ def _conf_table(conf: dict[str, str]) -> str:
     return "\n[defaults.hoodie_conf]\n" + "".join(f'"{k}" = "{v}"\n' for k, v in conf.items())
 
 
-def _variant(text: str) -> tuple[str, dict[str, str]]:
-    """``label`` or ``label:key=value,key=value``: one run with those Hudi settings on every table."""
-    label, _, pairs = text.partition(":")
-    conf = dict(p.split("=", 1) for p in pairs.split(",") if p)
-    return label, conf
-
-
 def _caught_up(out_path: Path, names: list[str], newest_ms: float) -> bool:
     held: dict[str, int] = {}
     for line in out_path.read_text().splitlines():
@@ -269,7 +262,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--variant",
         action="append",
-        type=_variant,
+        type=variant,
         help="label or label:key=value,...: a run with these Hudi settings on every table (repeatable; "
         "one run with hudi-cdc's defaults when not given)",
     )

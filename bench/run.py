@@ -200,6 +200,13 @@ def parquet_limit(spark: Any, source_base: str, work: Path) -> float:
     return time.perf_counter() - started
 
 
+def variant(text: str) -> tuple[str, dict[str, str]]:
+    """``label`` or ``label:key=value,key=value``: a run with those Hudi settings (``--variant``)."""
+    label, _, pairs = text.partition(":")
+    conf = dict(p.split("=", 1) for p in pairs.split(",") if p)
+    return label, conf
+
+
 def versions() -> dict[str, str]:
     import pyspark
 

@@ -140,6 +140,9 @@ def ingest_once(
         log.info("purged %d tombstone(s) older than %s hours", purged, config.tombstone_retention_hours)
 
     last = table.checkpoint_commit()
+    opt.check_index_layout(
+        last.extra.get(opt.INDEX_KEY) if last else None, _write_options(config, keys), config.target_base_path
+    )
     # The newest TRUNCATE the table applied: every commit carries it (see MergePolicy.plan).
     truncated_at = last.extra.get(opt.TRUNCATED_AT_KEY) if last else None
     checkpoint = _starting_checkpoint(last, source, config)
@@ -359,6 +362,7 @@ def _commit(
         opt.CHECKPOINT_KEY: json.dumps(batch.next_checkpoint, sort_keys=True),
         opt.SOURCE_KEY: config.source,
         opt.STATS_KEY: json.dumps(stats, sort_keys=True),
+        opt.INDEX_KEY: opt.index_layout(options),
     }
     if operation is not None:
         options[opt.OPERATION] = operation

@@ -224,3 +224,45 @@ def test_a_round_leaves_no_cached_blocks_behind(spark, tmp_path: Path) -> None:
     assert run_cli(*ingest_args(str(source), base)).exit_code == 0
     assert spark.sparkContext._jsc.getPersistentRDDs().size() == before
     assert read_rows(spark, base, COLUMNS) == expected_rows(apply_events(events), COLUMNS)
+
+
+def test_a_table_keeps_the_index_it_was_written_with(spark, tmp_path: Path) -> None:
+    from hudi_cdc.config import load_config
+    from hudi_cdc.errors import ConfigError
+    from hudi_cdc.pipeline import ingest_once
+    from hudi_cdc.sink import options as opt
+
+    source, base = tmp_path / "events", str(tmp_path / "table")
+    bucket = ["--hoodie-conf", "hoodie.index.type=BUCKET", "--hoodie-conf", "hoodie.bucket.index.num.buckets=2"]
+    write_events(
+        source / "0001.avro", SCHEMA, [pg_event("c", lsn=10 + k, after={"id": k, "name": "a"}) for k in range(20)]
+    )
+    assert run_cli(*ingest_args(str(source), base, table_type="mor", extra=bucket)).exit_code == 0
+    table = HudiTable(spark, base)
+    assert table.checkpoint_commit().extra[opt.INDEX_KEY] == "BUCKET(SIMPLE, 2, id)"
+    checkpoint, instants = table.latest_checkpoint(), commit_instants(spark, base)
+
+    # Without the bucket settings, Hudi's default index would not see the bucketed keys in log files.
+    write_events(
+        source / "0002.avro", SCHEMA, [pg_event("u", lsn=100 + k, after={"id": k, "name": "b"}) for k in range(20)]
+    )
+    for wrong, given in (
+        ([], "file lookup"),
+        (["--hoodie-conf", "hoodie.index.type=BUCKET"], "BUCKET(SIMPLE, 256, id)"),
+    ):
+        result = run_cli(*ingest_args(str(source), base, table_type="mor", extra=wrong))
+        assert result.exit_code == 1, result.output
+        assert f"index 'BUCKET(SIMPLE, 2, id)', the command line '{given}'" in result.output, result.output
+    # The round itself checks too (a continuous process, the runner), before reading anything.
+    config = load_config(
+        env={}, source_path=str(source), target_base_path=base, target_table="t_mor", table_type="MERGE_ON_READ",
+        record_key_fields="id",
+    )  # fmt: skip
+    with pytest.raises(
+        ConfigError, match=r"written with the index BUCKET\(SIMPLE, 2, id\), and these settings give file lookup"
+    ):
+        ingest_once(config, spark=spark)
+    assert commit_instants(spark, base) == instants and table.latest_checkpoint() == checkpoint
+
+    assert run_cli(*ingest_args(str(source), base, table_type="mor", extra=bucket)).exit_code == 0
+    assert read_rows(spark, base, ("id", "name")) == [(k, "b") for k in range(20)]

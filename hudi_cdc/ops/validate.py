@@ -580,6 +580,10 @@ def check_table_config(ctx: _Context) -> _Outcome:
         "ordering field": ",".join(str(f) for f in tc.getOrderingFields()),
         "merge mode": str(merge_mode.name()) if merge_mode is not None else "",
     }
+    last = table.checkpoint_commit()
+    recorded_index = last.extra.get(opt.INDEX_KEY) if last else None
+    if recorded_index is not None:  # recorded by hudi-cdc's commits since the index guard
+        have["index"] = recorded_index
     want = {
         "table name": wanted[opt.TABLE_NAME],
         "table type": wanted[opt.TABLE_TYPE],
@@ -587,21 +591,22 @@ def check_table_config(ctx: _Context) -> _Outcome:
         "partition field": wanted[opt.PARTITION_PATH],
         "ordering field": wanted[opt.PRECOMBINE_FIELD],
         "merge mode": wanted[opt.MERGE_MODE],
+        "index": opt.index_layout(wanted),
     }
-    differ = [k for k in want if have[k] != want[k]]
+    differ = [k for k in want if have.get(k, want[k]) != want[k]]
     payload = tc.getPayloadClassIfPresent()
     payload_note = f", payload {payload.get()}" if payload.isPresent() else ""
     if differ:
         return _fail(
             f"the table at {config.target_base_path} has "
             + "; ".join(f"{k} {have[k] or '(none)'!r}, the command line {want[k] or '(none)'!r}" for k in differ),
-            "use the table's settings on the command line (a table's key, type and partitioning cannot change), "
-            "or write to a new --target-base-path",
+            "use the table's settings on the command line (a table's key, type, partitioning and index cannot "
+            "change), or write to a new --target-base-path",
         )
     return _ok(
         f"{have['table type']} table {have['table name']!r}, key {have['record key']}, "
         f"partition {have['partition field'] or '(none)'}, ordering {have['ordering field']}, "
-        f"{have['merge mode']}{payload_note}: matches the command line"
+        f"{have['merge mode']}{payload_note}, index {want['index']}: matches the command line"
     )
 
 

@@ -39,16 +39,22 @@ def _sql_string(text: str) -> str:
     return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
+_NOT_FOR_COMPACTION = ("hoodie.datasource.", "hoodie.index.", "hoodie.bucket.index.")
+
+
 def procedure_options(options: Mapping[str, str]) -> str:
     """``k=v,k=v`` for Hudi's ``run_compaction``, from a write's options.
 
     The procedure splits on commas and cannot escape them: a setting whose value has
     one is left out, with a warning (it reaches the compaction only through the
-    session's Spark conf). Writer-only settings (``hoodie.datasource.*``) are left out.
+    session's Spark conf). Writer-only settings (``hoodie.datasource.*``) are left out,
+    and so is the index: a compaction rewrites file groups in place and looks up no key,
+    while Hudi's bucket index settings want the record key, which these options lack
+    (Hudi 1.2 failed with a NullPointerException, seen here).
     """
     kept = []
     for key, value in sorted(options.items()):
-        if key.startswith("hoodie.datasource.") or not key.startswith("hoodie."):
+        if key.startswith(_NOT_FOR_COMPACTION) or not key.startswith("hoodie."):
             continue
         if "," in value or "," in key or "=" in key:
             log.warning("async compaction runs without %s: Hudi's procedure options cannot carry a comma", key)

@@ -42,6 +42,7 @@ STATS_KEY = META_PREFIX + "stats"
 CHECKPOINT_RESET_KEY = META_PREFIX + "checkpoint.reset"  # the --checkpoint a run started from
 TRUNCATED_AT_KEY = META_PREFIX + "truncated.at"  # the newest applied TRUNCATE's position, carried by every commit
 QUARANTINE_KEY = META_PREFIX + "quarantine"  # a quarantine table's commits: the batch or re-apply they record
+INDEX_KEY = META_PREFIX + "index"  # where the commit's writer put new keys (index_layout)
 
 EVENT_TIME_ORDERING = "EVENT_TIME_ORDERING"
 
@@ -111,6 +112,43 @@ def write_options(
 
 # Indexes that look a key up in the files themselves: a bulk insert's files serve them as an upsert's do.
 _FILE_INDEXES = {"SIMPLE", "GLOBAL_SIMPLE", "BLOOM", "GLOBAL_BLOOM"}
+_BUCKET_SETTINGS = (
+    ("hoodie.index.bucket.engine", "SIMPLE"),
+    ("hoodie.bucket.index.num.buckets", "256"),  # Hudi's defaults
+    ("hoodie.bucket.index.hash.field", ""),
+)
+
+
+def index_layout(options: Mapping[str, str]) -> str:
+    """How a write's index finds a key's file group, as a string equal only for interchangeable settings.
+
+    Hudi keeps no record of it in the table: a writer with another layout does not find
+    the keys written under the first (a bucket is a file group named by a key's hash,
+    and on MERGE_ON_READ a bucket's or the record-level index's inserts may sit in log
+    files that a file-lookup index never reads), so it writes them again as new rows.
+    The indexes that read the files themselves are interchangeable.
+    """
+    index = options.get(INDEX_TYPE, "SIMPLE").upper()
+    if index in _FILE_INDEXES:
+        return "file lookup"
+    if index == "BUCKET":
+        engine, buckets, field = (options.get(k, default) for k, default in _BUCKET_SETTINGS)
+        if engine.upper() == "CONSISTENT_HASHING":  # its clustering changes the bucket count itself
+            buckets = ""
+        field = field or options.get(RECORD_KEY, "")  # Hudi hashes the record key by default
+        return f"BUCKET({', '.join(p for p in (engine.upper(), buckets, field) if p)})"
+    return index
+
+
+def check_index_layout(recorded: str | None, options: Mapping[str, str], where: str) -> None:
+    """Refuse to write ``where`` with another index layout than its last commit recorded."""
+    wanted = index_layout(options)
+    if recorded is not None and recorded != wanted:
+        raise ConfigError(
+            f"{where} was written with the index {recorded}, and these settings give {wanted}: Hudi would not "
+            "find the rows already written and would add them again. Set hoodie.index.type (and the bucket "
+            "settings) as before, or replicate into a new --target-base-path; nothing was written"
+        )
 
 
 def first_commit_bulk_insert(user_conf: Mapping[str, str]) -> bool:

@@ -9,6 +9,7 @@ TestMySqlDebeziumAvroPayload, TestDebeziumTransformerMerge) and the gaps they le
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -411,9 +412,38 @@ def _check(actual: dict, scenarios: list) -> None:
     ids=["postgres", "mysql", "sqlserver", "oracle"],
 )  # fmt: skip
 def test_scenarios(spark, tmp_path: Path, table_type: str, flavor: str, scenarios: list) -> None:
+    _run_scenarios(spark, tmp_path, table_type, flavor, scenarios)
+
+
+# The settings docs/benchmarks.md "Freshness" measured fastest: every scenario holds with them too.
+LOW_LATENCY = ("hoodie.index.type=BUCKET", "hoodie.bucket.index.num.buckets=2", "hoodie.metadata.enable=false")
+
+
+@pytest.mark.parametrize("table_type", ["cow", "mor"])
+def test_scenarios_with_a_bucket_index_and_no_metadata_table(spark, tmp_path: Path, table_type: str) -> None:
+    _run_scenarios(spark, tmp_path, table_type, "postgres", PG_SCENARIOS, LOW_LATENCY, _written_as_asked)
+
+
+def _written_as_asked(base: Path) -> None:
+    """Before the compaction (whose procedure uses Hudi's defaults): two buckets, no metadata table."""
+    files = [p.name.lstrip(".") for p in base.iterdir() if ".parquet" in p.name or ".log." in p.name]
+    assert files and {name[:8] for name in files} <= {"00000000", "00000001"}, files
+    assert not (base / ".hoodie" / "metadata").exists()
+
+
+def _run_scenarios(
+    spark,
+    tmp_path: Path,
+    table_type: str,
+    flavor: str,
+    scenarios: list,
+    hoodie_conf: tuple[str, ...] = (),
+    check_layout: Callable[[Path], None] | None = None,
+) -> None:
     schema = envelope_schema("customers", COLUMNS, flavor=flavor)
     # MOR: no inline compaction, so snapshot reads merge log files; compaction is checked last.
-    flags = ["--flavor", flavor, "--hoodie-conf", "hoodie.compact.inline=false"]
+    conf = ["hoodie.compact.inline=false", *hoodie_conf]
+    flags = ["--flavor", flavor, *(a for c in conf for a in ("--hoodie-conf", c))]
     base = ingest_batches(
         spark, tmp_path, schema, _events(scenarios, flavor), table_type=table_type, flavor=flavor, extra=flags[2:]
     )
@@ -426,6 +456,8 @@ def test_scenarios(spark, tmp_path: Path, table_type: str, flavor: str, scenario
     result = run_cli(*ingest_args(str(tmp_path / "events"), base, table_type=table_type, extra=flags))
     assert result.exit_code == 0, result.output
     _check(table_state(spark, base, NAMES), scenarios)
+    if check_layout:
+        check_layout(Path(base))
 
     if table_type == "mor":
         compact(spark, base)

@@ -27,19 +27,25 @@ def _completed_compactions(table: HudiTable) -> set[str]:
     return {c.instant for c in table.commits() if c.operation == "compact"}
 
 
-def test_a_continuous_mor_round_leaves_its_compaction_to_the_thread(spark, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "settings",
+    [{}, {"hoodie.index.type": "BUCKET", "hoodie.bucket.index.num.buckets": "2", "hoodie.metadata.enable": "false"}],
+    ids=["defaults", "bucket-index-no-metadata-table"],
+)
+def test_a_continuous_mor_round_leaves_its_compaction_to_the_thread(spark, tmp_path: Path, settings: dict) -> None:
     sample = SampleCustomers(tmp_path / "events", keys=300)
     sample.snapshot(rows=200)
     base = str(tmp_path / "table")
     config = load_config(
         source_path=sample.source_path, target_base_path=base, target_table="customers", record_key_fields="id",
-        table_type="mor", compaction="async", continuous=True, max_rounds=4, hoodie_conf=COMPACT_EVERY_COMMIT,
+        table_type="mor", compaction="async", continuous=True, max_rounds=4,
+        hoodie_conf={**COMPACT_EVERY_COMMIT, **settings},
     )  # fmt: skip
     assert config.async_compaction
     table = HudiTable(spark, base)
     for round_no, result in enumerate(run(config, spark=spark), start=1):
         assert result.committed
-        if round_no >= 2:  # the first commit is a bulk insert of base files: nothing to compact
+        if round_no >= 2:  # the first commit writes base files only (a bulk insert, or new buckets): nothing to compact
             # The round is over and its commit visible, its compaction not run yet:
             # inline, the round would have returned only after it.
             pending = table.pending_compactions()

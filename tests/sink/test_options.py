@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from hudi_cdc.errors import ConfigError
@@ -96,10 +98,62 @@ def test_the_compaction_procedure_gets_the_table_settings_it_can_carry(caplog) -
     options = _options(
         table_type="MERGE_ON_READ",
         async_compaction=True,
-        user_conf={"hoodie.parquet.max.file.size": "1000", "hoodie.some.list": "a,b"},
-    )
+        user_conf={
+            "hoodie.parquet.max.file.size": "1000", "hoodie.some.list": "a,b", "hoodie.index.type": "BUCKET",
+            "hoodie.bucket.index.num.buckets": "4", "hoodie.metadata.enable": "false",
+        },
+    )  # fmt: skip
     carried = dict(kv.split("=", 1) for kv in procedure_options(options).split(","))
+    assert carried["hoodie.metadata.enable"] == "false"
+    assert not any(k.startswith(("hoodie.index.", "hoodie.bucket.")) for k in carried)  # no key lookups
     assert carried[opt.LOCK_PROVIDER] == opt.IN_PROCESS_LOCK
     assert carried[opt.COLUMN_STATS] == "false" and carried["hoodie.parquet.max.file.size"] == "1000"
     assert not any(k.startswith("hoodie.datasource.") for k in carried)
     assert "hoodie.some.list" not in carried and "hoodie.some.list" in caplog.text
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "same"),
+    [
+        ({}, {"hoodie.index.type": "BLOOM"}, True),  # both read the files themselves
+        ({"hoodie.index.type": "simple"}, {"hoodie.index.type": "GLOBAL_SIMPLE"}, True),
+        ({}, {"hoodie.index.type": "BUCKET", "hoodie.bucket.index.num.buckets": "4"}, False),
+        (
+            {"hoodie.index.type": "BUCKET"},
+            {"hoodie.index.type": "BUCKET", "hoodie.bucket.index.num.buckets": "256"},
+            True,
+        ),
+        (
+            {"hoodie.index.type": "BUCKET"},
+            {"hoodie.index.type": "BUCKET", "hoodie.bucket.index.num.buckets": "4"},
+            False,
+        ),
+        (
+            {"hoodie.index.type": "BUCKET", "hoodie.index.bucket.engine": "CONSISTENT_HASHING"},
+            {
+                "hoodie.index.type": "BUCKET",
+                "hoodie.index.bucket.engine": "consistent_hashing",
+                "hoodie.bucket.index.num.buckets": "8",
+            },
+            True,
+        ),  # fmt: skip
+        (
+            {"hoodie.index.type": "BUCKET", "hoodie.bucket.index.hash.field": "id"},
+            {"hoodie.index.type": "BUCKET"},
+            False,
+        ),
+        ({}, {"hoodie.index.type": "RECORD_INDEX"}, False),
+    ],
+)
+def test_index_layouts_equal_only_when_a_writer_finds_the_others_keys(first, second, same: bool) -> None:
+    assert (opt.index_layout(first) == opt.index_layout(second)) is same
+    opt.check_index_layout(opt.index_layout(first), first, "t")  # its own layout passes
+    if same:
+        opt.check_index_layout(opt.index_layout(first), second, "t")
+    else:
+        with pytest.raises(ConfigError, match=f"^t was written with the index {re.escape(opt.index_layout(first))}"):
+            opt.check_index_layout(opt.index_layout(first), second, "t")
+
+
+def test_a_table_without_a_recorded_index_takes_any() -> None:
+    opt.check_index_layout(None, {"hoodie.index.type": "BUCKET"}, "t")  # written before hudi-cdc recorded it
