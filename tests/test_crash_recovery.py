@@ -118,3 +118,24 @@ def test_killed_during_an_async_compaction_the_next_run_finishes(spark, tmp_path
     # The plan killed mid-run was run again to completion (Hudi rolls an inflight compaction back first).
     completed = {n.split("_")[0] for n in os.listdir(timeline) if n.endswith(".commit")}
     assert {name.split(".")[0] for name in killed} <= completed
+
+
+def test_killed_during_a_bucket_index_delta_commit_the_next_run_finishes(spark, tmp_path: Path) -> None:
+    # The low-latency settings of docs/operations.md: a bucket's inserts and updates land in log files.
+    low_latency = ("--hoodie-conf", "hoodie.index.type=BUCKET", "--hoodie-conf", "hoodie.bucket.index.num.buckets=2",
+                   "--hoodie-conf", "hoodie.metadata.enable=false")  # fmt: skip
+    sample = SampleCustomers(tmp_path / "events", keys=300)
+    sample.snapshot(rows=200)
+    base = tmp_path / "table"
+    first = subprocess.run(_command(sample, base, "mor", *low_latency), capture_output=True, text=True)
+    assert first.returncode == 0, first.stderr
+
+    sample.changes(seed=5)
+    timeline = base / ".hoodie" / "timeline"
+    assert kill_when_pending(_command(sample, base, "mor", *low_latency), timeline, "deltacommit")
+    sample.changes(seed=6)
+    again = subprocess.run(_command(sample, base, "mor", *low_latency, "--json"), capture_output=True, text=True)
+    assert again.returncode == 0, again.stderr
+    assert _table(spark, base) == sample.state
+    assert spark.read.format("hudi").load(str(base)).count() == len(sample.state)  # no key written twice
+    assert not pending_instants(timeline, "deltacommit")
