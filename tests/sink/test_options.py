@@ -137,9 +137,14 @@ def test_the_compaction_procedure_gets_the_table_settings_it_can_carry(caplog) -
             },
             True,
         ),  # fmt: skip
-        (
+        (  # Hudi hashes the record key unless told otherwise
             {"hoodie.index.type": "BUCKET", "hoodie.bucket.index.hash.field": "id"},
-            {"hoodie.index.type": "BUCKET"},
+            {"hoodie.index.type": "BUCKET", opt.RECORD_KEY: "id"},
+            True,
+        ),
+        (
+            {"hoodie.index.type": "BUCKET", "hoodie.bucket.index.hash.field": "a"},
+            {"hoodie.index.type": "BUCKET", opt.RECORD_KEY: "a,b"},
             False,
         ),
         ({}, {"hoodie.index.type": "RECORD_INDEX"}, False),
