@@ -8,7 +8,7 @@ JARS := $(JARS_DIR)/.fetched
 PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help install jars airflow demo demo-files demo-stack test test-nostack bench bench-scale bench-freshness bench-verify bench-first-load bench-pipeline bench-formats bench-rounds bench-commit-cost bench-all chaos test-fast lint clean stack-up stack-down stack-reset
+.PHONY: help install jars airflow demo demo-files demo-stack test test-nostack bench bench-scale bench-freshness bench-verify bench-first-load bench-pipeline bench-formats bench-rounds bench-commit-cost bench-index bench-all chaos test-fast lint clean stack-up stack-down stack-reset
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -101,6 +101,10 @@ bench-formats: install stack-up ## The same stream as Avro, JSON with schemas an
 	$(PY) -m bench.formats --markdown docs/benchmarks.md
 
 bench-all: bench bench-scale bench-freshness bench-pipeline bench-rounds bench-commit-cost ## The main benchmarks, results into docs/benchmarks.md
+
+bench-index: install ## An upsert into tables of 1M and 10M rows under each index and record merger, COW and MOR
+	$(PY) -m bench.index_cost --table-rows 1000000 --markdown docs/benchmarks.md
+	$(PY) -m bench.index_cost --table-rows 10000000 --pattern recent --rounds 6 --markdown docs/benchmarks.md
 
 bench-verify: install stack-up ## How long hudi-cdc verify takes on a 10M-row table (Postgres against a Hudi COW table)
 	$(PY) -m bench.verify --rows 10000000

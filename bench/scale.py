@@ -5,7 +5,8 @@
 For each backlog size N: produce N change events over N/10 keys (the same
 generator as ``make bench``, one schema version) into a fresh topic, then
 replicate it with one ``hudi-cdc ingest --continuous --source-limit L``
-process (``spark-submit --master local[2]``, COPY_ON_WRITE) that stops after
+process (``spark-submit --master local[2]``, ``--table-type``: COPY_ON_WRITE by
+default; MERGE_ON_READ compacts inline every 5th delta commit) that stops after
 the rounds the backlog needs. Per round: events, seconds, and the table's
 row count at that commit (a time-travel query, after the timing). Per run:
 wall seconds, events/s and the peak memory of the whole process tree. The
@@ -40,14 +41,16 @@ from bench.run import (
 from bench.workload import Workload
 
 
-def ingest(work: Path, topic: str, name: str, *, source_limit: int | None, rounds: int) -> dict[str, Any]:
+def ingest(
+    work: Path, topic: str, name: str, *, table_type: str, source_limit: int | None, rounds: int
+) -> dict[str, Any]:
     base = work / "tables" / name
     command = [
         spark_submit(), "--master", f"local[{CORES}]", "--driver-memory", DRIVER_MEMORY,
         "--conf", "spark.ui.enabled=false", *hudi_cdc_jars(),
         str(LAUNCHER), "ingest", "--source", "kafka", "--topic", topic,
         "--bootstrap-servers", BOOTSTRAP, "--schema-registry-url", REGISTRY, "--target-base-path", str(base),
-        "--target-table", name, "--table-type", "COPY_ON_WRITE", "--json",
+        "--target-table", name, "--table-type", table_type, "--json",
         "--continuous", "--max-rounds", str(rounds), "--min-sync-interval-seconds", "0",
         *(["--source-limit", str(source_limit)] if source_limit else []),
         *[arg for k, v in KEEP_HISTORY.items() for arg in ("--hoodie-conf", f"{k}={v}")],
@@ -79,14 +82,14 @@ def produce(events: int) -> tuple[str, Workload, int]:
 
 
 def run_backlog(
-    spark: Any, work: Path, stream: tuple[str, Workload, int], source_limit: int | None, label: str
+    spark: Any, work: Path, stream: tuple[str, Workload, int], source_limit: int | None, label: str, table_type: str
 ) -> dict[str, Any]:
     topic, workload, messages = stream
     events = workload.events
     rounds = math.ceil(messages / source_limit) if source_limit else 1
-    out = ingest(work, topic, f"{label}_{events}", source_limit=source_limit, rounds=rounds)
+    out = ingest(work, topic, f"{label}_{events}", table_type=table_type, source_limit=source_limit, rounds=rounds)
     m = out["measured"]
-    run = Run("hudi-cdc", "COPY_ON_WRITE", label, measured=m, extra={"base": out["base"]})
+    run = Run("hudi-cdc", table_type, label, measured=m, extra={"base": out["base"]})
     if m.returncode != 0:
         log = m.log.read_text()
         cause = "out of memory (java.lang.OutOfMemoryError)" if "OutOfMemoryError" in log else f"exit {m.returncode}"
@@ -115,7 +118,7 @@ def render(report: dict[str, Any]) -> str:
     lines = [
         f"Scale run of {report['started']} on {report['machine']}; "
         f"{', '.join(f'{k} {v}' for k, v in report['versions'].items())}. "
-        f"COPY_ON_WRITE, `local[{CORES}]`, driver memory {DRIVER_MEMORY}; wall time includes JVM start.",
+        f"{report['table_type']}, `local[{CORES}]`, driver memory {DRIVER_MEMORY}; wall time includes JVM start.",
         "",
         "| backlog (events) | keys | --source-limit (messages) | rounds | wall s | events/s | µs/event "
         "| peak RSS MiB | table correct |",
@@ -147,6 +150,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--backlogs", type=int, nargs="+", default=[100_000, 1_000_000, 5_000_000])
     parser.add_argument("--source-limit", type=int, default=500_000)
     parser.add_argument("--skip-unbounded", action="store_true", help="skip the one-batch run of the largest backlog")
+    parser.add_argument("--table-type", choices=("COPY_ON_WRITE", "MERGE_ON_READ"), default="COPY_ON_WRITE")
     parser.add_argument("--work", type=Path, default=REPO / ".bench" / "scale")
     parser.add_argument("--markdown", type=Path)
     args = parser.parse_args(argv)
@@ -164,17 +168,23 @@ def main(argv: list[str] | None = None) -> int:
     runs = []
     for n in sorted(args.backlogs):
         stream = produce(n)
-        runs.append(run_backlog(spark, work, stream, args.source_limit, "bounded"))
+        runs.append(run_backlog(spark, work, stream, args.source_limit, "bounded", args.table_type))
         if n == max(args.backlogs) and not args.skip_unbounded:
-            runs.append(run_backlog(spark, work, stream, None, "unbounded"))
-    report = {"started": started, "machine": machine(), "versions": versions(), "runs": runs}
+            runs.append(run_backlog(spark, work, stream, None, "unbounded", args.table_type))
+    report = {
+        "table_type": args.table_type,
+        "started": started,
+        "machine": machine(),
+        "versions": versions(),
+        "runs": runs,
+    }
     (work / "scale.json").write_text(json.dumps(report, indent=2))
     text = render(report)
     print(text)
     if args.markdown:
         from bench.markdown import write_section
 
-        write_section(args.markdown, text, section="scale")
+        write_section(args.markdown, text, section="scale" if args.table_type == "COPY_ON_WRITE" else "scale-mor")
     # The one-batch run may fail (that is what it shows); a bounded run may not.
     return 0 if all(r["rows_ok"] for r in runs if r["label"] == "bounded") else 1
 
