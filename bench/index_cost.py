@@ -180,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.markdown:
         from bench.markdown import write_section
 
-        write_section(args.markdown, text, section=f"index-cost-{args.table_rows}-{args.pattern}")
+        write_section(args.markdown, text, section=f"index-{args.table_rows}-{args.pattern}", target="bench-index")
     return 0
 
 
@@ -194,7 +194,7 @@ def render(
 
     lines = [
         f"Run of {started} on {machine()}; {', '.join(f'{k} {v}' for k, v in versions().items())}. "
-        f"Tables of {args.table_rows:,} rows (bigint key, 4 columns, about 130 bytes a row); rounds of "
+        f"Tables of {args.table_rows:,} rows (a bigint key, a name, a 64-character hash, a double, the version); rounds of "
         f"{args.rows:,} changes ({args.pattern} updates 90%, new keys 10%), `local[2]`, 4 GiB, one JVM, variants "
         f"alternating; {args.rounds - 1} rounds each after the first. Every table read back: each key once, at its "
         "newest version.",

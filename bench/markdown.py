@@ -7,14 +7,15 @@ from pathlib import Path
 BEGIN, END = "<!-- bench:begin (written by `make bench`) -->", "<!-- bench:end -->"
 
 
-def _markers(section: str) -> tuple[str, str]:
+def _markers(section: str, target: str | None = None) -> tuple[str, str]:
     if section == "main":
         return BEGIN, END
-    return f"<!-- bench:{section}:begin (written by `make bench-{section}`) -->", f"<!-- bench:{section}:end -->"
+    target = target or f"bench-{section}"
+    return f"<!-- bench:{section}:begin (written by `make {target}`) -->", f"<!-- bench:{section}:end -->"
 
 
-def write_section(path: Path, text: str, section: str = "main") -> None:
-    begin, end = _markers(section)
+def write_section(path: Path, text: str, section: str = "main", target: str | None = None) -> None:
+    begin, end = _markers(section, target)
     old = path.read_text() if path.exists() else f"# Benchmarks\n\n{begin}\n{end}\n"
     if begin not in old or end not in old:
         old = old.rstrip() + f"\n\n{begin}\n{end}\n"

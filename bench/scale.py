@@ -184,7 +184,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.markdown:
         from bench.markdown import write_section
 
-        write_section(args.markdown, text, section="scale" if args.table_type == "COPY_ON_WRITE" else "scale-mor")
+        section = "scale" if args.table_type == "COPY_ON_WRITE" else "scale-mor"
+        write_section(args.markdown, text, section=section, target="bench-scale")
     # The one-batch run may fail (that is what it shows); a bounded run may not.
     return 0 if all(r["rows_ok"] for r in runs if r["label"] == "bounded") else 1
 
