@@ -36,7 +36,7 @@ AVRO_MERGER = {
 
 def default_variants(buckets: int) -> dict[str, dict[str, str]]:
     return {
-        "hudi-cdc's defaults: simple index, Spark record merger": {},
+        "hudi-cdc's defaults (simple index, Spark record merger)": {},
         "simple index, Avro record merger (Hudi's default)": AVRO_MERGER,
         "bloom index": {"hoodie.index.type": "BLOOM"},
         f"bucket index ({buckets} buckets)": {
@@ -95,21 +95,21 @@ def measure(
 ) -> dict[str, dict[str, Any]]:
     from hudi_cdc.sink.options import OPERATION, first_commit_bulk_insert, write_options
 
-    def options(name: str, conf: dict[str, str]) -> dict[str, str]:
+    def options(i: int, conf: dict[str, str]) -> dict[str, str]:
         return write_options(
-            table_name=f"t{list(variants).index(name)}", table_type=table_type, record_key_fields=["id"],
+            table_name=f"t{i}", table_type=table_type, record_key_fields=["id"],
             partition_path_field=None, ordering_field="version", user_conf=conf,
         )  # fmt: skip
 
     root = root / table_type
     shutil.rmtree(root, ignore_errors=True)
     # A throw-away write first, so that the first variant's build does not pay the JVM's warm-up alone.
-    warm = options(next(iter(variants)), {})
+    warm = options(0, {})
     work.batch(1).write.format("hudi").options(**warm).mode("append").save(str(root / "warm-up"))
     shutil.rmtree(root / "warm-up")
     results: dict[str, dict[str, Any]] = {}
     for i, (name, conf) in enumerate(variants.items()):
-        opts = options(name, conf)
+        opts = options(i, conf)
         if first_commit_bulk_insert(conf):
             opts[OPERATION] = "bulk_insert"
         began = time.perf_counter()
@@ -117,10 +117,10 @@ def measure(
         results[name] = {"build": time.perf_counter() - began, "first": opts[OPERATION], "rounds": []}
         print(f"{table_type} {name}: built in {results[name]['build']:.1f} s ({opts[OPERATION]})", flush=True)
     for version in range(1, rounds + 1):
+        batch = work.batch(version)
         for i, (name, conf) in enumerate(variants.items()):
-            batch = work.batch(version)
             began = time.perf_counter()
-            batch.write.format("hudi").options(**options(name, conf)).mode("append").save(str(root / f"t{i}"))
+            batch.write.format("hudi").options(**options(i, conf)).mode("append").save(str(root / f"t{i}"))
             results[name]["rounds"].append(time.perf_counter() - began)
         print(
             f"{table_type} round {version}: " + ", ".join(f"{r['rounds'][-1]:.1f}" for r in results.values()),
@@ -175,7 +175,7 @@ def main(argv: list[str] | None = None) -> int:
     work = Workload(spark, args.table_rows, args.rows, args.pattern)
     results = {t: measure(spark, t, variants, work, args.rounds, args.work) for t in args.types.split(",")}
     shutil.rmtree(args.work, ignore_errors=True)
-    text = render(results, variants, started, args)
+    text = render(results, started, args)
     print(text)
     if args.markdown:
         from bench.markdown import write_section
@@ -184,12 +184,7 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def render(
-    results: dict[str, dict[str, dict[str, Any]]],
-    variants: dict[str, dict[str, str]],
-    started: str,
-    args: argparse.Namespace,
-) -> str:
+def render(results: dict[str, dict[str, dict[str, Any]]], started: str, args: argparse.Namespace) -> str:
     from bench.run import machine, versions
 
     lines = [

@@ -13,6 +13,7 @@ from tests.support import (
     CUSTOMERS,
     apply_events,
     commit_instants,
+    compact,
     expected_rows,
     ingest_args,
     random_history,
@@ -276,8 +277,6 @@ def _parquet_log_files(base: str) -> list[str]:
 def test_a_mor_table_written_with_the_avro_merger_takes_the_spark_merger(spark, tmp_path: Path) -> None:
     """Tables from before the Spark record merger became the default read on, and the source order holds:
     a stale update that shares a batch with newer ones loses (with Parquet log blocks it won)."""
-    from tests.support import compact
-
     source, base = tmp_path / "events", str(tmp_path / "table")
     avro_merger = [
         "--hoodie-conf",
