@@ -42,18 +42,27 @@ from bench.workload import Workload
 
 
 def ingest(
-    work: Path, topic: str, name: str, *, table_type: str, source_limit: int | None, rounds: int
+    work: Path,
+    topic: str,
+    name: str,
+    *,
+    table_type: str,
+    source_limit: int | None,
+    rounds: int,
+    hoodie_conf: dict[str, str],
+    java_options: str | None = None,
 ) -> dict[str, Any]:
     base = work / "tables" / name
     command = [
         spark_submit(), "--master", f"local[{CORES}]", "--driver-memory", DRIVER_MEMORY,
         "--conf", "spark.ui.enabled=false", *hudi_cdc_jars(),
+        *(["--driver-java-options", java_options] if java_options else []),
         str(LAUNCHER), "ingest", "--source", "kafka", "--topic", topic,
         "--bootstrap-servers", BOOTSTRAP, "--schema-registry-url", REGISTRY, "--target-base-path", str(base),
         "--target-table", name, "--table-type", table_type, "--json",
         "--continuous", "--max-rounds", str(rounds), "--min-sync-interval-seconds", "0",
         *(["--source-limit", str(source_limit)] if source_limit else []),
-        *[arg for k, v in KEEP_HISTORY.items() for arg in ("--hoodie-conf", f"{k}={v}")],
+        *[arg for k, v in {**KEEP_HISTORY, **hoodie_conf}.items() for arg in ("--hoodie-conf", f"{k}={v}")],
     ]  # fmt: skip
     measured = run_measured(command, work / "logs" / f"{name}.log", env={"PYSPARK_PYTHON": sys.executable})
     rounds_out = [json.loads(line) for line in measured.log.read_text().splitlines() if line.startswith("{")]
@@ -72,22 +81,42 @@ def table_rows_at(spark: Any, base: str, commit: str) -> int | None:
         return None
 
 
-def produce(events: int) -> tuple[str, Workload, int]:
-    topic = f"bench.t{uuid.uuid4().hex[:8]}.customers"
-    workload = Workload(topic, events, max(1, events // 10), 4, 1)
-    workload.produce(BOOTSTRAP, REGISTRY)
+def produce(events: int, topic: str | None = None) -> tuple[str, Workload, int]:
+    """A fresh topic of ``events`` changes; or, given ``topic``, the one an earlier run produced (same seed)."""
+    workload = Workload(topic or f"bench.t{uuid.uuid4().hex[:8]}.customers", events, max(1, events // 10), 4, 1)
+    if topic:
+        for _ in workload.changes():  # fills the expected table and the counts
+            pass
+    else:
+        workload.produce(BOOTSTRAP, REGISTRY)
     messages = events + workload.counts["d"]  # each delete is followed by a Kafka tombstone
-    print(f"{events:,} events ({messages:,} messages) in {topic}", flush=True)
-    return topic, workload, messages
+    print(f"{events:,} events ({messages:,} messages) in {workload.topic}", flush=True)
+    return workload.topic, workload, messages
 
 
 def run_backlog(
-    spark: Any, work: Path, stream: tuple[str, Workload, int], source_limit: int | None, label: str, table_type: str
+    spark: Any,
+    work: Path,
+    stream: tuple[str, Workload, int],
+    source_limit: int | None,
+    label: str,
+    table_type: str,
+    hoodie_conf: dict[str, str],
+    java_options: str | None,
 ) -> dict[str, Any]:
     topic, workload, messages = stream
     events = workload.events
     rounds = math.ceil(messages / source_limit) if source_limit else 1
-    out = ingest(work, topic, f"{label}_{events}", table_type=table_type, source_limit=source_limit, rounds=rounds)
+    out = ingest(
+        work,
+        topic,
+        f"{label}_{events}",
+        table_type=table_type,
+        source_limit=source_limit,
+        rounds=rounds,
+        hoodie_conf=hoodie_conf,
+        java_options=java_options,
+    )
     m = out["measured"]
     run = Run("hudi-cdc", table_type, label, measured=m, extra={"base": out["base"]})
     if m.returncode != 0:
@@ -118,7 +147,8 @@ def render(report: dict[str, Any]) -> str:
     lines = [
         f"Scale run of {report['started']} on {report['machine']}; "
         f"{', '.join(f'{k} {v}' for k, v in report['versions'].items())}. "
-        f"{report['table_type']}, `local[{CORES}]`, driver memory {DRIVER_MEMORY}; wall time includes JVM start.",
+        f"{report['table_type']}, `local[{CORES}]`, driver memory {DRIVER_MEMORY}; wall time includes JVM start."
+        + "".join(f" `--hoodie-conf {k}={v}`." for k, v in report.get("hoodie_conf", {}).items()),
         "",
         "| backlog (events) | keys | --source-limit (messages) | rounds | wall s | events/s | µs/event "
         "| peak RSS MiB | table correct |",
@@ -151,9 +181,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--source-limit", type=int, default=500_000)
     parser.add_argument("--skip-unbounded", action="store_true", help="skip the one-batch run of the largest backlog")
     parser.add_argument("--table-type", choices=("COPY_ON_WRITE", "MERGE_ON_READ"), default="COPY_ON_WRITE")
+    parser.add_argument("--hoodie-conf", action="append", default=[], metavar="K=V", help="passed to every ingest")
+    parser.add_argument("--driver-java-options", help="spark-submit's --driver-java-options for every ingest")
+    parser.add_argument("--topic", help="reuse the topic an earlier run of one backlog produced (same generator)")
     parser.add_argument("--work", type=Path, default=REPO / ".bench" / "scale")
     parser.add_argument("--markdown", type=Path)
     args = parser.parse_args(argv)
+    if args.topic and len(args.backlogs) != 1:
+        parser.error("--topic needs exactly one backlog size, the one it was produced with")
+    hoodie_conf = dict(kv.split("=", 1) for kv in args.hoodie_conf)
 
     import hudi_cdc
     from bench.run import machine, versions
@@ -167,12 +203,29 @@ def main(argv: list[str] | None = None) -> int:
     )
     runs = []
     for n in sorted(args.backlogs):
-        stream = produce(n)
-        runs.append(run_backlog(spark, work, stream, args.source_limit, "bounded", args.table_type))
+        stream = produce(n, args.topic)
+        runs.append(
+            run_backlog(
+                spark,
+                work,
+                stream,
+                args.source_limit,
+                "bounded",
+                args.table_type,
+                hoodie_conf,
+                args.driver_java_options,
+            )
+        )
         if n == max(args.backlogs) and not args.skip_unbounded:
-            runs.append(run_backlog(spark, work, stream, None, "unbounded", args.table_type))
+            runs.append(
+                run_backlog(
+                    spark, work, stream, None, "unbounded", args.table_type, hoodie_conf, args.driver_java_options
+                )
+            )
     report = {
         "table_type": args.table_type,
+        "hoodie_conf": hoodie_conf,
+        "driver_java_options": args.driver_java_options,
         "started": started,
         "machine": machine(),
         "versions": versions(),

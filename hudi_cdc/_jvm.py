@@ -7,7 +7,13 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-__all__ = ["hadoop_conf", "java_binary", "java_message", "jvm"]
+__all__ = ["hadoop_conf", "java_binary", "java_message", "jvm", "jvm_conf", "jvm_options"]
+
+# G1 before JDK 23 fails an allocation with OutOfMemoryError when two GCs in a row were held off by
+# threads in JNI critical sections (Snappy, LZ4, zlib), however much heap a GC would free (JDK-8192647).
+# A MOR round died so while growing a Hudi log block's buffer to 136 MB ("Retried waiting for GCLocker
+# too often" in Spark's log). More retries make it wait; JDK 23 fixed the bug and removed the flag.
+GC_LOCKER_RETRIES = 100
 
 
 def java_binary() -> str | None:
@@ -15,6 +21,50 @@ def java_binary() -> str | None:
     home = os.environ.get("JAVA_HOME")
     java = str(Path(home) / "bin" / "java") if home else shutil.which("java")
     return java if java and Path(java).exists() else None
+
+
+def java_feature_version(java: str | None = None) -> int | None:
+    """The feature version (17, 21, ...) of ``java`` (default: :func:`java_binary`), from its JDK's ``release``
+    file; None if that cannot be read."""
+    java = java or java_binary()
+    if java is None:
+        return None
+    release = Path(os.path.realpath(java)).parent.parent / "release"
+    try:
+        for line in release.read_text().splitlines():
+            if line.startswith("JAVA_VERSION="):
+                version = line.split("=", 1)[1].strip().strip('"')
+                major = version.split(".")[0]
+                # Java 8 names itself 1.8.0_x.
+                return int(version.split(".")[1]) if major == "1" else int(major)
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def jvm_options(java: str | None = None) -> str:
+    """The options every JVM of a hudi-cdc job runs with, driver and executors (see ``GC_LOCKER_RETRIES``).
+
+    Empty for Java 23 and later, which no longer has the option and would refuse to start with it.
+    A Java whose version cannot be read is taken to be one Spark 3.5 supports (8 to 21).
+    """
+    if (java_feature_version(java) or 17) >= 23:
+        return ""
+    return f"-XX:+UnlockDiagnosticVMOptions -XX:GCLockerRetryAllocationCount={GC_LOCKER_RETRIES}"
+
+
+DRIVER_OPTIONS_KEY = "spark.driver.defaultJavaOptions"
+EXECUTOR_OPTIONS_KEY = "spark.executor.defaultJavaOptions"
+
+
+def jvm_conf() -> dict[str, str]:
+    """:func:`jvm_options` for the driver and the executors, as Spark settings (none if there are no options).
+
+    Spark's ``defaultJavaOptions``: a user's ``extraJavaOptions`` (``--driver-java-options``) add to them
+    instead of replacing them.
+    """
+    options = jvm_options()
+    return {DRIVER_OPTIONS_KEY: options, EXECUTOR_OPTIONS_KEY: options} if options else {}
 
 
 def java_message(exc: BaseException) -> str:

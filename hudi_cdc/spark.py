@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from hudi_cdc._jvm import jvm, jvm_conf
 from hudi_cdc.errors import ConfigError
 from hudi_cdc.jars import JarSource, resolve_jars
 from hudi_cdc.launcher import jvm_archive
@@ -100,11 +102,12 @@ def spark_session(
     elif not in_submit:
         settings.update({"spark.master": "local[*]", **_LOCAL_DEFAULTS})
     archive = None
-    if not in_submit:  # under spark-submit the JVM is already running, with its classpath
+    if not in_submit:  # under spark-submit the JVM is already running, with its classpath and options
         source = JarSource("folder", jars=tuple(jars)) if jars is not None else resolve_jars()
         _log.info("hudi-cdc jars: %s", source.spark_conf())
         settings.update(source.spark_conf())
         archive = jvm_archive.archive_for(source)
+        settings.update(jvm_conf())
     settings.update(_HUDI_SESSION_CONF)
     settings.update(conf or {})
     if archive is not None:  # added to whatever driver options the settings above ended with
@@ -128,8 +131,6 @@ def spark_session(
 
 
 def _check_hudi_loadable(spark: SparkSession) -> None:
-    from hudi_cdc._jvm import jvm
-
     gateway = jvm(spark)
     try:
         gateway.java.lang.Class.forName(
@@ -140,6 +141,31 @@ def _check_hudi_loadable(spark: SparkSession) -> None:
             "the Spark session has no Hudi on its classpath: start it with "
             "hudi_cdc.spark_session(), or give spark-submit the line `hudi-cdc jars --submit-args` prints"
         ) from exc
+
+
+_RESERVED_HEAP = 300 << 20  # Spark's reserved system memory
+_LOCAL_MASTER = re.compile(r"local(?:\[(\d+|\*)(?:,\d+)?\])?$")
+
+
+def task_heap_bytes(spark: SparkSession) -> int:
+    """The heap one running task has outside Spark's memory pool: where Hudi's write handles buffer.
+
+    Locally that is the driver's heap, shared by the master's cores; on a cluster ``spark.executor.memory``,
+    shared by ``spark.executor.cores`` / ``spark.task.cpus`` tasks (1 core when unset, YARN's default: set it
+    where executors take more, as standalone ones do).
+    """
+    context = spark.sparkContext
+    conf = context._jsc.sc().conf()  # noqa: SLF001 - Spark's own size parsing ("4g", "512m")
+    local = _LOCAL_MASTER.match(context.master or "")
+    if local:
+        heap = int(jvm(spark).java.lang.Runtime.getRuntime().maxMemory())
+        cores = local.group(1)
+        slots = 1 if cores is None else (os.cpu_count() or 1) if cores == "*" else int(cores)
+    else:
+        heap = int(conf.getSizeAsMb("spark.executor.memory", "1g")) << 20
+        slots = int(conf.get("spark.executor.cores", "1")) // max(1, int(conf.get("spark.task.cpus", "1")))
+    fraction = float(conf.get("spark.memory.fraction", "0.6"))
+    return int(max(0, heap - _RESERVED_HEAP) * (1 - fraction) / max(1, slots))
 
 
 def release(*frames: DataFrame | None) -> None:

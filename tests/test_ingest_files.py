@@ -269,9 +269,14 @@ def test_a_table_keeps_the_index_it_was_written_with(spark, tmp_path: Path) -> N
     assert read_rows(spark, base, ("id", "name")) == [(k, "b") for k in range(20)]
 
 
+def _log_files(base: str) -> list[Path]:
+    """The table's MOR log files (not the metadata table's)."""
+    return [p for p in Path(base).rglob("*.log.*") if ".hoodie" not in p.parts]
+
+
 def _parquet_log_files(base: str) -> list[str]:
     """The MOR log files that hold a Parquet data block (Parquet's magic bytes)."""
-    return [p.name for p in Path(base).rglob("*.log.*") if ".hoodie" not in p.parts and b"PAR1" in p.read_bytes()]
+    return [p.name for p in _log_files(base) if b"PAR1" in p.read_bytes()]
 
 
 def test_a_mor_table_written_with_the_avro_merger_takes_the_spark_merger(spark, tmp_path: Path) -> None:
@@ -306,3 +311,37 @@ def test_a_mor_table_written_with_the_avro_merger_takes_the_spark_merger(spark, 
     compact(spark, base)  # Hudi's own procedure merges the log blocks of both mergers into base files
     assert read_rows(spark, base, ("id", "name"), query_type="read_optimized") == want
     assert read_rows(spark, base, ("id", "name")) == want
+
+
+def _log_block_sizes(base: str) -> list[int]:
+    """The size of every block in the table's MOR log files (each opens with Hudi's magic and its length)."""
+    sizes = []
+    for log in _log_files(base):
+        data = log.read_bytes()
+        at = data.find(b"#HUDI#")
+        while at >= 0:
+            sizes.append(int.from_bytes(data[at + 6 : at + 14], "big"))
+            at = data.find(b"#HUDI#", at + 14)
+    return sizes
+
+
+def test_a_mor_round_is_appended_in_log_blocks_sized_to_the_heap(spark, tmp_path: Path) -> None:
+    """Hudi's default 256 MB log block took several times that in heap and a 4 GiB driver ran out of it:
+    an update round bigger than the block hudi-cdc picks for this session's heap is spread over several."""
+    from hudi_cdc.sink.options import log_block_max_size
+    from hudi_cdc.spark import task_heap_bytes
+
+    block = log_block_max_size(task_heap_bytes(spark))
+    assert 16 << 20 <= block < 256 << 20  # the test session's 2 GiB heap gives less than Hudi's default
+    keys, size = 100, int(2.5 * block) // 100
+    source, base = tmp_path / "events", str(tmp_path / "table")
+    write_events(source / "0001.avro", SCHEMA, [pg_event("c", lsn=k, after={"id": k, "bio": "a"}) for k in range(keys)])
+    assert run_cli(*ingest_args(str(source), base, table_type="mor")).exit_code == 0
+    big = [pg_event("u", lsn=1000 + k, after={"id": k, "bio": chr(97 + k % 26) * size}) for k in range(keys)]
+    write_events(source / "0002.avro", SCHEMA, big)
+    assert run_cli(*ingest_args(str(source), base, table_type="mor")).exit_code == 0
+
+    data_blocks = [s for s in _log_block_sizes(base) if s > 1 << 20]
+    assert len(data_blocks) >= 2, data_blocks
+    assert max(data_blocks) <= block + 2 * size, (data_blocks, block)
+    assert read_rows(spark, base, ("id", "bio")) == sorted((k, chr(97 + k % 26) * size) for k in range(keys))

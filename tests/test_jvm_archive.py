@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from hudi_cdc._jvm import jvm_options
 from hudi_cdc.cli import main
 
 pytestmark = pytest.mark.spark
@@ -59,7 +60,7 @@ def test_an_archive_is_built_then_mapped_and_a_torn_one_is_not_used(tmp_path: Pa
     assert archive.parent == tmp_path / "jvm" and archive.stat().st_size > 10 << 20
     assert _cli("jvm-archive") == {"archive": str(archive), "built_now": False}  # built once
     options = CliRunner().invoke(main, ["jars", "--java-options"]).output.strip()
-    assert options.startswith(f"-XX:SharedArchiveFile={archive} ")
+    assert options.startswith(f"{jvm_options()} -XX:SharedArchiveFile={archive} ")
 
     used = _probe(env)
     assert used["options"] == [f"-XX:SharedArchiveFile={archive}"]
@@ -74,7 +75,7 @@ def test_an_archive_is_built_then_mapped_and_a_torn_one_is_not_used(tmp_path: Pa
         handle.truncate(archive.stat().st_size // 2)
     torn = _probe(env)
     assert torn["options"] == [] and torn["rows"] == 3
-    assert CliRunner().invoke(main, ["jars", "--java-options"]).output.strip() == ""
+    assert CliRunner().invoke(main, ["jars", "--java-options"]).output.strip() == jvm_options()
 
     assert _cli("jvm-archive", "--remove") == {"removed": True}
     assert not archive.exists()

@@ -1,7 +1,9 @@
-"""The session hudi-cdc builds runs its Python workers on the driver's interpreter, not on ``python3`` from PATH."""
+"""The session hudi-cdc builds: its Python workers run on the driver's interpreter, not on ``python3`` from PATH;
+its JVM runs with hudi-cdc's options, and so does spark-submit's with the README's line."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -9,6 +11,9 @@ import venv
 from pathlib import Path
 
 import pytest
+
+from hudi_cdc._jvm import GC_LOCKER_RETRIES
+from hudi_cdc.testing.cluster import spark_bin
 
 pytestmark = pytest.mark.spark
 
@@ -42,3 +47,48 @@ def test_python_workers_run_the_driver_interpreter_whatever_python3_is_on_path(t
     assert done.returncode == 0, done.stderr[-3000:]
     lines = dict(line.split(" ", 1) for line in done.stdout.splitlines() if line.startswith(("WORKER", "DRIVER")))
     assert lines["WORKER"] == lines["DRIVER"] == sys.executable
+
+
+# What the driver JVM runs with: hudi-cdc's GC-locker option (as HotSpot reports it) and a user's own option.
+OPTIONS_PROBE = """
+import json, sys
+import hudi_cdc
+spark = hudi_cdc.spark_session(master="local[1]", conf=json.loads(sys.argv[1]) if len(sys.argv) > 1 else None)
+jvm = spark._jvm
+bean = jvm.java.lang.management.ManagementFactory.getPlatformMXBean(
+    jvm.java.lang.Class.forName("com.sun.management.HotSpotDiagnosticMXBean"))
+print("PROBE " + json.dumps({
+    "retries": bean.getVMOption("GCLockerRetryAllocationCount").getValue(),
+    "user": jvm.java.lang.System.getProperty("hudi.cdc.probe"),
+    "rows": spark.range(3).count(),
+}))
+spark.stop()
+"""
+
+
+def _probe_output(stdout: str) -> dict:
+    return json.loads(next(line for line in stdout.splitlines() if line.startswith("PROBE "))[6:])
+
+
+def test_a_session_hudi_cdc_starts_waits_out_the_gc_locker_and_keeps_the_users_java_options() -> None:
+    conf = json.dumps({"spark.driver.extraJavaOptions": "-Dhudi.cdc.probe=kept"})
+    done = subprocess.run([sys.executable, "-c", OPTIONS_PROBE, conf], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert _probe_output(done.stdout) == {"retries": str(GC_LOCKER_RETRIES), "user": "kept", "rows": 3}
+
+
+def test_the_spark_submit_line_of_the_readme_gives_the_driver_the_same_options(tmp_path: Path) -> None:
+    script = tmp_path / "probe.py"
+    script.write_text(OPTIONS_PROBE)
+    hudi_cdc = [sys.executable, "-m", "hudi_cdc", "jars"]
+    submit_args = subprocess.run([*hudi_cdc, "--submit-args"], capture_output=True, text=True, check=True).stdout
+    java_options = subprocess.run([*hudi_cdc, "--java-options"], capture_output=True, text=True, check=True).stdout
+    # As a shell runs the README's line: $(... --submit-args) split on blanks, "$(... --java-options)" as one word.
+    command = [
+        spark_bin("spark-submit"), "--master", "local[1]", *submit_args.split(),
+        "--driver-java-options", f"{java_options.strip()} -Dhudi.cdc.probe=kept", str(script),
+    ]  # fmt: skip
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
+    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert _probe_output(done.stdout) == {"retries": str(GC_LOCKER_RETRIES), "user": "kept", "rows": 3}

@@ -24,7 +24,14 @@ from hudi_cdc.errors import HudiCdcError
     "--java-options",
     "show",
     flag_value="java-options",
-    help="Print only the driver JVM options that map `hudi-cdc jvm-archive`'s archive (empty without one).",
+    help="Print only the driver's JVM options for spark-submit's --driver-java-options: hudi-cdc's own, and "
+    "those that map `hudi-cdc jvm-archive`'s archive if there is one.",
+)
+@click.option(
+    "--executor-java-options",
+    "show",
+    flag_value="executor-java-options",
+    help="Print only the executors' JVM options (on a cluster, for spark.executor.defaultJavaOptions).",
 )
 @click.option(
     "--fetch",
@@ -36,6 +43,7 @@ from hudi_cdc.errors import HudiCdcError
 def jars(show: str | None, fetch_dir: str | None, as_json: bool) -> None:
     """Where hudi-cdc's Spark jars come from, and the spark-submit line that uses them."""
     from hudi_cdc import jars as jarmod
+    from hudi_cdc._jvm import EXECUTOR_OPTIONS_KEY, jvm_conf, jvm_options
     from hudi_cdc.launcher import SCRIPT, jvm_archive
 
     try:
@@ -50,7 +58,7 @@ def jars(show: str | None, fetch_dir: str | None, as_json: bool) -> None:
 
     def java_options() -> str:
         archive = jvm_archive.archive_for(source)
-        return jvm_archive.java_options(archive) if archive else ""
+        return " ".join(filter(None, [jvm_options(), jvm_archive.java_options(archive) if archive else ""]))
 
     if show == "packages":
         click.echo(",".join(jarmod.PACKAGES))
@@ -60,6 +68,8 @@ def jars(show: str | None, fetch_dir: str | None, as_json: bool) -> None:
         click.echo(str(SCRIPT))
     elif show == "java-options":
         click.echo(java_options())
+    elif show == "executor-java-options":
+        click.echo(jvm_options())
     elif as_json:
         info = {
             "source": source.kind,
@@ -69,6 +79,7 @@ def jars(show: str | None, fetch_dir: str | None, as_json: bool) -> None:
             "submit_args": source.submit_args(),
             "launcher": str(SCRIPT),
             "java_options": java_options(),
+            "executor_java_options": jvm_options(),
         }
         click.echo(json.dumps(info, sort_keys=True))
     else:
@@ -79,4 +90,10 @@ def jars(show: str | None, fetch_dir: str | None, as_json: bool) -> None:
             click.echo(f"  {coordinate}")
         click.echo("spark-submit:")
         click.echo(f'  PYSPARK_PYTHON="$(command -v python)" spark-submit {submit} \\')
+        driver = java_options()  # once: finding the archive hashes every Spark jar's size and time
+        if driver:
+            click.echo(f"    --driver-java-options {shlex.quote(driver)} \\")
+        executor = jvm_conf().get(EXECUTOR_OPTIONS_KEY)
+        if executor:
+            click.echo(f"    --conf {shlex.quote(f'{EXECUTOR_OPTIONS_KEY}={executor}')} \\")
         click.echo(f"    {shlex.quote(str(SCRIPT))} ingest ...")

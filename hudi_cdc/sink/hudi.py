@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from hudi_cdc._jvm import hadoop_conf, java_message, jvm
 from hudi_cdc.errors import SinkError
 from hudi_cdc.sink import options as opt
+from hudi_cdc.spark import task_heap_bytes
 from payloads.base import DELETED_COLUMN
 
 if TYPE_CHECKING:
@@ -130,6 +131,9 @@ class HudiTable:
         # Arrays may hold NULL elements (int[] {1,NULL}); parquet-avro's legacy
         # two-level lists cannot, and a user's own session may not set this.
         hadoop_conf(self._spark).set("parquet.avro.write-old-list-structure", "false")
+        if options.get(opt.TABLE_TYPE) == "MERGE_ON_READ" and opt.LOG_BLOCK_MAX_SIZE not in options:
+            block = opt.log_block_max_size(task_heap_bytes(self._spark))
+            options = {**options, opt.LOG_BLOCK_MAX_SIZE: str(block)}
         try:
             rows.write.format("hudi").options(**options).options(**extra_metadata).mode("append").save(self.base_path)
         except Exception as exc:

@@ -34,6 +34,7 @@ COMPACT_SCHEDULE_INLINE = "hoodie.compact.schedule.inline"
 LOCK_PROVIDER = "hoodie.write.lock.provider"
 RECORD_MERGER_CLASSES = "hoodie.write.record.merge.custom.implementation.classes"
 LOG_BLOCK_FORMAT = "hoodie.logfile.data.block.format"
+LOG_BLOCK_MAX_SIZE = "hoodie.logfile.data.block.max.size"
 SPARK_RECORD_MERGER = "org.apache.hudi.DefaultSparkRecordMerger"
 IN_PROCESS_LOCK = "org.apache.hudi.client.transaction.lock.InProcessLockProvider"
 
@@ -123,6 +124,19 @@ def write_options(
             options[LOCK_PROVIDER] = IN_PROCESS_LOCK
     options.update(user_conf)
     return options
+
+
+# Hudi 1.2 buffers a MERGE_ON_READ log block whole, then serializes it into an array that grows by doubling
+# and is copied once more: at its default 256 MB a block took several times that in heap per task, and a
+# 4 GiB driver died in round 3-4 of a 5M-event run with two tasks appending at once; at 63 MB it ran all 12
+# (docs/benchmarks.md "Scale"). A twelfth of a task's share of the heap Spark leaves to user code.
+_LOG_BLOCK_SHARE = 12
+_LOG_BLOCK_MIN, _LOG_BLOCK_MAX = 16 << 20, 256 << 20  # the floor newer Hudi sizes blocks to; Hudi's default
+
+
+def log_block_max_size(task_heap: int) -> int:
+    """The ``hoodie.logfile.data.block.max.size`` for tasks with ``task_heap`` bytes each outside Spark's memory."""
+    return max(_LOG_BLOCK_MIN, min(_LOG_BLOCK_MAX, task_heap // _LOG_BLOCK_SHARE))
 
 
 # Indexes that look a key up in the files themselves: a bulk insert's files serve them as an upsert's do.

@@ -182,3 +182,16 @@ def test_log_blocks_other_than_avro_are_refused(block_format: str) -> None:
         _options(table_type="MERGE_ON_READ", user_conf={opt.LOG_BLOCK_FORMAT: block_format})
     assert opt.LOG_BLOCK_FORMAT not in _options(table_type="MERGE_ON_READ")
     assert _options(user_conf={opt.LOG_BLOCK_FORMAT: "avro"})[opt.LOG_BLOCK_FORMAT] == "avro"
+
+
+@pytest.mark.parametrize(
+    ("task_heap", "block"),
+    [
+        ((4096 - 300) * 4 // 10 // 2 << 20, 63 << 20),  # 4 GiB, local[2]: the scale run's driver
+        (((1024 - 300) * 4 // 10) << 20, 24 << 20),  # 1 GiB (Spark's default), one task
+        (0, 16 << 20),  # never below Hudi's newer floor
+        (64 << 30, 256 << 20),  # never above Hudi's default
+    ],
+)
+def test_the_log_block_is_a_twelfth_of_a_tasks_heap_within_hudis_bounds(task_heap: int, block: int) -> None:
+    assert opt.log_block_max_size(task_heap) == pytest.approx(block, rel=0.02)

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from hudi_cdc._jvm import GC_LOCKER_RETRIES, jvm_options
 from hudi_cdc.jars import resolve_jars
 from hudi_cdc.launcher import SCRIPT
 from hudi_cdc.testing import pg_event
@@ -39,7 +40,9 @@ def submit(master: str, *args: object) -> dict:
     command = [
         spark_bin("spark-submit"), "--master", master, "--deploy-mode", "client",
         "--executor-memory", "1g", "--conf", "spark.ui.enabled=false",
-        *resolve_jars().submit_args(), str(SCRIPT), "ingest", *map(str, args), "--json",
+        *resolve_jars().submit_args(), "--driver-java-options", jvm_options(),
+        "--conf", f"spark.executor.defaultJavaOptions={jvm_options()}",  # as the README's line passes them
+        str(SCRIPT), "ingest", *map(str, args), "--json",
     ]  # fmt: skip
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=900)
@@ -65,8 +68,14 @@ def test_files_round_on_a_standalone_cluster(spark, cluster: tuple[str, Path], t
         "--record-key-field", "id",
     )  # fmt: skip
     assert result["commit_time"] and result["events"] > 20
-    # The work ran in the worker's executor JVM, not in the driver.
-    assert len(executor_logs(work)) > apps_before
+    # The work ran in the worker's executor JVM, not in the driver; the worker started it with hudi-cdc's options.
+    new_logs = executor_logs(work)[apps_before:]
+    assert new_logs
+    command = new_logs[-1].read_text().splitlines()[0]
+    assert (
+        command.startswith("Spark Executor Command:")
+        and f"-XX:GCLockerRetryAllocationCount={GC_LOCKER_RETRIES}" in command
+    )
     got = {
         r["id"]: r.asDict()
         for r in spark.read.format("hudi").load(str(base)).select("id", "name", "email", "notes").collect()

@@ -1,0 +1,39 @@
+"""The JVM options hudi-cdc's jobs run with, and the Java version rule that picks them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from hudi_cdc._jvm import GC_LOCKER_RETRIES, java_feature_version, jvm_options
+
+
+def _jdk(tmp_path: Path, release: str | None) -> str:
+    """A JDK folder holding bin/java and, if given, a ``release`` file saying ``JAVA_VERSION``."""
+    (tmp_path / "bin").mkdir()
+    java = tmp_path / "bin" / "java"
+    java.write_text("")
+    if release is not None:
+        (tmp_path / "release").write_text(f'IMPLEMENTOR="Test"\nJAVA_VERSION="{release}"\n')
+    return str(java)
+
+
+@pytest.mark.parametrize(("release", "feature"), [("17.0.15", 17), ("21", 21), ("1.8.0_392", 8), ("23.0.1", 23)])
+def test_the_feature_version_is_read_from_the_jdk_release_file(tmp_path: Path, release: str, feature: int) -> None:
+    assert java_feature_version(_jdk(tmp_path, release)) == feature
+
+
+def test_a_jdk_without_a_release_file_has_no_known_version(tmp_path: Path) -> None:
+    assert java_feature_version(_jdk(tmp_path, None)) is None
+
+
+@pytest.mark.parametrize("release", ["17.0.15", "21.0.2", "1.8.0_392", None])
+def test_java_before_23_waits_out_the_gc_locker(tmp_path: Path, release: str | None) -> None:
+    options = jvm_options(_jdk(tmp_path, release)).split()
+    assert options == ["-XX:+UnlockDiagnosticVMOptions", f"-XX:GCLockerRetryAllocationCount={GC_LOCKER_RETRIES}"]
+
+
+def test_java_23_which_dropped_the_option_gets_none(tmp_path: Path) -> None:
+    # Java 23 would refuse to start with an option it no longer has.
+    assert jvm_options(_jdk(tmp_path, "23.0.1")) == ""
