@@ -11,11 +11,14 @@ import pytest
 
 
 @pytest.fixture(autouse=True)
-def _isolated_env(monkeypatch: pytest.MonkeyPatch) -> None:
+def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     # Settings from the developer's shell must not leak into a test.
     for key in list(os.environ):
         if key.startswith("HUDI_CDC__"):
             monkeypatch.delenv(key)
+    # A Spark JVM a test starts keeps its scratch (an 85 MB copy of the jars, shuffle files) in the test's
+    # folder, removed when the test passes: one the test kills would leave it in /tmp for good.
+    monkeypatch.setenv("SPARK_LOCAL_DIRS", str(tmp_path / "spark-scratch"))
 
 
 @pytest.fixture(scope="session")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import venv
@@ -28,16 +29,23 @@ def bare_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return bare / "bin"
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def wheel_venv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """A fresh venv with hudi-cdc installed from a wheel built from this checkout (dependencies from PyPI)."""
+    """A fresh venv with hudi-cdc installed from a wheel built from this checkout (dependencies from PyPI).
+
+    It holds a pyspark (~600 MB): removed once this folder's tests are done, not at the session's end.
+    """
     dist = tmp_path_factory.mktemp("dist")
-    _run(sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", dist, REPO)
-    (wheel,) = dist.glob("hudi_cdc-*.whl")
     env_dir = tmp_path_factory.mktemp("wheel-venv")
-    venv.EnvBuilder(with_pip=True).create(env_dir)
-    _run(env_dir / "bin" / "python", "-m", "pip", "install", "-q", wheel)
-    yield env_dir
+    try:
+        _run(sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", dist, REPO)
+        (wheel,) = dist.glob("hudi_cdc-*.whl")
+        venv.EnvBuilder(with_pip=True).create(env_dir)
+        _run(env_dir / "bin" / "python", "-m", "pip", "install", "-q", wheel)
+        yield env_dir
+    finally:
+        for folder in (dist, env_dir):
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 def user_env(*bin_dirs: Path) -> dict[str, str]:

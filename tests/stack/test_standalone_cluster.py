@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -32,8 +33,11 @@ pytestmark = [pytest.mark.kafka, pytest.mark.hudi]
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
     work = tmp_path_factory.mktemp("standalone")
-    with standalone_cluster(work) as url:
-        yield url, work
+    try:
+        with standalone_cluster(work) as url:
+            yield url, work
+    finally:
+        shutil.rmtree(work, ignore_errors=True)  # each app's executor folder holds a copy of the jars
 
 
 def submit(master: str, *args: object) -> dict:
