@@ -245,7 +245,7 @@ def ingest_once(
                 table, committed, config, batch, keys, tombstones, purged, started, truncated_at, quarantined
             )
         if plan.counts.deletes:
-            tombstones.record(plan.tombstones, stamped_at=now)
+            tombstones.record(plan.tombstones, stamped_at=now, new_keys=plan.counts.new_tombstones)
         held = tombstones.count()
         details = _details(batch, events)
         stats = {**asdict(plan.counts), "quarantined": quarantined, "tombstones_held": held, **details}

@@ -60,6 +60,7 @@ ACTION_COLUMN = INTERNAL_PREFIX + "action"
 _TOMB_ORDER = INTERNAL_PREFIX + "tomb_order"
 _STORED_ORDER = INTERNAL_PREFIX + "stored_order"
 _HAD_PLACEHOLDER = INTERNAL_PREFIX + "had_placeholder"
+_NO_TOMBSTONE = INTERNAL_PREFIX + "no_tombstone"  # the key held no delete tombstone before this batch
 _WINNER = INTERNAL_PREFIX + "winner"
 _EVENTS = INTERNAL_PREFIX + "events"
 _OPS = INTERNAL_PREFIX + "ops"  # per key: how many of its events were c, u, d, r
@@ -125,6 +126,8 @@ class PlanCounts:
     """The oldest and newest source commit times (``source.ts_ms``) of the written changes: freshness and lag."""
     ops: dict[str, int] = field(default_factory=dict)
     """The events by Debezium op (``c``, ``u``, ``d``, ``r``, and ``t`` for applied TRUNCATEs)."""
+    new_tombstones: int = 0
+    """Deleted keys that held no tombstone before: how much the tombstone store's key count grows."""
 
 
 @dataclass(frozen=True)
@@ -321,12 +324,9 @@ class MergePolicy(ABC):
         joined_table = False
         if toastable:
             pending = winners.filter(has_placeholder).select(*keys)
-            # ``found`` counted before the filters above: zero there is zero here.
-            table_rows = (
-                None
-                if not found["placeholders"] or pending.isEmpty()
-                else stored.stored_rows([*keys, ORDER_COLUMN, *toastable])
-            )
+            # ``found`` counted before the filters above, which drop only keys whose winner holds no
+            # placeholder (keys with bad events only have none; nor has a TRUNCATE): no job to ask again.
+            table_rows = None if not found["placeholders"] else stored.stored_rows([*keys, ORDER_COLUMN, *toastable])
             if table_rows is not None and floor is not None:  # rows from before a TRUNCATE are gone
                 table_rows = table_rows.where(F.col(ORDER_COLUMN) > F.lit(floor))
             if table_rows is not None:  # None before the first commit
@@ -355,6 +355,7 @@ class MergePolicy(ABC):
 
         tombstones = stored.tombstones()
         is_stale = ~is_delete & stored_order.isNotNull() & (F.col(ORDER_COLUMN) < stored_order)
+        no_tombstone = F.lit(True)
         if tombstones is not None:
             winners = winners.join(
                 tombstones.select(*keys, F.col(ORDER_COLUMN).alias(_TOMB_ORDER)), on=keys, how="left"
@@ -362,6 +363,7 @@ class MergePolicy(ABC):
             is_stale = is_stale | (
                 ~is_delete & F.col(_TOMB_ORDER).isNotNull() & (F.col(ORDER_COLUMN) <= F.col(_TOMB_ORDER))
             )
+            no_tombstone = F.col(_TOMB_ORDER).isNull()
 
         if floor is not None:  # at or before a TRUNCATE the table has applied, or this batch's
             is_stale = is_stale | (F.col(ORDER_COLUMN) <= F.lit(floor))
@@ -372,7 +374,7 @@ class MergePolicy(ABC):
             .otherwise(F.lit(UPSERT))
         )
         decided = winners.withColumn(ACTION_COLUMN, action).select(
-            *columns, ACTION_COLUMN, _HAD_PLACEHOLDER, _EVENTS, _OPS
+            *columns, ACTION_COLUMN, _HAD_PLACEHOLDER, _EVENTS, _OPS, no_tombstone.alias(_NO_TOMBSTONE)
         )
         materialised = [checkpointed]
         if joined_table or tombstones is not None:
@@ -610,6 +612,7 @@ class MergePolicy(ABC):
                 F.sum(F.col(_EVENTS)).alias("events"),
                 F.sum(F.col(_EVENTS) - 1).alias("superseded"),
                 F.sum(F.col(_HAD_PLACEHOLDER).cast("int")).alias("toast"),
+                F.sum(F.col(_NO_TOMBSTONE).cast("int")).alias("no_tombstone"),
                 newest.alias("newest"),
                 oldest.alias("oldest"),
                 *[F.sum(F.col(f"{_OPS}.{op}")).alias(f"op_{op}") for op in _COUNTED_OPS],
@@ -639,6 +642,7 @@ class MergePolicy(ABC):
                 default=None,
             ),
             ops={op: n for op, n in ops.items() if n},
+            new_tombstones=int(by_action[DELETE]["no_tombstone"] or 0) if DELETE in by_action else 0,
         )
 
 

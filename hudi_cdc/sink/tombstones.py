@@ -68,6 +68,12 @@ class _Known:
 
 _known: dict[str, _Known] = {}
 _known_lock = threading.Lock()
+_schemas: dict[str, Any] = {}
+"""A store's schema as last read or written: without it each read infers it, a Spark job."""
+
+
+def _shape(schema: Any) -> list[tuple[str, Any]]:  # noqa: ANN401 - StructType
+    return [(f.name, f.dataType) for f in schema.fields]  # Parquet reads every column as nullable
 
 
 class TombstoneStore:
@@ -104,7 +110,10 @@ class TombstoneStore:
     def _read(self, directories: list[str]) -> DataFrame:
         from pyspark.sql import functions as F
 
-        frame = self._spark.read.parquet(*directories)
+        # Trusted while nothing this process saw of the store has gone (another process may have rebuilt it).
+        schema = _schemas.get(self.path) if self._known(directories) is not None else None
+        frame = (self._spark.read if schema is None else self._spark.read.schema(schema)).parquet(*directories)
+        _schemas[self.path] = frame.schema
         keys = self._keys or [c for c in frame.columns if c not in (ORDER_COLUMN, TOMBSTONED_AT_COLUMN)]
         return frame.groupBy(*keys).agg(
             F.max(ORDER_COLUMN).alias(ORDER_COLUMN), F.max(TOMBSTONED_AT_COLUMN).alias(TOMBSTONED_AT_COLUMN)
@@ -136,19 +145,40 @@ class TombstoneStore:
         with _known_lock:
             _known[self.path] = _Known(frozenset(directories), count, oldest_s)
 
-    def record(self, tombstones: DataFrame, *, stamped_at: datetime | None = None) -> None:
-        """Add tombstones (key columns, ``_source_order``, ``_tombstoned_at``).
+    def record(self, tombstones: DataFrame, *, stamped_at: datetime | None = None, new_keys: int | None = None) -> None:
+        """Add tombstones (key columns, ``_source_order``, ``_tombstoned_at``), one row per key.
 
         ``stamped_at``: no row's ``_tombstoned_at`` is older (a round stamps its tombstones
         with its start), so the next purge need not read the store to know nothing expired.
+        ``new_keys``: how many of the keys held no tombstone yet (the merge plan joined them
+        with the store), so the next count need not read the store either: that read was
+        3-4 Spark jobs of every round with a delete.
         """
+        before = self._directories() if new_keys is not None else None
         tombstones.coalesce(1).write.parquet(self._new_directory("batch"))
+        if self.path in _schemas and _shape(_schemas[self.path]) != _shape(tombstones.schema):
+            del _schemas[self.path]  # another key type: the next read looks at the files again
+        after = self._directories() if new_keys is not None else None
+        stamp = stamped_at.timestamp() if stamped_at is not None else None
         with _known_lock:
             known = _known.get(self.path)
-            if known is not None:
-                oldest = None
-                if stamped_at is not None and known.oldest_s is not None:
-                    oldest = min(known.oldest_s, stamped_at.timestamp())
+            if before == []:  # the store was empty: it holds just these keys now, as old as their stamp
+                known = _Known(frozenset(), 0, stamp)
+            if known is None:
+                return
+            oldest = min(known.oldest_s, stamp) if stamp is not None and known.oldest_s is not None else None
+            # The count holds if the store was as counted and this write is all that changed it.
+            grown = (
+                new_keys is not None
+                and before is not None
+                and after is not None
+                and known.directories == set(before)
+                and len(after) == len(before) + 1
+                and set(before) < set(after)
+            )
+            if grown and known.count is not None and new_keys is not None and after is not None:
+                _known[self.path] = _Known(frozenset(after), known.count + new_keys, oldest)
+            else:
                 _known[self.path] = _Known(known.directories, None, oldest)
 
     def purge(self, older_than: datetime) -> int:

@@ -96,3 +96,44 @@ def test_a_process_reads_the_store_again_only_when_it_must(spark, tmp_path: Path
     for directory in [p for p in base.iterdir() if p.name.startswith("batch-")]:
         shutil.rmtree(directory)
     assert store.count() == 0 and store.purge(NEW + timedelta(days=1)) == 0
+
+
+def test_a_count_stays_known_when_a_record_says_how_many_keys_are_new(spark, tmp_path: Path, monkeypatch) -> None:
+    base = tmp_path / "t"
+    store = TombstoneStore(spark, str(base), key_fields=("id",))
+    # Into an empty store: every key is new.
+    store.record(spark.createDataFrame([(1, "0005", NEW), (2, "0006", NEW)], SCHEMA), stamped_at=NEW, new_keys=2)
+    before = _jobs(spark)
+    assert store.count() == 2 and store.purge(OLD) == 0
+    assert _jobs(spark) == before, "the count was known, yet the store was read"
+    # Key 2 again (held already) and key 3 (new): the plan says one new key.
+    store.record(spark.createDataFrame([(2, "0008", NEW), (3, "0009", NEW)], SCHEMA), stamped_at=NEW, new_keys=1)
+    before = _jobs(spark)
+    assert store.count() == 3
+    assert _jobs(spark) == before
+    # Once read, the schema is known too: the next read infers nothing (that was a Spark job).
+    assert store.read() is not None
+    before = _jobs(spark)
+    assert store.read() is not None and _jobs(spark) == before
+    # What a process that knows nothing finds: the same.
+    monkeypatch.setattr(store_module, "_known", {})
+    monkeypatch.setattr(store_module, "_schemas", {})
+    assert store.count() == 3 and _rows(store) == [(1, "0005"), (2, "0008"), (3, "0009")]
+
+
+def test_a_store_changed_behind_a_records_back_is_counted_again(spark, tmp_path: Path) -> None:
+    base = tmp_path / "t"
+    store = TombstoneStore(spark, str(base), key_fields=("id",))
+    store.record(spark.createDataFrame([(1, "0005", NEW)], SCHEMA), stamped_at=NEW, new_keys=1)
+    assert store.count() == 1
+    # Another writer's directory appears: the plan's "one new key" no longer tells the count.
+    spark.createDataFrame([(7, "0007", NEW)], SCHEMA).write.parquet(str(base / "batch-00000000T000000000000-other"))
+    store.record(spark.createDataFrame([(2, "0008", NEW)], SCHEMA), stamped_at=NEW, new_keys=1)
+    before = _jobs(spark)
+    assert store.count() == 3
+    assert _jobs(spark) > before, "the count was taken on trust after another writer's change"
+    # A directory gone: the next count reads the store, and the schema is inferred again.
+    for directory in [p for p in base.iterdir() if p.name.endswith("-other")]:
+        shutil.rmtree(directory)
+    store.record(spark.createDataFrame([(3, "0009", NEW)], SCHEMA), stamped_at=NEW, new_keys=1)
+    assert store.count() == 3 and _rows(store) == [(1, "0005"), (2, "0008"), (3, "0009")]
