@@ -30,6 +30,18 @@ def test_newest_tombstone_per_key_across_batches(spark, tmp_path: Path) -> None:
     assert store.count() == 2
 
 
+def test_a_path_with_glob_characters_is_taken_literally(spark, tmp_path: Path) -> None:
+    # The store finds its directories with a glob; its own path must not act as a pattern.
+    (tmp_path / "t1").mkdir()  # what an unescaped "t[12]" would also match
+    store = TombstoneStore(spark, str(tmp_path / "t[12]{a,b}*"), key_fields=("id",))
+    store.record(spark.createDataFrame([(1, "0005", OLD)], SCHEMA))
+    TombstoneStore(spark, str(tmp_path / "t1"), key_fields=("id",)).record(
+        spark.createDataFrame([(2, "0007", OLD)], SCHEMA)
+    )
+    # (Spark's own reader globs the paths it is given too, so only the listing is checked here.)
+    assert [Path(d).parent.name for d in store._directories()] == ["t[12]{a,b}*"]
+
+
 def test_an_unfinished_write_is_not_read(spark, tmp_path: Path) -> None:
     store = TombstoneStore(spark, str(tmp_path / "t"), key_fields=("id",))
     store.record(spark.createDataFrame([(1, "0005", OLD)], SCHEMA))
