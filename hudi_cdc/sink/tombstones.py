@@ -106,8 +106,10 @@ class TombstoneStore:
         found = fs.globStatus(gateway.org.apache.hadoop.fs.Path(pattern))  # None when the folder is not there
         paths = gateway.org.apache.hadoop.fs.FileUtil.stat2Paths(found) if found is not None else []
         directories = (str(path.toString()).removesuffix(_MARKER) for path in paths)
-        named = sorted((d.rsplit("/", 1)[-1], d) for d in directories)
-        return [d for name, d in sorted(named, key=lambda nd: nd[0].split("-", 1)[-1]) if name.startswith(_KINDS)]
+        named = [(d.rsplit("/", 1)[-1], d) for d in directories]
+        return [
+            d for name, d in sorted(named, key=lambda nd: (nd[0].split("-", 1)[-1], nd[1])) if name.startswith(_KINDS)
+        ]
 
     def _new_directory(self, kind: str) -> str:
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%f")
