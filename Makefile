@@ -8,7 +8,7 @@ JARS := $(JARS_DIR)/.fetched
 PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help install jars airflow demo demo-files demo-stack test test-nostack bench bench-scale bench-freshness bench-verify bench-first-load bench-pipeline bench-formats bench-rounds bench-commit-cost bench-index bench-all chaos test-fast lint clean stack-up stack-down stack-reset
+.PHONY: help install jars airflow demo demo-files demo-stack test test-nostack bench bench-scale bench-freshness bench-verify bench-first-load bench-pipeline bench-formats bench-rounds bench-commit-cost bench-index bench-toast bench-all chaos test-fast lint clean stack-up stack-down stack-reset
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -106,6 +106,9 @@ bench-all: bench bench-scale bench-freshness bench-pipeline bench-rounds bench-c
 bench-index: install ## An upsert into tables of 1M and 10M rows under each index and record merger, COW and MOR
 	$(PY) -m bench.index_cost --table-rows 1000000 --markdown docs/benchmarks.md
 	$(PY) -m bench.index_cost --table-rows 10000000 --pattern recent --rounds 6 --markdown docs/benchmarks.md
+
+bench-toast: install ## Filling TOAST placeholders from the table: a round's cost at 50k and 200k rows of 4 kB values (MOR)
+	$(PY) -m bench.toast_lookup --rows 50000,200000
 
 bench-verify: install stack-up ## How long hudi-cdc verify takes on a 10M-row table (Postgres against a Hudi COW table)
 	$(PY) -m bench.verify --rows 10000000

@@ -1,0 +1,108 @@
+"""What filling TOAST placeholders from the table costs as the table grows.
+
+    python -m bench.toast_lookup [--rows 50000,200000] [--table-type MERGE_ON_READ] [--width 4000]
+
+For each size: a table of that many rows written by hudi-cdc from Debezium Avro
+files (the files source, in process, ``local[2]``), each row with its own
+random ``bio`` of ``--width`` characters, as a large ``text`` column that
+Postgres keeps out of line. Then ``--rounds`` rounds of 1,000 updates to random
+keys, alternating: updates that carry ``bio`` (nothing to look up) and updates
+whose ``bio`` is Debezium's placeholder for an unchanged out-of-line value, which
+hudi-cdc fills from the stored rows (``MergePolicy.plan``'s stored-row lookup).
+The difference between the two kinds is what the lookup costs. A MERGE_ON_READ
+table compacts every 5th delta commit, in a round of either kind; the table
+is read back at the end and must hold no placeholder.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import shutil
+import statistics
+import time
+from pathlib import Path
+
+from bench.run import REPO, machine, versions
+
+PLACEHOLDER = "__debezium_unavailable_value"
+UPDATES = 1_000
+
+
+def measure(spark, rows: int, table_type: str, width: int, rounds: int, work: Path) -> dict[str, list[float]]:  # noqa: ANN001
+    from hudi_cdc.config import load_config
+    from hudi_cdc.pipeline import ingest_once
+    from hudi_cdc.testing import envelope_schema, pg_event, write_events
+
+    schema = envelope_schema("customers", [("id", "long"), ("name", ["null", "string"]), ("bio", ["null", "string"])])
+    root = work / f"{table_type.lower()}-{rows}"
+    shutil.rmtree(root, ignore_errors=True)
+    source = root / "events"
+    rng = random.Random(7)
+    lsn = 1_000
+    for start in range(0, rows, 20_000):
+        events = []
+        for key in range(start, min(rows, start + 20_000)):
+            lsn += 1
+            events.append(pg_event("c", lsn=lsn, after={"id": key, "name": "a", "bio": os.urandom(width // 2).hex()}))
+        write_events(source / f"0-{start:09d}.avro", schema, events)
+    config = load_config(
+        source="files",
+        source_path=str(source),
+        target_base_path=str(root / "table"),
+        target_table="customers",
+        table_type=table_type,
+        record_key_fields=("id",),
+        flavor="postgres",
+    )
+    started = time.monotonic()
+    ingest_once(config, spark=spark)
+    print(f"{rows:,} rows written in {time.monotonic() - started:.1f} s", flush=True)
+    times: dict[str, list[float]] = {"value": [], "placeholder": []}
+    for i in range(rounds):
+        kind = "placeholder" if i % 2 else "value"
+        events = []
+        for key in rng.sample(range(rows), UPDATES):
+            lsn += 1
+            bio = PLACEHOLDER if kind == "placeholder" else os.urandom(width // 2).hex()
+            events.append(pg_event("u", lsn=lsn, after={"id": key, "name": f"n{i}", "bio": bio}))
+        write_events(source / f"1-{i:04d}.avro", schema, events)
+        started = time.monotonic()
+        result = ingest_once(config, spark=spark)
+        times[kind].append(round(time.monotonic() - started, 2))
+        print(f"  round {i}: {kind}, {result.toast_filled} filled, {times[kind][-1]} s", flush=True)
+    table = spark.read.format("hudi").load(str(root / "table"))
+    left = table.filter(f"bio = '{PLACEHOLDER}' or bio is null").count()
+    if table.count() != rows or left:
+        raise SystemExit(f"{table_type} {rows}: {table.count()} rows, {left} without their value")
+    shutil.rmtree(root, ignore_errors=True)
+    return times
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", default="50000,200000", help="table sizes, comma-separated")
+    parser.add_argument("--table-type", default="MERGE_ON_READ", choices=["COPY_ON_WRITE", "MERGE_ON_READ"])
+    parser.add_argument("--width", type=int, default=4_000, help="characters of each row's out-of-line value")
+    parser.add_argument("--rounds", type=int, default=8)
+    parser.add_argument("--work", default=str(REPO / ".bench" / "toast-lookup"))
+    args = parser.parse_args()
+
+    from hudi_cdc.spark import spark_session
+
+    spark = spark_session()
+    print(f"{machine()}; {', '.join(f'{k} {v}' for k, v in versions().items())}")
+    print(f"{args.table_type}, {UPDATES:,} updates a round, {args.width:,}-character values; round seconds:")
+    for rows in (int(r) for r in args.rows.split(",")):
+        times = measure(spark, rows, args.table_type, args.width, args.rounds, Path(args.work))
+        value, placeholder = (statistics.median(times[k]) for k in ("value", "placeholder"))
+        print(
+            f"{rows:,} rows: with the value {times['value']} (median {value:.2f}), "
+            f"with the placeholder {times['placeholder']} (median {placeholder:.2f})",
+            flush=True,
+        )
+
+
+if __name__ == "__main__":
+    main()
