@@ -100,11 +100,9 @@ class TombstoneStore:
         directories, then testing each for its marker, took 17-20 ms a call here at a few
         dozen directories, several calls a round.
         """
-        gateway = jvm(self._spark)
-        fs, _ = self._fs()
-        pattern = _GLOB_SPECIAL.sub(r"\\\g<0>", self.path) + "/*" + _MARKER
-        found = fs.globStatus(gateway.org.apache.hadoop.fs.Path(pattern))  # None when the folder is not there
-        paths = gateway.org.apache.hadoop.fs.FileUtil.stat2Paths(found) if found is not None else []
+        pattern = self._hadoop_path(_GLOB_SPECIAL.sub(r"\\\g<0>", self.path) + "/*" + _MARKER)
+        found = pattern.getFileSystem(hadoop_conf(self._spark)).globStatus(pattern)  # None: no such folder
+        paths = jvm(self._spark).org.apache.hadoop.fs.FileUtil.stat2Paths(found) if found is not None else []
         directories = (str(path.toString()).removesuffix(_MARKER) for path in paths)
         named = [(d.rsplit("/", 1)[-1], d) for d in directories]
         return [
@@ -176,15 +174,15 @@ class TombstoneStore:
                 return
             oldest = min(known.oldest_s, stamp) if stamp is not None and known.oldest_s is not None else None
             # The count holds if the store was as counted and this write is all that changed it.
-            grown = (
+            if (
                 new_keys is not None
+                and known.count is not None
                 and before is not None
                 and after is not None
                 and known.directories == set(before)
                 and len(after) == len(before) + 1
                 and set(before) < set(after)
-            )
-            if grown and known.count is not None and new_keys is not None and after is not None:
+            ):
                 _known[self.path] = _Known(frozenset(after), known.count + new_keys, oldest)
             else:
                 _known[self.path] = _Known(known.directories, None, oldest)
