@@ -198,6 +198,7 @@ def ingest_once(
         stored_rows=lambda columns: _stored_columns(table, columns) if committed else None,
         past_rows=lambda columns: _past_columns(table, columns) if committed else iter(()),
         truncated_at=truncated_at,
+        fills_placeholders=lambda: _hudi_fills(table, policy, config) if committed else False,
     )
     try:
         # Reading, decoding and deciding run as one Spark job (see MergePolicy.plan).
@@ -424,6 +425,14 @@ def _details(batch: Batch, events: int) -> dict[str, Any]:
     if "messages" in details:
         details["messages_without_event"] = details["messages"] - events
     return details
+
+
+def _hudi_fills(table: HudiTable, policy: MergePolicy, config: IngestConfig) -> bool:
+    """Whether the table's merge fills the policy's placeholders (with Hudi's own record mergers only)."""
+    merger = config.hoodie_conf.get(opt.RECORD_MERGER_CLASSES, opt.SPARK_RECORD_MERGER)
+    if policy.toast_placeholder is None or merger not in opt.FILLING_MERGERS:
+        return False
+    return table.fills_placeholders(policy.toast_placeholder)
 
 
 def _stored_columns(table: HudiTable, columns: Sequence[str]) -> DataFrame:

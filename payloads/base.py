@@ -104,6 +104,9 @@ class StoredState:
     """The table's rows as of each earlier commit still retained, newest first (time travel)."""
     truncated_at: str | None = None
     """The ``_source_order`` of the newest TRUNCATE the table has applied: no event at or before it counts."""
+    fills_placeholders: Callable[[], bool] = field(default=lambda: False)
+    """Whether Hudi's own merge fills a string column's placeholder from the stored row
+    (``HudiTable.fills_placeholders``): for those columns the lookup reads the stored row's position only."""
 
     @staticmethod
     def empty() -> StoredState:
@@ -236,6 +239,7 @@ class MergePolicy(ABC):
         placeholder, after the aggregation.
         """
         from pyspark.sql import functions as F
+        from pyspark.sql.types import StringType
 
         keys = list(key_fields)
         columns = [c for c in batch.columns if c not in (ERROR_COLUMN, RAW_COLUMN)]
@@ -322,11 +326,18 @@ class MergePolicy(ABC):
         stored_order = F.lit(None).cast("string")
         from_table: dict[str, str] = {}
         joined_table = False
+        by_table: set[str] = set()
         if toastable:
             pending = winners.filter(has_placeholder).select(*keys)
+            if found["placeholders"] and stored.fills_placeholders():
+                # Strings whose placeholder the table's merge fills when a stored row holds the value: no
+                # values read for them, and a placeholder left in them is an error only without a stored row.
+                strings = {f.name for f in batch.schema.fields if isinstance(f.dataType, StringType)}
+                by_table = {name for name in toastable if name in strings}
             # ``found`` counted before the filters above, which drop only keys whose winner holds no
             # placeholder (keys with bad events only have none; nor has a TRUNCATE): no job to ask again.
-            table_rows = None if not found["placeholders"] else stored.stored_rows([*keys, ORDER_COLUMN, *toastable])
+            looked_up = [name for name in toastable if name not in by_table]
+            table_rows = None if not found["placeholders"] else stored.stored_rows([*keys, ORDER_COLUMN, *looked_up])
             if table_rows is not None and floor is not None:  # rows from before a TRUNCATE are gone
                 table_rows = table_rows.where(F.col(ORDER_COLUMN) > F.lit(floor))
             if table_rows is not None:  # None before the first commit
@@ -346,11 +357,13 @@ class MergePolicy(ABC):
             # when that sits later in the key's chain (on equal positions the batch's is newer).
             fill = F.col(known[name])
             value = F.when(is_placeholder & fill.isNotNull(), fill["v"])
+            stored_is_newer = stored_order.isNotNull() & (fill.isNull() | (stored_order > fill["o"]))
             if name in from_table:
-                stored_is_newer = stored_order.isNotNull() & (fill.isNull() | (stored_order > fill["o"]))
                 value = F.when(is_placeholder & stored_is_newer, F.col(from_table[name])).when(
                     is_placeholder & fill.isNotNull(), fill["v"]
                 )
+            elif name in by_table:  # the stored row's value is the newer one: Hudi's merge takes it
+                value = F.when(is_placeholder & fill.isNotNull() & ~stored_is_newer, fill["v"])
             winners = winners.withColumn(name, value.otherwise(F.col(f"`{name}`")))
 
         tombstones = stored.tombstones()
@@ -367,10 +380,13 @@ class MergePolicy(ABC):
 
         if floor is not None:  # at or before a TRUNCATE the table has applied, or this batch's
             is_stale = is_stale | (F.col(ORDER_COLUMN) <= F.lit(floor))
+        unfilled = _any_of(test for name, test in toastable.items() if name not in by_table)
+        if by_table:
+            unfilled = unfilled | (_any_of(toastable[name] for name in by_table) & stored_order.isNull())
         action = (
             F.when(is_stale, F.lit(STALE))
             .when(is_delete, F.lit(DELETE))
-            .when(any_placeholder, F.lit(ERROR))
+            .when(unfilled, F.lit(ERROR))
             .otherwise(F.lit(UPSERT))
         )
         decided = winners.withColumn(ACTION_COLUMN, action).select(

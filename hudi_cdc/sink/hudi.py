@@ -65,6 +65,39 @@ class HudiTable:
         fields = self._meta_client().getTableConfig().getString("hoodie.table.recordkey.fields")
         return tuple(f.strip() for f in str(fields or "").split(",") if f.strip())
 
+    def fills_placeholders(self, placeholder: str) -> bool:
+        """Whether Hudi's merge fills ``placeholder`` in string columns from the stored row; on an
+        unpartitioned COPY_ON_WRITE table with no partial-update mode of its own, made so.
+
+        Hudi 1.2 takes the mode from the table's properties only, fills strings only (not bytes nor
+        arrays), and on MERGE_ON_READ fills from whichever log record it merges with, older or not;
+        a partitioned table may move a row to a file group with nothing to merge with (tested:
+        docs/benchmarks.md "TOAST placeholders against a growing table").
+        """
+        client = self._meta_client()
+        table_config = client.getTableConfig()
+        props = table_config.getProps()
+        if str(table_config.getTableType().name()) != "COPY_ON_WRITE" or (
+            props.getProperty(opt.PARTITION_FIELDS) or ""
+        ):
+            return False
+        mode, value = props.getProperty(opt.PARTIAL_UPDATE_MODE), props.getProperty(opt.UNAVAILABLE_VALUE)
+        if mode is not None:
+            return str(mode) == "FILL_UNAVAILABLE" and value is not None and str(value) == placeholder
+        gateway = jvm(self._spark)
+        update = gateway.java.util.Properties()
+        update.setProperty(opt.PARTIAL_UPDATE_MODE, "FILL_UNAVAILABLE")
+        update.setProperty(opt.UNAVAILABLE_VALUE, placeholder)
+        try:  # Hudi's own update: a backup first, so a crash leaves the old or the new properties
+            gateway.org.apache.hudi.common.table.HoodieTableConfig.update(
+                client.getStorage(), client.getMetaPath(), update
+            )
+        except Exception as exc:
+            raise SinkError(
+                f"setting {opt.PARTIAL_UPDATE_MODE} on {self.base_path} failed: {java_message(exc)}"
+            ) from exc
+        return True
+
     def _timeline(self):  # noqa: ANN202
         return self._meta_client().getActiveTimeline().getCommitsTimeline().filterCompletedInstants()
 
