@@ -428,9 +428,14 @@ def _details(batch: Batch, events: int) -> dict[str, Any]:
 
 
 def _hudi_fills(table: HudiTable, policy: MergePolicy, config: IngestConfig) -> bool:
-    """Whether the table's merge fills the policy's placeholders (with Hudi's own record mergers only)."""
+    """Whether the table's merge fills the policy's placeholders (with Hudi's own record mergers only).
+
+    The settings rule out most tables without reading the table's properties; the table has the last word.
+    """
     merger = config.hoodie_conf.get(opt.RECORD_MERGER_CLASSES, opt.SPARK_RECORD_MERGER)
     if policy.toast_placeholder is None or merger not in opt.FILLING_MERGERS:
+        return False
+    if config.table_type != "COPY_ON_WRITE" or config.partition_path_field:
         return False
     return table.fills_placeholders(policy.toast_placeholder)
 
