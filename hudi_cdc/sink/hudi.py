@@ -39,9 +39,13 @@ class HudiTable:
         self.base_path = base_path
 
     def exists(self) -> bool:
+        """Whether the table has its properties, or their backup alone: a writer killed while Hudi
+        updated them left that, and Hudi restores them from it when the table is next opened."""
         hconf = hadoop_conf(self._spark)
-        props = jvm(self._spark).org.apache.hadoop.fs.Path(self.base_path.rstrip("/") + "/.hoodie/hoodie.properties")
-        return bool(props.getFileSystem(hconf).exists(props))
+        path = jvm(self._spark).org.apache.hadoop.fs.Path
+        meta = self.base_path.rstrip("/") + "/.hoodie/"
+        fs = path(meta).getFileSystem(hconf)
+        return any(bool(fs.exists(path(meta + name))) for name in ("hoodie.properties", "hoodie.properties.backup"))
 
     def has_commits(self) -> bool:
         """Whether a write ever completed. A writer killed during the table's first commit leaves

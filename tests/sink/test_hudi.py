@@ -91,3 +91,20 @@ def test_the_fill_is_set_once_and_never_for_another_placeholder(spark, tmp_path:
     assert table.fills_placeholders(PH)
     assert table.fills_placeholders(PH), "asked again: already set"
     assert not table.fills_placeholders("another placeholder"), "set for another value: not ours to fill"
+
+
+def test_a_round_after_a_kill_during_the_property_update_finishes_the_job(spark, tmp_path: Path) -> None:
+    """Hudi's update writes a backup, deletes the properties, writes the new ones: a kill in between leaves
+    only the backup. The next round reads the table from it and sets the fill."""
+    source, base = tmp_path / "events", str(tmp_path / "table")
+    write_events(source / "0001.avro", SCHEMA, [pg_event("c", lsn=100, after={"id": 1, "bio": "b", "data": b"d"})])
+    write_events(source / "0002.avro", SCHEMA, [pg_event("u", lsn=200, after={"id": 1, "name": "n", "bio": PH})])
+    args = ingest_args(str(source), base, table_type="cow", extra=["--source-limit", "1"])
+    assert run_cli(*args).exit_code == 0
+    meta = Path(base) / ".hoodie"
+    (meta / "hoodie.properties").rename(meta / "hoodie.properties.backup")
+
+    result = run_cli(*args)
+    assert result.exit_code == 0, result.output
+    assert read_rows(spark, base, ("id", "name", "bio")) == [(1, "n", "b")]
+    assert f"{opt.PARTIAL_UPDATE_MODE}=FILL_UNAVAILABLE" in _properties(base)
