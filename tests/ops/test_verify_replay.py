@@ -57,8 +57,10 @@ def _corrupt(spark: Any, base: str, table_type: str) -> dict[int, tuple]:  # noq
         {**rows[toasted], "bio": PLACEHOLDER, ORDER_COLUMN: top},
         {**rows[changed], "id": 999_999, ORDER_COLUMN: top},
     ]
-    tamper(spark, base, table_name="t_" + table_type, table_type=table_type, keys=("id",), upserts=upserts,
-           deletes=[rows[missing]], duplicates=[rows[duplicated]])  # fmt: skip
+    table: dict[str, Any] = {"table_name": "t_" + table_type, "table_type": table_type, "keys": ("id",)}
+    # Deleted first: a COW table's own merge would fill the placeholder from the stored row (HudiTable.fills_placeholders).
+    tamper(spark, base, **table, deletes=[rows[toasted]])
+    tamper(spark, base, **table, upserts=upserts, deletes=[rows[missing]], duplicates=[rows[duplicated]])
     # The tampered rows also carry another _source_order than the replay's winner.
     return {
         changed: ("changed", ("name", ORDER_COLUMN), None),
