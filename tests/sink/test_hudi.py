@@ -81,6 +81,7 @@ def test_placeholders_take_the_stored_value_whoever_fills_them(
     assert requested, "the placeholders were never looked up"
     assert ("bio" not in requested[-1]) is hudi_fills and "data" in requested[-1]
     assert (f"{opt.PARTIAL_UPDATE_MODE}=FILL_UNAVAILABLE" in _properties(base)) is hudi_fills
+    assert HudiTable(spark, base).fills_placeholders(PH) is hudi_fills, "the table's own type and partitioning decide"
 
 
 def test_the_fill_is_set_once_and_never_for_another_placeholder(spark, tmp_path: Path) -> None:
