@@ -81,9 +81,7 @@ class HudiTable:
         client = self._meta_client()
         table_config = client.getTableConfig()
         props = table_config.getProps()
-        if str(table_config.getTableType().name()) != "COPY_ON_WRITE" or (
-            props.getProperty(opt.PARTITION_FIELDS) or ""
-        ):
+        if str(table_config.getTableType().name()) != "COPY_ON_WRITE" or table_config.getPartitionFieldProp():
             return False
         mode, value = props.getProperty(opt.PARTIAL_UPDATE_MODE), props.getProperty(opt.UNAVAILABLE_VALUE)
         if mode is not None:

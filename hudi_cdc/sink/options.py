@@ -36,12 +36,12 @@ RECORD_MERGER_CLASSES = "hoodie.write.record.merge.custom.implementation.classes
 LOG_BLOCK_FORMAT = "hoodie.logfile.data.block.format"
 LOG_BLOCK_MAX_SIZE = "hoodie.logfile.data.block.max.size"
 SPARK_RECORD_MERGER = "org.apache.hudi.DefaultSparkRecordMerger"
+AVRO_RECORD_MERGER = "org.apache.hudi.common.model.HoodieAvroRecordMerger"
 # Table properties (hoodie.properties), not write options: Hudi 1.2 ignores them when written with a commit.
 PARTIAL_UPDATE_MODE = "hoodie.table.partial.update.mode"
 UNAVAILABLE_VALUE = "hoodie.record.merge.property.hoodie.write.partial.update.unavailable.value"
-PARTITION_FIELDS = "hoodie.table.partition.fields"
 # The record mergers whose partial-update fill is tested here (tests/sink/test_hudi.py).
-FILLING_MERGERS = (SPARK_RECORD_MERGER, "org.apache.hudi.common.model.HoodieAvroRecordMerger")
+FILLING_MERGERS = (SPARK_RECORD_MERGER, AVRO_RECORD_MERGER)
 IN_PROCESS_LOCK = "org.apache.hudi.client.transaction.lock.InProcessLockProvider"
 
 # Our keys in the commit's extra metadata: written by the same commit as the data.

@@ -10,16 +10,15 @@ from hudi_cdc import pipeline
 from hudi_cdc.sink import options as opt
 from hudi_cdc.sink.hudi import HudiTable
 from hudi_cdc.testing import envelope_schema, pg_event, write_events
+from tests.support import PLACEHOLDER as PH
 from tests.support import ingest_args, read_rows, run_cli
 
 pytestmark = pytest.mark.hudi
 
-PH = "__debezium_unavailable_value"
 SCHEMA = envelope_schema(
     "customers",
     [("id", "long"), ("name", ["null", "string"]), ("bio", ["null", "string"]), ("data", ["null", "bytes"])],
 )
-AVRO_MERGER = "org.apache.hudi.common.model.HoodieAvroRecordMerger"
 
 
 def _properties(base: str) -> str:
@@ -30,7 +29,7 @@ def _properties(base: str) -> str:
     ("table_type", "merger", "partitioned", "hudi_fills"),
     [
         ("cow", None, False, True),
-        ("cow", AVRO_MERGER, False, True),
+        ("cow", opt.AVRO_RECORD_MERGER, False, True),
         ("cow", None, True, False),
         ("mor", None, False, False),
     ],
