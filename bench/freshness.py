@@ -13,6 +13,18 @@ query for the probe row: every transaction up to the sequence seen there
 became visible when that commit completed. Latency = commit completion time -
 Postgres commit time, over all transactions of the measured window (the first
 ``warmup`` seconds are left out).
+
+Each latency is also split in three (``profile``), from the probe row's Kafka
+timestamps, the ingest's per-round results and the timeline:
+
+- **capture**: Postgres commit -> the probe's message in Kafka (Debezium and Connect);
+- **queue**: in Kafka -> the start of the round that read it (the round under way);
+- **round**: that round's start -> the commit that made it visible (inline
+  compaction included).
+
+A round's start is the completion of its last Hudi instant minus its
+``duration_s``, so queue is a little long and round a little short (by the
+round's work after its last instant, tens of ms); the three add up to the latency.
 """
 
 from __future__ import annotations
@@ -87,6 +99,107 @@ def _completed_instants(base: Path) -> set[str]:
     return {p.name for p in timeline.iterdir() if p.name.endswith((".commit", ".deltacommit"))}
 
 
+def _probe_sent(topic: str, start: int, probes: int) -> list[float]:
+    """The Kafka timestamps (s) of the probe row's messages from offset ``start``: the k-th is transaction k+1."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": BOOTSTRAP, "group.id": f"freshness-{uuid.uuid4().hex}",
+                         "enable.auto.commit": False})  # fmt: skip
+    try:
+        _, end = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=30)
+        consumer.assign([TopicPartition(topic, 0, start)])
+        sent: list[float] = []
+        offset = start
+        while offset < end - 1 and len(sent) < probes:
+            batch = consumer.consume(10_000, timeout=10)
+            if not batch:
+                break
+            for message in batch:
+                offset = message.offset()
+                key = message.key() or b""
+                if key[5:] == b"\x00":  # the Debezium key {id: 0}, after the 5-byte Confluent header
+                    sent.append(message.timestamp()[1] / 1000)
+        return sent
+    finally:
+        consumer.close()
+
+
+def _rounds(log: Path, base: Path) -> list[dict[str, Any]]:
+    """Each committed round: its instant, start, end and whether it compacted (from the log and the timeline).
+
+    A round ends with the last instant completed before the next round's commit (its own commit, then
+    an inline compaction or a clean); it started ``duration_s`` before that.
+    """
+    results = []
+    for line in log.read_text(errors="replace").splitlines():
+        if line.startswith('{"base_path"'):
+            result = json.loads(line)
+            if result.get("commit_time"):
+                results.append(result)
+    timeline = base / ".hoodie" / "timeline"
+    done = sorted(
+        (p.name.split("_")[0], p.stat().st_mtime, p.name.rsplit(".", 1)[-1])
+        for p in timeline.iterdir()
+        if p.name.endswith((".commit", ".deltacommit", ".clean")) and "_" in p.name
+    )
+    rounds = []
+    for i, result in enumerate(results):
+        upto = results[i + 1]["commit_time"] if i + 1 < len(results) else "9"
+        own = [(mtime, kind) for instant, mtime, kind in done if result["commit_time"] <= instant < upto]
+        if not own:
+            continue
+        end = max(mtime for mtime, _ in own)
+        compacted = any(kind == "commit" for _, kind in own) and any(kind == "deltacommit" for _, kind in own)
+        rounds.append({"instant": result["commit_time"], "start": end - result["duration_s"], "end": end,
+                       "duration_s": result["duration_s"], "events": result["events"], "compacted": compacted})  # fmt: skip
+    return rounds
+
+
+def profile(
+    committed: dict[int, float],
+    visible: dict[int, tuple[float, list[str]]],
+    sent: list[float],
+    rounds: list[dict[str, Any]],
+    start: float,
+) -> dict[str, Any]:
+    """Split each measured transaction's latency into capture, queue and round; the medians and the slowest 1%."""
+    by_instant = {r["instant"]: r for r in rounds}
+    parts: list[tuple[float, float, float, float]] = []
+    for seq, t in committed.items():
+        if t < start or seq not in visible or seq > len(sent):
+            continue
+        at, instants = visible[seq]
+        own = [by_instant[i] for i in instants if i in by_instant]
+        if not own:
+            continue
+        r = max(own, key=lambda x: x["instant"])
+        kafka = sent[seq - 1]
+        parts.append((at - t, kafka - t, r["start"] - kafka, at - r["start"]))
+    if not parts:
+        return {}
+    parts.sort()
+    tail = parts[max(0, int(len(parts) * 0.99) - 1) :]
+    measured = [r for r in rounds if r["end"] >= start]
+    normal = [r["duration_s"] for r in measured if not r["compacted"]]
+    compacting = [r["duration_s"] for r in measured if r["compacted"]]
+
+    def med(i: int) -> float:
+        return round(statistics.median(p[i] for p in parts), 2)
+
+    def tail_mean(i: int) -> float:
+        return round(statistics.fmean(p[i] for p in tail), 2)
+
+    return {
+        "split": len(parts),
+        "capture_p50_s": med(1), "queue_p50_s": med(2), "round_p50_s": med(3),
+        "tail": len(tail), "tail_capture_s": tail_mean(1), "tail_queue_s": tail_mean(2), "tail_round_s": tail_mean(3),
+        "capture_p99_s": round(sorted(p[1] for p in parts)[max(0, int(len(parts) * 0.99) - 1)], 2),
+        "rounds": len(measured), "round_median_s": round(statistics.median(normal), 2) if normal else None,
+        "compactions": len(compacting),
+        "compaction_round_median_s": round(statistics.median(compacting), 2) if compacting else None,
+    }  # fmt: skip
+
+
 def measure(
     rate: int,
     seconds: float,
@@ -121,7 +234,7 @@ def measure(
     )  # fmt: skip
     spark = hudi_cdc.spark_session(app_name="freshness-observer", conf={"spark.master": "local[1]"})
     load = Load(STACK_DSN, table, rate, rows, seconds + warmup)
-    visible: dict[int, float] = {}
+    visible: dict[int, tuple[float, list[str]]] = {}
     try:
         deadline = time.time() + 300
         while not _completed_instants(base) and time.time() < deadline:
@@ -135,8 +248,9 @@ def measure(
                 seen |= new
                 probe = spark.read.format("hudi").load(str(base)).where("id = 0").select("v").collect()
                 seq = probe[0]["v"] if probe else 0
+                instants = sorted(n.split("_")[0] for n in new)
                 for s in range(last_seq + 1, seq + 1):
-                    visible[s] = completed
+                    visible[s] = (completed, instants)
                 last_seq = max(last_seq, seq)
             elif not load.is_alive():
                 quiet_until = quiet_until or time.time() + 90
@@ -148,7 +262,7 @@ def measure(
         ingest.wait(60)
         log.close()
     start = min(load.committed.values(), default=0) + warmup
-    latencies = sorted(visible[s] - t for s, t in load.committed.items() if s in visible and t >= start)
+    latencies = sorted(visible[s][0] - t for s, t in load.committed.items() if s in visible and t >= start)
     missing = [s for s, t in load.committed.items() if t >= start and s not in visible]
     result = {
         "table_type": table_type, "compaction": compaction, "rate": rate, "seconds": seconds, "transactions": len(latencies), "not_visible": len(missing),
@@ -157,6 +271,8 @@ def measure(
         "max_s": round(latencies[-1], 2) if latencies else None, "load_behind_s": round(load.behind_s, 2),
         "commits": len(seen),
     }  # fmt: skip
+    sent = _probe_sent(topic, rows + 1, len(load.committed))
+    result["profile"] = profile(load.committed, visible, sent, _rounds(work / f"{table}.log", base), start)
     print(json.dumps(result), flush=True)
     return result
 
@@ -229,6 +345,32 @@ def render(results: list[dict[str, Any]], started: str, rows: int, variants: lis
             + f"| {names[r['table_type']]} | {r['compaction'] if r['table_type'] == 'mor' else '-'} | {r['rate']:,} | {r['seconds']:.0f} s | {r['transactions']:,} | {r['commits']} | {r['p50_s']} s | "
             f"{r['p99_s']} s | {r['max_s']} s | {r['not_visible']} | {r['load_behind_s']} s |"
         )
+    profiled = [r for r in results if r.get("profile")]
+    if profiled:
+        lines += [
+            "",
+            "Where the time goes (bench/freshness.py `profile`): capture = Postgres commit -> the change in Kafka; "
+            "queue = in Kafka -> the start of the round that read it; round = that round's start -> visible. "
+            "Medians over the measured transactions, then the mean of each part over the slowest 1%; the rounds' "
+            "median `duration_s`, without and with an inline compaction.",
+            "",
+            ("| settings " if labelled else "")
+            + "| table | compaction | changes/s | capture p50 | queue p50 | round p50 | slowest 1%: capture + queue + "
+            "round | capture p99 | rounds | round median | compaction rounds | their median |",
+            ("| --- " if labelled else "")
+            + "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
+            "| ---: |",
+        ]
+        for r in profiled:
+            p = r["profile"]
+            lines.append(
+                (f"| {r['settings']} " if labelled else "")
+                + f"| {names[r['table_type']]} | {r['compaction'] if r['table_type'] == 'mor' else '-'} | {r['rate']:,} "
+                f"| {p['capture_p50_s']} s | {p['queue_p50_s']} s | {p['round_p50_s']} s "
+                f"| {p['tail_capture_s']} + {p['tail_queue_s']} + {p['tail_round_s']} s | {p['capture_p99_s']} s "
+                f"| {p['rounds']} | {p['round_median_s']} s | {p['compactions']} "
+                f"| {p['compaction_round_median_s'] if p['compaction_round_median_s'] is not None else '-'} s |"
+            )
     return "\n".join(lines) + "\n"
 
 
