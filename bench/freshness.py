@@ -92,11 +92,21 @@ class Load(threading.Thread):
                     self.behind_s = max(self.behind_s, -pause)
 
 
-def _completed_instants(base: Path) -> set[str]:
+def _completed_instants(base: Path, stamped: dict[str, float] | None = None) -> set[str]:
+    """The completed commits and delta commits; ``stamped`` also gets each completed instant's (clean
+    included) completion time as first seen, before Hudi archives it out of the timeline."""
     timeline = base / ".hoodie" / "timeline"
     if not timeline.exists():
         return set()
-    return {p.name for p in timeline.iterdir() if p.name.endswith((".commit", ".deltacommit"))}
+    names = [p.name for p in timeline.iterdir() if p.name.endswith((".commit", ".deltacommit", ".clean"))]
+    if stamped is not None:
+        for name in names:
+            if name not in stamped and "_" in name:
+                try:
+                    stamped[name] = (timeline / name).stat().st_mtime
+                except FileNotFoundError:  # archived meanwhile
+                    pass
+    return {n for n in names if not n.endswith(".clean")}
 
 
 def _probe_sent(topic: str, start: int, probes: int) -> list[float]:
@@ -124,8 +134,9 @@ def _probe_sent(topic: str, start: int, probes: int) -> list[float]:
         consumer.close()
 
 
-def _rounds(log: Path, base: Path) -> list[dict[str, Any]]:
-    """Each committed round: its instant, start, end and whether it compacted (from the log and the timeline).
+def _rounds(log: Path, stamped: dict[str, float]) -> list[dict[str, Any]]:
+    """Each committed round: its instant, start, end and whether it compacted (from the log and the
+    completion times the observer saw).
 
     A round ends with the last instant completed before the next round's commit (its own commit, then
     an inline compaction or a clean); it started ``duration_s`` before that.
@@ -136,12 +147,7 @@ def _rounds(log: Path, base: Path) -> list[dict[str, Any]]:
             result = json.loads(line)
             if result.get("commit_time"):
                 results.append(result)
-    timeline = base / ".hoodie" / "timeline"
-    done = sorted(
-        (p.name.split("_")[0], p.stat().st_mtime, p.name.rsplit(".", 1)[-1])
-        for p in timeline.iterdir()
-        if p.name.endswith((".commit", ".deltacommit", ".clean")) and "_" in p.name
-    )
+    done = sorted((name.split("_")[0], mtime, name.rsplit(".", 1)[-1]) for name, mtime in stamped.items())
     rounds = []
     for i, result in enumerate(results):
         upto = results[i + 1]["commit_time"] if i + 1 < len(results) else "9"
@@ -235,16 +241,17 @@ def measure(
     spark = hudi_cdc.spark_session(app_name="freshness-observer", conf={"spark.master": "local[1]"})
     load = Load(STACK_DSN, table, rate, rows, seconds + warmup)
     visible: dict[int, tuple[float, list[str]]] = {}
+    stamped: dict[str, float] = {}
     try:
         deadline = time.time() + 300
         while not _completed_instants(base) and time.time() < deadline:
             time.sleep(0.5)  # the first round loads the initial rows
         load.start()
-        seen, last_seq, quiet_until = _completed_instants(base), 0, None
+        seen, last_seq, quiet_until = _completed_instants(base, stamped), 0, None
         while True:
-            new = _completed_instants(base) - seen
+            new = _completed_instants(base, stamped) - seen
             if new:
-                completed = max((base / ".hoodie" / "timeline" / n).stat().st_mtime for n in new)
+                completed = max(stamped.get(n, 0.0) for n in new)
                 seen |= new
                 probe = spark.read.format("hudi").load(str(base)).where("id = 0").select("v").collect()
                 seq = probe[0]["v"] if probe else 0
@@ -272,7 +279,21 @@ def measure(
         "commits": len(seen),
     }  # fmt: skip
     sent = _probe_sent(topic, rows + 1, len(load.committed))
-    result["profile"] = profile(load.committed, visible, sent, _rounds(work / f"{table}.log", base), start)
+    rounds = _rounds(work / f"{table}.log", stamped)
+    result["profile"] = profile(load.committed, visible, sent, rounds, start)
+    # What the profile was computed from, to look again without running again.
+    (work / f"{table}.profile.json").write_text(
+        json.dumps(
+            {
+                "committed": load.committed,
+                "visible": visible,
+                "sent": sent,
+                "stamped": stamped,
+                "rounds": rounds,
+                "start": start,
+            }
+        )
+    )
     print(json.dumps(result), flush=True)
     return result
 
