@@ -296,11 +296,25 @@ class MergePolicy(ABC):
         checkpointed = winners
 
         # One small job tells whether the lookups below are needed at all (each is a job or two).
-        found = winners.agg(
+        checks = [
             F.count(_FIRST_ERROR).alias("errors"),
             (F.count(F.when(has_placeholder, F.lit(1))) if toastable else F.lit(0)).alias("placeholders"),
-        ).first()
-        assert found is not None  # a global aggregate has one row
+        ]
+        tombstones = stored.tombstones()
+        early_tally = None
+        if tombstones is None and not self.apply_truncates:
+            # Without a tombstone store or a TRUNCATE in the batch, a key with no error and no placeholder
+            # needs nothing from the table: the same job also tallies its action (used if every key is so).
+            early_stale = F.col(ORDER_COLUMN) <= F.lit(stored.truncated_at) if stored.truncated_at else F.lit(False)
+            early_action = F.when(early_stale, F.lit(STALE)).when(is_delete, F.lit(DELETE)).otherwise(F.lit(UPSERT))
+            early_tally = self._tally(
+                winners, action=early_action, had_placeholder=has_placeholder, no_tombstone=F.lit(True), extra=checks
+            )
+            found = {name: sum(int(r[name]) for r in early_tally.values()) for name in ("errors", "placeholders")}
+        else:
+            row = winners.agg(*checks).first()
+            assert row is not None  # a global aggregate has one row
+            found = row.asDict()
         errors = (
             winners.filter(F.col(_FIRST_ERROR).isNotNull()).select(*keys, _FIRST_ERROR).limit(5).collect()
             if found["errors"]
@@ -366,7 +380,6 @@ class MergePolicy(ABC):
                 value = F.when(is_placeholder & fill.isNotNull() & ~stored_is_newer, fill["v"])
             winners = winners.withColumn(name, value.otherwise(F.col(f"`{name}`")))
 
-        tombstones = stored.tombstones()
         is_stale = ~is_delete & stored_order.isNotNull() & (F.col(ORDER_COLUMN) < stored_order)
         no_tombstone = F.lit(True)
         if tombstones is not None:
@@ -404,7 +417,8 @@ class MergePolicy(ABC):
             materialised = [decided]
 
         # Only a placeholder makes an ERROR action; the tally counts them, so a plan without one looks no further.
-        tally = self._tally(decided)
+        simple = early_tally is not None and not found["errors"] and not found["placeholders"]
+        tally = early_tally if simple and early_tally is not None else self._tally(decided)
         unresolved = (
             decided.filter(F.col(ACTION_COLUMN) == F.lit(ERROR)).select(*keys).limit(5).collect()
             if ERROR in tally
@@ -614,24 +628,35 @@ class MergePolicy(ABC):
         return decided.filter(~is_error).unionByName(filled.select(*decided.columns))
 
     @staticmethod
-    def _tally(decided: DataFrame) -> dict[str, Any]:
-        """The per-action sums of ``decided`` (one Spark job), by action."""
+    def _tally(
+        decided: DataFrame,
+        *,
+        action: Column | None = None,
+        had_placeholder: Column | None = None,
+        no_tombstone: Column | None = None,
+        extra: Sequence[Column] = (),
+    ) -> dict[str, Any]:
+        """The per-action sums of ``decided`` (one Spark job), by action; its columns, or the expressions given
+        for per-key results not decided yet, and ``extra`` aggregates per action."""
         from pyspark.sql import functions as F
 
         has_ts = SOURCE_TS_COLUMN in decided.columns
         newest = F.max(SOURCE_TS_COLUMN) if has_ts else F.lit(None).cast("bigint")
         oldest = F.min(SOURCE_TS_COLUMN) if has_ts else F.lit(None).cast("bigint")
+        had_placeholder = F.col(_HAD_PLACEHOLDER) if had_placeholder is None else had_placeholder
+        no_tombstone = F.col(_NO_TOMBSTONE) if no_tombstone is None else no_tombstone
         rows = (
-            decided.groupBy(ACTION_COLUMN)
+            decided.groupBy((F.col(ACTION_COLUMN) if action is None else action).alias(ACTION_COLUMN))
             .agg(
                 F.count(F.lit(1)).alias("n"),
                 F.sum(F.col(_EVENTS)).alias("events"),
                 F.sum(F.col(_EVENTS) - 1).alias("superseded"),
-                F.sum(F.col(_HAD_PLACEHOLDER).cast("int")).alias("toast"),
-                F.sum(F.col(_NO_TOMBSTONE).cast("int")).alias("no_tombstone"),
+                F.sum(had_placeholder.cast("int")).alias("toast"),
+                F.sum(no_tombstone.cast("int")).alias("no_tombstone"),
                 newest.alias("newest"),
                 oldest.alias("oldest"),
                 *[F.sum(F.col(f"{_OPS}.{op}")).alias(f"op_{op}") for op in _COUNTED_OPS],
+                *extra,
             )
             .collect()
         )
