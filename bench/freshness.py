@@ -110,7 +110,7 @@ def _completed_instants(base: Path, stamped: dict[str, float] | None = None) -> 
 
 
 def _probe_sent(topic: str, start: int, probes: int) -> list[float]:
-    """The Kafka timestamps (s) of the probe row's messages from offset ``start``: the k-th is transaction k+1."""
+    """The Kafka timestamps (s) of the probe row's messages from offset ``start``: ``[k]`` is transaction k + 1."""
     from confluent_kafka import Consumer, TopicPartition
 
     consumer = Consumer({"bootstrap.servers": BOOTSTRAP, "group.id": f"freshness-{uuid.uuid4().hex}",
@@ -125,7 +125,7 @@ def _probe_sent(topic: str, start: int, probes: int) -> list[float]:
             if not batch:
                 break
             for message in batch:
-                offset = message.offset()
+                offset = message.offset() or offset
                 key = message.key() or b""
                 if key[5:] == b"\x00":  # the Debezium key {id: 0}, after the 5-byte Confluent header
                     sent.append(message.timestamp()[1] / 1000)
@@ -338,6 +338,10 @@ def main(argv: list[str] | None = None) -> int:
     return 0 if all(r["not_visible"] == 0 for r in results) else 1
 
 
+def _seconds(value: float | None) -> str:
+    return "-" if value is None else f"{value} s"
+
+
 def render(results: list[dict[str, Any]], started: str, rows: int, variants: list[tuple[str, dict[str, str]]]) -> str:
     from bench.run import machine, versions
 
@@ -347,7 +351,7 @@ def render(results: list[dict[str, Any]], started: str, rows: int, variants: lis
         f"Run of {started} on {machine()}; {', '.join(f'{k} {v}' for k, v in versions().items())}. "
         f"A {rows:,}-row table, `local[2]`, hudi-cdc's defaults"
         + (" and the settings below" if labelled else "")
-        + " (MERGE_ON_READ: a compaction every 5 delta commits, `inline` (the default): inside the round; "
+        + " (MERGE_ON_READ: a compaction every 5 delta commits unless the settings say otherwise, `inline` (the default): inside the round; "
         "`async`: on a thread of its own).",
         *(
             f"- {label}: " + (", ".join(f"`{k}={v}`" for k, v in conf.items()) or "no `--hoodie-conf`")
@@ -389,8 +393,8 @@ def render(results: list[dict[str, Any]], started: str, rows: int, variants: lis
                 + f"| {names[r['table_type']]} | {r['compaction'] if r['table_type'] == 'mor' else '-'} | {r['rate']:,} "
                 f"| {p['capture_p50_s']} s | {p['queue_p50_s']} s | {p['round_p50_s']} s "
                 f"| {p['tail_capture_s']} + {p['tail_queue_s']} + {p['tail_round_s']} s | {p['capture_p99_s']} s "
-                f"| {p['rounds']} | {p['round_median_s']} s | {p['compactions']} "
-                f"| {p['compaction_round_median_s'] if p['compaction_round_median_s'] is not None else '-'} s |"
+                f"| {p['rounds']} | {_seconds(p['round_median_s'])} | {p['compactions']} "
+                f"| {_seconds(p['compaction_round_median_s'])} |"
             )
     return "\n".join(lines) + "\n"
 
