@@ -303,8 +303,8 @@ class MergePolicy(ABC):
         tombstones = stored.tombstones()
         early_tally = None
         if tombstones is None and not self.apply_truncates:
-            # Without a tombstone store or a TRUNCATE in the batch, a key with no error and no placeholder
-            # needs nothing from the table: the same job also tallies its action (used if every key is so).
+            # Without a tombstone store or a TRUNCATE to apply, a key with no error and no placeholder needs
+            # nothing from the table: the same job also tallies the actions (kept when no key has either).
             early_stale = F.col(ORDER_COLUMN) <= F.lit(stored.truncated_at) if stored.truncated_at else F.lit(False)
             early_action = F.when(early_stale, F.lit(STALE)).when(is_delete, F.lit(DELETE)).otherwise(F.lit(UPSERT))
             early_tally = self._tally(
