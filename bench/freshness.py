@@ -23,8 +23,9 @@ timestamps, the ingest's per-round results and the timeline:
   compaction included).
 
 A round's start is the completion of its last Hudi instant minus its
-``duration_s``, so queue is a little long and round a little short (by the
-round's work after its last instant, tens of ms); the three add up to the latency.
+``duration_s``; the three add up to the latency. A round asks Kafka for its end
+offsets a moment after it starts (0.2-1 s here), so a change that arrived in
+that moment has a negative queue and a round that includes the moment.
 """
 
 from __future__ import annotations
