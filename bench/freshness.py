@@ -110,6 +110,11 @@ def _completed_instants(base: Path, stamped: dict[str, float] | None = None) -> 
     return {n for n in names if not n.endswith(".clean")}
 
 
+def _p99_rank(n: int) -> int:
+    """The index of the p99 among ``n`` sorted values (the run's p99, and where its slowest 1% begin)."""
+    return max(0, int(n * 0.99) - 1)
+
+
 def _probe_sent(topic: str, start: int, probes: int) -> list[float]:
     """The Kafka timestamps (s) of the probe row's messages from offset ``start``: ``[k]`` is transaction k + 1."""
     from confluent_kafka import Consumer, TopicPartition
@@ -185,7 +190,7 @@ def profile(
     if not parts:
         return {}
     parts.sort()
-    tail = parts[max(0, int(len(parts) * 0.99) - 1) :]
+    tail = parts[_p99_rank(len(parts)) :]
     measured = [r for r in rounds if r["end"] >= start]
     normal = [r["duration_s"] for r in measured if not r["compacted"]]
     compacting = [r["duration_s"] for r in measured if r["compacted"]]
@@ -200,7 +205,7 @@ def profile(
         "split": len(parts),
         "capture_p50_s": med(1), "queue_p50_s": med(2), "round_p50_s": med(3),
         "tail": len(tail), "tail_capture_s": tail_mean(1), "tail_queue_s": tail_mean(2), "tail_round_s": tail_mean(3),
-        "capture_p99_s": round(sorted(p[1] for p in parts)[max(0, int(len(parts) * 0.99) - 1)], 2),
+        "capture_p99_s": round(sorted(p[1] for p in parts)[_p99_rank(len(parts))], 2),
         "rounds": len(measured), "round_median_s": round(statistics.median(normal), 2) if normal else None,
         "compactions": len(compacting),
         "compaction_round_median_s": round(statistics.median(compacting), 2) if compacting else None,
@@ -275,7 +280,7 @@ def measure(
     result = {
         "table_type": table_type, "compaction": compaction, "rate": rate, "seconds": seconds, "transactions": len(latencies), "not_visible": len(missing),
         "p50_s": round(statistics.median(latencies), 2) if latencies else None,
-        "p99_s": round(latencies[max(0, int(len(latencies) * 0.99) - 1)], 2) if latencies else None,
+        "p99_s": round(latencies[_p99_rank(len(latencies))], 2) if latencies else None,
         "max_s": round(latencies[-1], 2) if latencies else None, "load_behind_s": round(load.behind_s, 2),
         "commits": len(seen),
     }  # fmt: skip

@@ -417,8 +417,8 @@ class MergePolicy(ABC):
             materialised = [decided]
 
         # Only a placeholder makes an ERROR action; the tally counts them, so a plan without one looks no further.
-        simple = early_tally is not None and not found["errors"] and not found["placeholders"]
-        tally = early_tally if simple and early_tally is not None else self._tally(decided)
+        nothing_looked_up = not found["errors"] and not found["placeholders"]
+        tally = early_tally if early_tally is not None and nothing_looked_up else self._tally(decided)
         unresolved = (
             decided.filter(F.col(ACTION_COLUMN) == F.lit(ERROR)).select(*keys).limit(5).collect()
             if ERROR in tally
