@@ -50,6 +50,8 @@ SAME_SETTINGS = {
     "hoodie.parquet.max.file.size": str(120 * 1024 * 1024),
     "hoodie.metadata.enable": "true",
     "hoodie.metadata.index.column.stats.enable": "false",
+    # hudi-cdc's default; Hudi's (both versions) is gzip.
+    "hoodie.parquet.compression.codec": "zstd",
 }
 
 

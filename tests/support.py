@@ -61,6 +61,20 @@ def commit_instants(spark: Any, base: str) -> list[str]:
     return [c.instant for c in HudiTable(spark, base).commits()]
 
 
+def base_file_codecs(base: str) -> dict[str, set[str]]:
+    """Each base file of a table (metadata table aside) with the codecs of its column chunks, read from its footer."""
+    import pyarrow.parquet as pq
+
+    files = [p for p in Path(base).rglob("*.parquet") if ".hoodie" not in p.parts]
+    codecs = {}
+    for path in files:
+        meta = pq.ParquetFile(path).metadata
+        codecs[path.name] = {
+            meta.row_group(g).column(c).compression for g in range(meta.num_row_groups) for c in range(meta.num_columns)
+        }
+    return codecs
+
+
 def random_history(seed: int, keys: int, lsn_start: int) -> tuple[list[dict], int]:
     """A realistic ``customers`` stream: inserts, updates (some keeping TOAST values), deletes and re-inserts."""
     from hudi_cdc.testing import pg_event

@@ -12,6 +12,7 @@ from hudi_cdc.testing import envelope_schema, pg_event, write_events
 from tests.support import (
     CUSTOMERS,
     apply_events,
+    base_file_codecs,
     commit_instants,
     compact,
     expected_rows,
@@ -60,6 +61,9 @@ def test_files_to_table_equals_source_and_rerun_changes_nothing(spark, tmp_path:
         operations = [(c.action, c.operation) for c in HudiTable(spark, base).commits()]
         assert ("commit", "compact") in operations, f"expected an inline compaction, timeline has {operations}"
         assert read_rows(spark, base, COLUMNS, query_type="read_optimized") == expected_rows(state, COLUMNS)
+    # The first commit's bulk insert, COW's rewrites and MOR's compactions all write zstd, not Hudi's gzip.
+    codecs = base_file_codecs(base)
+    assert len(codecs) >= 2 and all(c == {"ZSTD"} for c in codecs.values()), codecs
 
     before = commit_instants(spark, base)
     result = run_cli(*args)

@@ -11,6 +11,7 @@ from hudi_cdc.config import load_config
 from hudi_cdc.pipeline import run
 from hudi_cdc.sink.hudi import HudiTable
 from hudi_cdc.testing.samples import SampleCustomers
+from tests.support import base_file_codecs
 
 pytestmark = [pytest.mark.spark, pytest.mark.hudi]
 
@@ -63,3 +64,5 @@ def test_a_continuous_mor_round_leaves_its_compaction_to_the_thread(spark, tmp_p
     # Read through the compacted base files alone: every change reached them.
     optimized = spark.read.format("hudi").option("hoodie.datasource.query.type", "read_optimized").load(base)
     assert {r["id"]: r.asDict() for r in optimized.select(*COLUMNS).collect()} == sample.state
+    # The thread's compactions write with the rounds' options: zstd, not Hudi's gzip.
+    assert all(c == {"ZSTD"} for c in base_file_codecs(base).values())

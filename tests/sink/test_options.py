@@ -53,6 +53,12 @@ def test_owned_keys_cannot_be_overridden(key: str) -> None:
         _options(user_conf={key: "x"})
 
 
+def test_base_files_are_zstd_unless_the_user_says_otherwise() -> None:
+    assert _options()[opt.PARQUET_CODEC] == "zstd"
+    assert _options(table_type="MERGE_ON_READ")[opt.PARQUET_CODEC] == "zstd"
+    assert _options(user_conf={opt.PARQUET_CODEC: "snappy"})[opt.PARQUET_CODEC] == "snappy"
+
+
 def test_clean_is_planned_every_tenth_commit_unless_the_user_says_otherwise() -> None:
     # Planning a clean after every commit was 0.2 s of a 1.5 s small commit (make bench-commit-cost).
     assert _options()[opt.CLEAN_TRIGGER_MAX_COMMITS] == "10"
