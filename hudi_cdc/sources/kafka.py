@@ -13,8 +13,11 @@ next offset of every partition.
 
 from __future__ import annotations
 
+import atexit
 import json
 import logging
+import os
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -178,6 +181,49 @@ def plan_ranges(
     return [ranges[p] for p in sorted(ranges)]
 
 
+# One planning consumer per cluster and client settings, kept for the process: a consumer made
+# per round spent ~50 ms of each round connecting before it could ask for the offsets. Keyed by
+# process id as well: librdkafka's clients do not survive a fork.
+_PlannerKey = tuple[int, str, tuple[tuple[str, str], ...]]
+_PLANNERS: dict[_PlannerKey, tuple[threading.Lock, Any]] = {}
+_PLANNERS_LOCK = threading.Lock()
+
+
+def _planner(
+    bootstrap: str, conf: Mapping[str, str], make: Callable[[], Any]
+) -> tuple[_PlannerKey, threading.Lock, Any]:
+    """The process's planning consumer for ``bootstrap`` and ``conf`` (made on first use), and its lock."""
+    key = (os.getpid(), bootstrap, tuple(sorted(conf.items())))
+    with _PLANNERS_LOCK:
+        if key not in _PLANNERS:
+            _PLANNERS[key] = (threading.Lock(), make())
+        lock, consumer = _PLANNERS[key]
+    return key, lock, consumer
+
+
+def _drop_planner(key: _PlannerKey) -> None:
+    with _PLANNERS_LOCK:
+        entry = _PLANNERS.pop(key, None)
+    if entry is not None:
+        _close_quietly(entry[1])
+
+
+@atexit.register
+def _close_planners() -> None:
+    with _PLANNERS_LOCK:
+        ours = [key for key in _PLANNERS if key[0] == os.getpid()]  # never a parent's, copied by a fork
+        entries = [_PLANNERS.pop(key) for key in ours]
+    for _, consumer in entries:
+        _close_quietly(consumer)
+
+
+def _close_quietly(consumer: Any) -> None:  # noqa: ANN401 - confluent_kafka.Consumer
+    try:
+        consumer.close()
+    except Exception:  # noqa: BLE001 - closing a consumer of a vanished broker: nothing to save
+        log.debug("closing a planning consumer failed", exc_info=True)
+
+
 class KafkaSource:
     def __init__(
         self,
@@ -223,23 +269,23 @@ class KafkaSource:
     def _watermarks(self) -> dict[int, tuple[int, int]]:
         from confluent_kafka import KafkaException, TopicPartition
 
-        consumer = self._consumer()
+        key, lock, consumer = _planner(self._config.bootstrap_servers or "", self._client_conf, self._consumer)
         try:
-            metadata = consumer.list_topics(self._topic, timeout=15)
-            topic = metadata.topics.get(self._topic)
-            if topic is None or topic.error is not None or not topic.partitions:
-                reason = topic.error if topic is not None and topic.error is not None else "no partitions"
-                raise SourceError(
-                    f"topic {self._topic!r} does not exist on {self._config.bootstrap_servers} ({reason})"
-                )
-            return {
-                p: consumer.get_watermark_offsets(TopicPartition(self._topic, p), timeout=15, cached=False)
-                for p in sorted(topic.partitions)
-            }
+            with lock:
+                metadata = consumer.list_topics(self._topic, timeout=15)
+                topic = metadata.topics.get(self._topic)
+                if topic is None or topic.error is not None or not topic.partitions:
+                    reason = topic.error if topic is not None and topic.error is not None else "no partitions"
+                    raise SourceError(
+                        f"topic {self._topic!r} does not exist on {self._config.bootstrap_servers} ({reason})"
+                    )
+                return {
+                    p: consumer.get_watermark_offsets(TopicPartition(self._topic, p), timeout=15, cached=False)
+                    for p in sorted(topic.partitions)
+                }
         except KafkaException as exc:
+            _drop_planner(key)  # the next round starts from a new connection
             raise TransientError(f"cannot reach Kafka at {self._config.bootstrap_servers}: {exc}") from None
-        finally:
-            consumer.close()
 
     def _keep_moves_whole(
         self, ranges: list[OffsetRange], watermarks: Mapping[int, tuple[int, int]]

@@ -1,14 +1,17 @@
 """A client for Confluent-compatible schema registries (Confluent, Apicurio's ccompat API, Karapace).
 
 Only what decoding needs: the writer schema of a schema id, cached for the
-life of the client. Credentials come from the URL's user info or from
+life of the process (an id never changes what it names), and the ids of a
+subject's versions, cached for the life of the client. Credentials come from the URL's user info or from
 ``basic.auth.user.info``; they are never printed.
 """
 
 from __future__ import annotations
 
 import base64
+import copy
 import json
+import threading
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -26,6 +29,12 @@ class SchemaRegistryUnavailable(TransientError, SourceError):
     transient = True
 
 
+# (registry, credentials, schema id) -> schema, for every client of the process: a continuous run
+# makes a client per round, and each asked again for the same ids (2 of the 6 requests of a round).
+_SCHEMAS: dict[tuple[str, str | None, int], dict[str, Any]] = {}
+_SCHEMAS_LOCK = threading.Lock()
+
+
 class SchemaRegistry:
     def __init__(self, url: str, *, basic_auth: str | None = None, timeout_s: float = 10.0) -> None:
         parts = urllib.parse.urlsplit(url)
@@ -37,7 +46,6 @@ class SchemaRegistry:
         self._base = url.rstrip("/")
         self._auth = base64.b64encode(basic_auth.encode()).decode() if basic_auth else None
         self._timeout = timeout_s
-        self._cache: dict[int, dict[str, Any]] = {}
         self._versions: dict[tuple[str, int], int] = {}
 
     def __repr__(self) -> str:
@@ -45,13 +53,18 @@ class SchemaRegistry:
 
     def schema(self, schema_id: int) -> dict[str, Any]:
         """The parsed Avro writer schema registered under ``schema_id``."""
-        if schema_id not in self._cache:
-            body = self._get(f"/schemas/ids/{schema_id}", what=f"schema id {schema_id}")
-            schema_type = body.get("schemaType", "AVRO")
-            if schema_type != "AVRO":
-                raise DecodeError(f"schema id {schema_id} is {schema_type}, not AVRO: only Avro is supported")
-            self._cache[schema_id] = json.loads(body["schema"])
-        return self._cache[schema_id]
+        key = (self._base, self._auth, schema_id)  # by credentials too: another user may not be allowed to read it
+        cached = _SCHEMAS.get(key)
+        if cached is not None:
+            return copy.deepcopy(cached)  # the caller's to change
+        body = self._get(f"/schemas/ids/{schema_id}", what=f"schema id {schema_id}")
+        schema_type = body.get("schemaType", "AVRO")
+        if schema_type != "AVRO":
+            raise DecodeError(f"schema id {schema_id} is {schema_type}, not AVRO: only Avro is supported")
+        schema = json.loads(body["schema"])
+        with _SCHEMAS_LOCK:
+            _SCHEMAS.setdefault(key, copy.deepcopy(schema))
+        return schema
 
     def subject_schema_ids(self, subject: str) -> list[int] | None:
         """The schema ids of every version of ``subject``, oldest first; None if there is no such subject."""

@@ -63,3 +63,41 @@ def test_registry_unreachable_is_transient_and_hides_credentials() -> None:
         registry.schema(1)
     assert failure.value.transient and "s3cret" not in str(failure.value) and "unreachable" in str(failure.value)
     assert redact_url("http://u:p@h:1/x") == "http://u:***@h:1/x"
+
+
+def test_a_schema_id_is_fetched_once_per_process_and_credentials() -> None:
+    """A continuous run makes a registry client per round: the schema of an id is asked for once, not every round."""
+    import json
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    asked: list[tuple[str, str | None]] = []
+
+    class Registry(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 - http.server's name
+            asked.append((self.path, self.headers.get("Authorization")))
+            schema = {"type": "record", "name": "R", "fields": [{"name": "a", "type": "long"}]}
+            body = json.dumps({"schema": json.dumps(schema)}).encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Registry)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        first = SchemaRegistry(url).schema(7)
+        first["fields"].clear()  # a caller's change stays its own
+        again = SchemaRegistry(url).schema(7)
+        assert again["fields"] == [{"name": "a", "type": "long"}]
+        assert asked == [("/schemas/ids/7", None)]
+        SchemaRegistry(url, basic_auth="u:p").schema(7)  # another user may not be allowed to read it: asked again
+        SchemaRegistry(url).schema(8)
+        assert [path for path, _ in asked] == ["/schemas/ids/7", "/schemas/ids/7", "/schemas/ids/8"]
+        assert asked[1][1] is not None and asked[1][1].startswith("Basic ")
+    finally:
+        server.shutdown()

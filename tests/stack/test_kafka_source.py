@@ -153,6 +153,32 @@ def test_registry_unreachable_is_transient_and_writes_nothing(tmp_path: Path) ->
     assert not (base / ".hoodie" / "timeline").exists() or not any((base / ".hoodie" / "timeline").glob("*.commit"))
 
 
+def test_rounds_share_one_planning_consumer(spark, tmp_path: Path) -> None:
+    """A round no longer connects to Kafka afresh to plan: each source of the process finds the same consumer."""
+    from hudi_cdc.config import load_config
+    from hudi_cdc.sources import kafka
+
+    topic, base = Topic(partitions=2), str(tmp_path / "t")
+    config = load_config(
+        source="kafka", topic=topic.name, bootstrap_servers=BOOTSTRAP, schema_registry_url=REGISTRY,
+        target_base_path=base, target_table="customers",
+    )  # fmt: skip
+    made = []
+
+    def source() -> kafka.KafkaSource:
+        made_by = kafka.KafkaSource(spark, config)
+        real = made_by._consumer
+        made_by._consumer = lambda: made.append(1) or real()  # type: ignore[method-assign]
+        return made_by
+
+    topic.send([pg_event("c", lsn=10 + i, after=row(i, "a")) for i in range(5)])
+    first = source()._watermarks()
+    topic.send([pg_event("u", lsn=20 + i, after=row(i, "b")) for i in range(3)])
+    second = source()._watermarks()
+    assert sum(high for _, high in first.values()) == 5 and sum(high for _, high in second.values()) == 8
+    assert len(made) <= 1  # none if an earlier test of this process already made it
+
+
 def test_missing_topic_is_named_and_not_created(tmp_path: Path) -> None:
     from confluent_kafka.admin import AdminClient
 
