@@ -290,12 +290,7 @@ class MergePolicy(ABC):
                 *known.values(),
             )
         )
-        # Materialise, cutting the lineage: everything after reads this, not the source again
-        # (and Spark 3.5 deadlocked, on this machine, when cached plans and broadcast joins nested).
-        winners = winners.localCheckpoint(eager=True)
-        checkpointed = winners
-
-        # One small job tells whether the lookups below are needed at all (each is a job or two).
+        # Whether the lookups below are needed at all (each is a job or two).
         checks = [
             F.count(_FIRST_ERROR).alias("errors"),
             (F.count(F.when(has_placeholder, F.lit(1))) if toastable else F.lit(0)).alias("placeholders"),
@@ -304,17 +299,23 @@ class MergePolicy(ABC):
         early_tally = None
         if tombstones is None and not self.apply_truncates:
             # Without a tombstone store or a TRUNCATE to apply, a key with no error and no placeholder needs
-            # nothing from the table: the same job also tallies the actions (kept when no key has either).
+            # nothing from the table: its action is known now, and the materialising job below tallies the
+            # actions and the checks as it goes (kept when no key has an error or a placeholder).
             early_stale = F.col(ORDER_COLUMN) <= F.lit(stored.truncated_at) if stored.truncated_at else F.lit(False)
             early_action = F.when(early_stale, F.lit(STALE)).when(is_delete, F.lit(DELETE)).otherwise(F.lit(UPSERT))
-            early_tally = self._tally(
+            observed = _ObservedTally(
                 winners, action=early_action, had_placeholder=has_placeholder, no_tombstone=F.lit(True), extra=checks
             )
-            found = {name: sum(int(r[name]) for r in early_tally.values()) for name in ("errors", "placeholders")}
+            # Materialise, cutting the lineage: everything after reads this, not the source again
+            # (and Spark 3.5 deadlocked, on this machine, when cached plans and broadcast joins nested).
+            winners = observed.frame.localCheckpoint(eager=True)
+            early_tally, found = observed.result()
         else:
+            winners = winners.localCheckpoint(eager=True)
             row = winners.agg(*checks).first()
             assert row is not None  # a global aggregate has one row
             found = row.asDict()
+        checkpointed = winners
         errors = (
             winners.filter(F.col(_FIRST_ERROR).isNotNull()).select(*keys, _FIRST_ERROR).limit(5).collect()
             if found["errors"]
@@ -685,6 +686,68 @@ class MergePolicy(ABC):
             ops={op: n for op, n in ops.items() if n},
             new_tombstones=int(by_action[DELETE]["no_tombstone"] or 0) if DELETE in by_action else 0,
         )
+
+
+class _ObservedTally:
+    """``_tally``'s sums, gathered by the job that materialises ``frame`` instead of a job of their own.
+
+    Spark's observed metrics: aggregates over the rows as the job writes them, read from the
+    finished query (a task's share counts once, as for an action's accumulators). Per action
+    as conditional aggregates, since an observation has no grouping; ``extra`` over all rows.
+    """
+
+    _NAME = "hudi_cdc_tally"
+    _ACTIONS = (UPSERT, DELETE, STALE)
+
+    def __init__(
+        self,
+        frame: DataFrame,
+        *,
+        action: Column,
+        had_placeholder: Column,
+        no_tombstone: Column,
+        extra: Sequence[Column],
+    ) -> None:
+        from pyspark.sql import functions as F
+
+        has_ts = SOURCE_TS_COLUMN in frame.columns
+        sums: list[Column] = []
+        for a in self._ACTIONS:
+
+            def when(value: Column, a: str = a) -> Column:
+                return F.when(action == F.lit(a), value)
+
+            sums += [
+                F.count(when(F.lit(1))).alias(f"{a}.n"),
+                F.sum(when(F.col(_EVENTS))).alias(f"{a}.events"),
+                F.sum(when(F.col(_EVENTS) - 1)).alias(f"{a}.superseded"),
+                F.sum(when(had_placeholder.cast("int"))).alias(f"{a}.toast"),
+                F.sum(when(no_tombstone.cast("int"))).alias(f"{a}.no_tombstone"),
+                (F.max(when(F.col(SOURCE_TS_COLUMN))) if has_ts else F.lit(None).cast("bigint")).alias(f"{a}.newest"),
+                (F.min(when(F.col(SOURCE_TS_COLUMN))) if has_ts else F.lit(None).cast("bigint")).alias(f"{a}.oldest"),
+                *[F.sum(when(F.col(f"{_OPS}.{op}"))).alias(f"{a}.op_{op}") for op in _COUNTED_OPS],
+            ]
+        self._observed = frame.observe(self._NAME, *sums, *extra)
+
+    @property
+    def frame(self) -> DataFrame:
+        """``frame`` with the observation: materialise this one (one action), then read ``result``."""
+        return self._observed
+
+    def result(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        """``(by action as _tally gives it, extra by name)``, once ``frame`` has been materialised."""
+        import json
+
+        metrics = self._observed._jdf.queryExecution().observedMetrics().get(self._NAME)
+        if metrics.isEmpty():  # not materialised: a bug here, never a count of zero
+            raise RuntimeError("the plan's tally was read before its job ran")
+        values = json.loads(metrics.get().json())
+        by_action: dict[str, Any] = {}
+        for a in self._ACTIONS:
+            if values[f"{a}.n"]:  # as a GROUP BY: no row for an action no key took
+                prefix = f"{a}."
+                by_action[a] = {k[len(prefix) :]: v for k, v in values.items() if k.startswith(prefix)}
+        return by_action, {k: v for k, v in values.items() if "." not in k}
 
 
 def _picker(schema: StructType, position: Column) -> Callable[..., Column]:

@@ -1,4 +1,5 @@
-"""The plan's counts: the same whether the per-key results are tallied early (nothing to look up) or after the lookups."""
+"""The plan's counts: the same whether the per-key results are tallied as they are materialised (nothing to look
+up) or after the lookups."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from hudi_cdc.envelope.types import reader_schema
 from hudi_cdc.sources.files import FileSource
 from hudi_cdc.testing import envelope_schema, pg_event, write_events
 from payloads import StoredState, policy_for
-from payloads.base import ORDER_COLUMN, MergePolicy, PlanCounts
+from payloads.base import ORDER_COLUMN, MergePolicy, PlanCounts, _ObservedTally
 from tests.support import CUSTOMERS
 
 pytestmark = pytest.mark.spark
@@ -68,13 +69,18 @@ def _counts(spark, tmp_path: Path, *, truncated_at: str | None, tombstone_store:
 
 def _spy_tally(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     calls: list[str] = []
-    tally = MergePolicy._tally
+    tally, observed = MergePolicy._tally, _ObservedTally.result
 
     def spy(decided, **kwargs):  # noqa: ANN001, ANN003, ANN202
-        calls.append("early" if kwargs.get("action") is not None else "decided")
+        calls.append("decided")
         return tally(decided, **kwargs)
 
+    def spy_observed(self):  # noqa: ANN001, ANN202
+        calls.append("observed")
+        return observed(self)
+
     monkeypatch.setattr(MergePolicy, "_tally", staticmethod(spy))
+    monkeypatch.setattr(_ObservedTally, "result", spy_observed)
     return calls
 
 
@@ -86,9 +92,9 @@ def test_early_tally_equals_the_tally_after_lookups(
     _, orders = _counts(spark, tmp_path, truncated_at=None, tombstone_store=False)
     floor = None if floor_key is None else orders[floor_key]
     tallied = _spy_tally(monkeypatch)
-    # No tombstone store: the job that checks the per-key results also tallies them, once.
+    # No tombstone store: the job that materialises the per-key results also tallies them; no tally job.
     early, _ = _counts(spark, tmp_path, truncated_at=floor, tombstone_store=False)
-    assert tallied == ["early"]
+    assert tallied == ["observed"]
     # An (empty) tombstone store makes the plan join it, then tally the decided rows.
     tallied.clear()
     after, _ = _counts(spark, tmp_path, truncated_at=floor, tombstone_store=True)
