@@ -296,7 +296,7 @@ class MergePolicy(ABC):
             (F.count(F.when(has_placeholder, F.lit(1))) if toastable else F.lit(0)).alias("placeholders"),
         ]
         tombstones = stored.tombstones()
-        early_tally = None
+        early_counts = None
         if tombstones is None and not self.apply_truncates:
             # Without a tombstone store or a TRUNCATE to apply, a key with no error and no placeholder needs
             # nothing from the table: its action is known now, and the materialising job below tallies the
@@ -309,7 +309,7 @@ class MergePolicy(ABC):
             # Materialise, cutting the lineage: everything after reads this, not the source again
             # (and Spark 3.5 deadlocked, on this machine, when cached plans and broadcast joins nested).
             winners = observed.frame.localCheckpoint(eager=True)
-            early_tally, found = observed.result()
+            early_counts, found = observed.result()
         else:
             winners = winners.localCheckpoint(eager=True)
             row = winners.agg(*checks).first()
@@ -419,7 +419,8 @@ class MergePolicy(ABC):
 
         # Only a placeholder makes an ERROR action; the tally counts them, so a plan without one looks no further.
         nothing_looked_up = not found["errors"] and not found["placeholders"]
-        tally = early_tally if early_tally is not None and nothing_looked_up else self._tally(decided)
+        counts = early_counts if nothing_looked_up else None
+        tally = {} if counts is not None else self._tally(decided)  # no ERROR action without a placeholder
         unresolved = (
             decided.filter(F.col(ACTION_COLUMN) == F.lit(ERROR)).select(*keys).limit(5).collect()
             if ERROR in tally
@@ -457,7 +458,7 @@ class MergePolicy(ABC):
             )
         if ERROR in tally:  # ``decided`` changed above: filled from elsewhere, or the unfillable set aside
             tally = self._tally(decided)
-        counts = self._count(tally)
+        counts = self._count(tally) if counts is None else counts
         if truncated_at is not None:  # the truncate events are events of the batch too
             counts = dataclasses.replace(counts, events=counts.events + truncates, ops={**counts.ops, "t": truncates})
         writes = decided.filter(F.col(ACTION_COLUMN).isin(UPSERT, DELETE))
@@ -689,15 +690,15 @@ class MergePolicy(ABC):
 
 
 class _ObservedTally:
-    """``_tally``'s sums, gathered by the job that materialises ``frame`` instead of a job of their own.
+    """The plan's counts, gathered by the job that materialises ``frame`` instead of a job of their own.
 
     Spark's observed metrics: aggregates over the rows as the job writes them, read from the
-    finished query (a task's share counts once, as for an action's accumulators). Per action
-    as conditional aggregates, since an observation has no grouping; ``extra`` over all rows.
+    finished query (a task's share counts once, as for an action's accumulators). Each aggregate
+    costs planning time before the job (38 of them, ``_tally``'s sums per action, cost as much
+    as the job they saved), so only what ``PlanCounts`` needs: 14.
     """
 
     _NAME = "hudi_cdc_tally"
-    _ACTIONS = (UPSERT, DELETE, STALE)
 
     def __init__(
         self,
@@ -710,44 +711,53 @@ class _ObservedTally:
     ) -> None:
         from pyspark.sql import functions as F
 
+        def n(a: str) -> Column:
+            return F.count(F.when(action == F.lit(a), F.lit(1))).alias(a)
+
+        written = F.when(action != F.lit(STALE), F.col(SOURCE_TS_COLUMN))  # upserts and deletes
         has_ts = SOURCE_TS_COLUMN in frame.columns
-        sums: list[Column] = []
-        for a in self._ACTIONS:
-
-            def when(value: Column, a: str = a) -> Column:
-                return F.when(action == F.lit(a), value)
-
-            sums += [
-                F.count(when(F.lit(1))).alias(f"{a}.n"),
-                F.sum(when(F.col(_EVENTS))).alias(f"{a}.events"),
-                F.sum(when(F.col(_EVENTS) - 1)).alias(f"{a}.superseded"),
-                F.sum(when(had_placeholder.cast("int"))).alias(f"{a}.toast"),
-                F.sum(when(no_tombstone.cast("int"))).alias(f"{a}.no_tombstone"),
-                (F.max(when(F.col(SOURCE_TS_COLUMN))) if has_ts else F.lit(None).cast("bigint")).alias(f"{a}.newest"),
-                (F.min(when(F.col(SOURCE_TS_COLUMN))) if has_ts else F.lit(None).cast("bigint")).alias(f"{a}.oldest"),
-                *[F.sum(when(F.col(f"{_OPS}.{op}"))).alias(f"{a}.op_{op}") for op in _COUNTED_OPS],
-            ]
-        self._observed = frame.observe(self._NAME, *sums, *extra)
+        self._observed = frame.observe(
+            self._NAME,
+            n(UPSERT),
+            n(DELETE),
+            n(STALE),
+            F.sum(_EVENTS).alias("events"),
+            F.sum(F.when(action == F.lit(UPSERT), had_placeholder.cast("int"))).alias("toast"),
+            F.sum(F.when(action == F.lit(DELETE), no_tombstone.cast("int"))).alias("new_tombstones"),
+            (F.min(written) if has_ts else F.lit(None).cast("bigint")).alias("oldest"),
+            (F.max(written) if has_ts else F.lit(None).cast("bigint")).alias("newest"),
+            *[F.sum(F.col(f"{_OPS}.{op}")).alias(f"op_{op}") for op in _COUNTED_OPS],
+            *extra,
+        )
 
     @property
     def frame(self) -> DataFrame:
         """``frame`` with the observation: materialise this one (one action), then read ``result``."""
         return self._observed
 
-    def result(self) -> tuple[dict[str, Any], dict[str, Any]]:
-        """``(by action as _tally gives it, extra by name)``, once ``frame`` has been materialised."""
+    def result(self) -> tuple[PlanCounts, dict[str, Any]]:
+        """The counts ``_count(_tally(...))`` gives, and the values of ``extra`` by name, once ``frame`` ran."""
         import json
 
         metrics = self._observed._jdf.queryExecution().observedMetrics().get(self._NAME)
         if metrics.isEmpty():  # not materialised: a bug here, never a count of zero
             raise RuntimeError("the plan's tally was read before its job ran")
-        values = json.loads(metrics.get().json())
-        by_action: dict[str, Any] = {}
-        for a in self._ACTIONS:
-            if values[f"{a}.n"]:  # as a GROUP BY: no row for an action no key took
-                prefix = f"{a}."
-                by_action[a] = {k[len(prefix) :]: v for k, v in values.items() if k.startswith(prefix)}
-        return by_action, {k: v for k, v in values.items() if "." not in k}
+        v = json.loads(metrics.get().json())
+        events = int(v["events"] or 0)
+        ops = {op: int(v[f"op_{op}"] or 0) for op in _COUNTED_OPS}
+        counts = PlanCounts(
+            events=events,
+            upserts=v[UPSERT],
+            deletes=v[DELETE],
+            stale=v[STALE],
+            superseded=events - (v[UPSERT] + v[DELETE] + v[STALE]),  # every key's events but its winner
+            toast_filled=int(v["toast"] or 0),
+            source_ts_ms_min=v["oldest"],
+            source_ts_ms_max=v["newest"],
+            ops={op: k for op, k in ops.items() if k},
+            new_tombstones=int(v["new_tombstones"] or 0),
+        )
+        return counts, v
 
 
 def _picker(schema: StructType, position: Column) -> Callable[..., Column]:
