@@ -38,7 +38,7 @@ class HudiTable:
         self._spark = spark
         self.base_path = base_path
         # A round asks these 5-6 times each: one meta client and one "it exists" for the life of this
-        # object (a round's), the timeline reloaded at each ask. ~30 ms of a 2 s round.
+        # object (a round's), the timeline reloaded at each ask. ~25 ms of a 2 s round.
         self._client = None
         self._exists = False
 

@@ -2,8 +2,8 @@
 
 Only what decoding needs: the writer schema of a schema id, cached for the
 life of the process (an id never changes what it names), and the ids of a
-subject's versions, cached for the life of the client. Credentials come from the URL's user info or from
-``basic.auth.user.info``; they are never printed.
+subject's versions, cached for the life of the client. Credentials come from
+the URL's user info or from ``basic.auth.user.info``; they are never printed.
 """
 
 from __future__ import annotations
