@@ -630,35 +630,24 @@ class MergePolicy(ABC):
         return decided.filter(~is_error).unionByName(filled.select(*decided.columns))
 
     @staticmethod
-    def _tally(
-        decided: DataFrame,
-        *,
-        action: Column | None = None,
-        had_placeholder: Column | None = None,
-        no_tombstone: Column | None = None,
-        extra: Sequence[Column] = (),
-    ) -> dict[str, Any]:
-        """The per-action sums of ``decided`` (one Spark job), by action; its columns, or the expressions given
-        for per-key results not decided yet, and ``extra`` aggregates per action."""
+    def _tally(decided: DataFrame) -> dict[str, Any]:
+        """The per-action sums of ``decided`` (one Spark job), by action."""
         from pyspark.sql import functions as F
 
         has_ts = SOURCE_TS_COLUMN in decided.columns
         newest = F.max(SOURCE_TS_COLUMN) if has_ts else F.lit(None).cast("bigint")
         oldest = F.min(SOURCE_TS_COLUMN) if has_ts else F.lit(None).cast("bigint")
-        had_placeholder = F.col(_HAD_PLACEHOLDER) if had_placeholder is None else had_placeholder
-        no_tombstone = F.col(_NO_TOMBSTONE) if no_tombstone is None else no_tombstone
         rows = (
-            decided.groupBy((F.col(ACTION_COLUMN) if action is None else action).alias(ACTION_COLUMN))
+            decided.groupBy(ACTION_COLUMN)
             .agg(
                 F.count(F.lit(1)).alias("n"),
                 F.sum(F.col(_EVENTS)).alias("events"),
                 F.sum(F.col(_EVENTS) - 1).alias("superseded"),
-                F.sum(had_placeholder.cast("int")).alias("toast"),
-                F.sum(no_tombstone.cast("int")).alias("no_tombstone"),
+                F.sum(F.col(_HAD_PLACEHOLDER).cast("int")).alias("toast"),
+                F.sum(F.col(_NO_TOMBSTONE).cast("int")).alias("no_tombstone"),
                 newest.alias("newest"),
                 oldest.alias("oldest"),
                 *[F.sum(F.col(f"{_OPS}.{op}")).alias(f"op_{op}") for op in _COUNTED_OPS],
-                *extra,
             )
             .collect()
         )
