@@ -75,6 +75,14 @@ def base_file_codecs(base: str) -> dict[str, set[str]]:
     return codecs
 
 
+def base_file_bloom_filters(base: str) -> dict[str, bool]:
+    """Each base file of a table (metadata table aside): whether its footer holds Hudi's key bloom filter."""
+    import pyarrow.parquet as pq
+
+    files = [p for p in Path(base).rglob("*.parquet") if ".hoodie" not in p.parts]
+    return {p.name: b"org.apache.hudi.bloomfilter" in (pq.ParquetFile(p).metadata.metadata or {}) for p in files}
+
+
 def random_history(seed: int, keys: int, lsn_start: int) -> tuple[list[dict], int]:
     """A realistic ``customers`` stream: inserts, updates (some keeping TOAST values), deletes and re-inserts."""
     from hudi_cdc.testing import pg_event

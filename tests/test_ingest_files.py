@@ -12,6 +12,7 @@ from hudi_cdc.testing import envelope_schema, pg_event, write_events
 from tests.support import (
     CUSTOMERS,
     apply_events,
+    base_file_bloom_filters,
     base_file_codecs,
     commit_instants,
     compact,
@@ -64,6 +65,9 @@ def test_files_to_table_equals_source_and_rerun_changes_nothing(spark, tmp_path:
     # The first commit's bulk insert, COW's rewrites and MOR's compactions all write zstd, not Hudi's gzip.
     codecs = base_file_codecs(base)
     assert len(codecs) >= 2 and all(c == {"ZSTD"} for c in codecs.values()), codecs
+    # Hudi's default (simple) index may be switched to its bloom index, which needs the key filters.
+    blooms = base_file_bloom_filters(base)
+    assert blooms and all(blooms.values()), blooms
 
     before = commit_instants(spark, base)
     result = run_cli(*args)
@@ -271,6 +275,9 @@ def test_a_table_keeps_the_index_it_was_written_with(spark, tmp_path: Path) -> N
 
     assert run_cli(*ingest_args(str(source), base, table_type="mor", extra=bucket)).exit_code == 0
     assert read_rows(spark, base, ("id", "name")) == [(k, "b") for k in range(20)]
+    # No index this table may use reads a key bloom filter, so its base files carry none.
+    blooms = base_file_bloom_filters(base)
+    assert blooms and not any(blooms.values()), blooms
 
 
 def _log_files(base: str) -> list[Path]:

@@ -11,7 +11,7 @@ from hudi_cdc.config import load_config
 from hudi_cdc.pipeline import run
 from hudi_cdc.sink.hudi import HudiTable
 from hudi_cdc.testing.samples import SampleCustomers
-from tests.support import base_file_codecs
+from tests.support import base_file_bloom_filters, base_file_codecs
 
 pytestmark = [pytest.mark.spark, pytest.mark.hudi]
 
@@ -64,5 +64,8 @@ def test_a_continuous_mor_round_leaves_its_compaction_to_the_thread(spark, tmp_p
     # Read through the compacted base files alone: every change reached them.
     optimized = spark.read.format("hudi").option("hoodie.datasource.query.type", "read_optimized").load(base)
     assert {r["id"]: r.asDict() for r in optimized.select(*COLUMNS).collect()} == sample.state
-    # The thread's compactions write with the rounds' options: zstd, not Hudi's gzip.
+    # The thread's compactions write with the rounds' options: zstd, not Hudi's gzip, and a key
+    # bloom filter only where the table's index may read one.
     assert all(c == {"ZSTD"} for c in base_file_codecs(base).values())
+    blooms = base_file_bloom_filters(base)
+    assert blooms and all(has == ("hoodie.index.type" not in settings) for has in blooms.values()), blooms

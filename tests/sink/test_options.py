@@ -59,6 +59,23 @@ def test_base_files_are_zstd_unless_the_user_says_otherwise() -> None:
     assert _options(user_conf={opt.PARQUET_CODEC: "snappy"})[opt.PARQUET_CODEC] == "snappy"
 
 
+@pytest.mark.parametrize(
+    ("user_conf", "bloom"),
+    [
+        ({}, None),  # Hudi's default index (SIMPLE) may be switched to BLOOM, which reads the filters
+        ({"hoodie.index.type": "bloom"}, None),
+        ({"hoodie.index.type": "GLOBAL_SIMPLE"}, None),
+        ({"hoodie.index.type": "BUCKET"}, "false"),
+        ({"hoodie.index.type": "RECORD_INDEX"}, "false"),
+        ({"hoodie.index.type": "BUCKET", opt.METADATA_BLOOM_INDEX: "true"}, None),
+        ({"hoodie.index.type": "BUCKET", opt.BLOOM_FILTER: "true"}, "true"),
+    ],
+)
+def test_base_files_carry_a_bloom_filter_only_where_an_index_may_read_it(user_conf, bloom) -> None:
+    assert _options(user_conf=user_conf).get(opt.BLOOM_FILTER) == bloom
+    assert _options(table_type="MERGE_ON_READ", user_conf=user_conf).get(opt.BLOOM_FILTER) == bloom
+
+
 def test_clean_is_planned_every_tenth_commit_unless_the_user_says_otherwise() -> None:
     # Planning a clean after every commit was 0.2 s of a 1.5 s small commit (make bench-commit-cost).
     assert _options()[opt.CLEAN_TRIGGER_MAX_COMMITS] == "10"
