@@ -37,7 +37,8 @@ LOG_BLOCK_FORMAT = "hoodie.logfile.data.block.format"
 LOG_BLOCK_MAX_SIZE = "hoodie.logfile.data.block.max.size"
 PARQUET_CODEC = "hoodie.parquet.compression.codec"
 BLOOM_FILTER = "hoodie.parquet.bloom.filter.enabled"
-METADATA_BLOOM_INDEX = "hoodie.metadata.index.bloom.filter.enable"
+# The metadata table's bloom-filter index reads the footers' filters (its key, and the older name).
+METADATA_BLOOM_INDEX = ("hoodie.metadata.index.bloom.filter.enable", "hoodie.metadata.bloom.filter.enable")
 SPARK_RECORD_MERGER = "org.apache.hudi.DefaultSparkRecordMerger"
 AVRO_RECORD_MERGER = "org.apache.hudi.common.model.HoodieAvroRecordMerger"
 # Table properties (hoodie.properties), not write options: Hudi 1.2 ignores them when written with a commit.
@@ -137,17 +138,18 @@ def write_options(
             options[LOCK_PROVIDER] = IN_PROCESS_LOCK
     options.update(user_conf)
     index = options.get(INDEX_TYPE, "SIMPLE").upper()
-    if BLOOM_FILTER not in user_conf and index not in _FILE_INDEXES and not _on(user_conf, METADATA_BLOOM_INDEX):
+    metadata_blooms = any(_enabled(user_conf, key) for key in METADATA_BLOOM_INDEX)
+    if BLOOM_FILTER not in user_conf and index not in _FILE_INDEXES and not metadata_blooms:
         # Hudi writes a key bloom filter into every base file's footer (431 kB of a 1 MB file of 25k
-        # keys here) that only its bloom indexes read; a table with another index cannot be switched
-        # to one (check_index_layout). 10-20% of a COPY_ON_WRITE rewrite's CPU (docs/benchmarks.md
-        # "Bloom filters in base files"). The file-lookup indexes keep it: Hudi 1.2's bloom index fails
-        # on a file without one, and a SIMPLE table may be switched to it.
+        # keys here) that only its bloom indexes read, and a table with another index cannot be
+        # switched to one (check_index_layout): 10-29% of a COPY_ON_WRITE rewrite's CPU (docs/benchmarks.md
+        # "Bloom filters and dictionary encoding in base files"). The file-lookup indexes keep it: Hudi
+        # 1.2's bloom index fails on a file without one, and a SIMPLE table may be switched to it.
         options[BLOOM_FILTER] = "false"
     return options
 
 
-def _on(conf: Mapping[str, str], key: str) -> bool:
+def _enabled(conf: Mapping[str, str], key: str) -> bool:
     return conf.get(key, "false").strip().lower() == "true"
 
 
@@ -213,5 +215,5 @@ def first_commit_bulk_insert(user_conf: Mapping[str, str]) -> bool:
     tested with.
     """
     index = user_conf.get(INDEX_TYPE, "SIMPLE").upper()
-    record_index = _on(user_conf, RECORD_INDEX_ENABLE)
+    record_index = _enabled(user_conf, RECORD_INDEX_ENABLE)
     return OPERATION not in user_conf and index in _FILE_INDEXES and not record_index

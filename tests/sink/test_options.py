@@ -67,7 +67,8 @@ def test_base_files_are_zstd_unless_the_user_says_otherwise() -> None:
         ({"hoodie.index.type": "GLOBAL_SIMPLE"}, None),
         ({"hoodie.index.type": "BUCKET"}, "false"),
         ({"hoodie.index.type": "RECORD_INDEX"}, "false"),
-        ({"hoodie.index.type": "BUCKET", opt.METADATA_BLOOM_INDEX: "true"}, None),
+        ({"hoodie.index.type": "BUCKET", opt.METADATA_BLOOM_INDEX[0]: "true"}, None),
+        ({"hoodie.index.type": "BUCKET", opt.METADATA_BLOOM_INDEX[1]: "True"}, None),
         ({"hoodie.index.type": "BUCKET", opt.BLOOM_FILTER: "true"}, "true"),
     ],
 )
