@@ -61,13 +61,17 @@ def commit_instants(spark: Any, base: str) -> list[str]:
     return [c.instant for c in HudiTable(spark, base).commits()]
 
 
+def _base_files(base: str) -> list[Path]:
+    """A table's Parquet base files, the metadata table's aside."""
+    return [p for p in Path(base).rglob("*.parquet") if ".hoodie" not in p.parts]
+
+
 def base_file_codecs(base: str) -> dict[str, set[str]]:
     """Each base file of a table (metadata table aside) with the codecs of its column chunks, read from its footer."""
     import pyarrow.parquet as pq
 
-    files = [p for p in Path(base).rglob("*.parquet") if ".hoodie" not in p.parts]
     codecs = {}
-    for path in files:
+    for path in _base_files(base):
         meta = pq.ParquetFile(path).metadata
         codecs[path.name] = {
             meta.row_group(g).column(c).compression for g in range(meta.num_row_groups) for c in range(meta.num_columns)
@@ -79,8 +83,9 @@ def base_file_bloom_filters(base: str) -> dict[str, bool]:
     """Each base file of a table (metadata table aside): whether its footer holds Hudi's key bloom filter."""
     import pyarrow.parquet as pq
 
-    files = [p for p in Path(base).rglob("*.parquet") if ".hoodie" not in p.parts]
-    return {p.name: b"org.apache.hudi.bloomfilter" in (pq.ParquetFile(p).metadata.metadata or {}) for p in files}
+    return {
+        p.name: b"org.apache.hudi.bloomfilter" in (pq.ParquetFile(p).metadata.metadata or {}) for p in _base_files(base)
+    }
 
 
 def random_history(seed: int, keys: int, lsn_start: int) -> tuple[list[dict], int]:

@@ -137,9 +137,8 @@ def write_options(
             options[COMPACT_SCHEDULE_INLINE] = "true"
             options[LOCK_PROVIDER] = IN_PROCESS_LOCK
     options.update(user_conf)
-    index = options.get(INDEX_TYPE, "SIMPLE").upper()
     metadata_blooms = any(_enabled(user_conf, key) for key in METADATA_BLOOM_INDEX)
-    if BLOOM_FILTER not in user_conf and index not in _FILE_INDEXES and not metadata_blooms:
+    if BLOOM_FILTER not in user_conf and index_layout(options) != FILE_LOOKUP and not metadata_blooms:
         # Hudi writes a key bloom filter into every base file's footer (431 kB of a 1 MB file of 25k
         # keys here) that only its bloom indexes read, and a table with another index cannot be
         # switched to one (check_index_layout): 10-29% of a COPY_ON_WRITE rewrite's CPU (docs/benchmarks.md
@@ -150,7 +149,8 @@ def write_options(
 
 
 def _enabled(conf: Mapping[str, str], key: str) -> bool:
-    return conf.get(key, "false").strip().lower() == "true"
+    """A boolean setting as Hudi reads it (Java's ``Boolean.parseBoolean``: any case, no trimming)."""
+    return conf.get(key, "false").lower() == "true"
 
 
 # Hudi 1.2 buffers a MERGE_ON_READ log block whole, then serializes it into an array that grows by doubling
@@ -168,6 +168,7 @@ def log_block_max_size(task_heap: int) -> int:
 
 # Indexes that look a key up in the files themselves: a bulk insert's files serve them as an upsert's do.
 _FILE_INDEXES = {"SIMPLE", "GLOBAL_SIMPLE", "BLOOM", "GLOBAL_BLOOM"}
+FILE_LOOKUP = "file lookup"  # their index_layout: interchangeable with each other
 _BUCKET_SETTINGS = (
     ("hoodie.index.bucket.engine", "SIMPLE"),
     ("hoodie.bucket.index.num.buckets", "256"),  # Hudi's defaults
@@ -186,7 +187,7 @@ def index_layout(options: Mapping[str, str]) -> str:
     """
     index = options.get(INDEX_TYPE, "SIMPLE").upper()
     if index in _FILE_INDEXES:
-        return "file lookup"
+        return FILE_LOOKUP
     if index == "BUCKET":
         engine, buckets, field = (options.get(k, default) for k, default in _BUCKET_SETTINGS)
         if engine.upper() == "CONSISTENT_HASHING":  # its clustering changes the bucket count itself
