@@ -17,9 +17,11 @@ commit). The modes run one after the other on the same table, ``--seconds`` each
 - ``late``: the same, but the next read starts so that its plan should end when the
   write under way ends (both estimated from the previous rounds).
 
-A mode ``name:key=value,...`` writes with those Hudi settings as well. Latency of a
+Sequential rounds warm the JVM up first (``--warmup-seconds``, not measured). A mode
+``name:key=value,...`` writes with those Hudi settings as well. Latency of a
 producer batch = the end of the first commit whose checkpoint is past its last offset
-minus its send time; batches sent in a mode's first 5 s are left out.
+minus its send time; batches sent in a mode's first 5 s are left out, and so are the
+last ones, which the next mode's first commit makes visible.
 """
 
 from __future__ import annotations
@@ -125,7 +127,9 @@ class Stream:
             time.sleep(max(0.0, due - time.monotonic()))
 
 
-def run(table_type: str, modes: list[str], seconds: float, rate: int, work: Path) -> list[dict[str, Any]]:
+def run(
+    table_type: str, modes: list[str], seconds: float, rate: int, work: Path, warmup: float = 30.0
+) -> list[dict[str, Any]]:
     import hudi_cdc.pipeline as P
     from hudi_cdc.config import load_config
     from hudi_cdc.envelope.batch import change_rows
@@ -178,10 +182,10 @@ def run(table_type: str, modes: list[str], seconds: float, rate: int, work: Path
 
     commits: list[Commit] = []
     results = []
-    for mode_text in modes:
-        mode, extra = variant(mode_text)
+    for mode_text in ["warm-up", *modes] if warmup else modes:
+        mode, extra = variant("sequential" if mode_text == "warm-up" else mode_text)
         settings = replace(config, hoodie_conf={**LOW_LATENCY, **extra})
-        started, until = time.time(), time.monotonic() + seconds
+        started, until = time.time(), time.monotonic() + (warmup if mode_text == "warm-up" else seconds)
         checkpoint = P._starting_checkpoint(table.checkpoint_commit(), source, config)
         if mode == "sequential":
             while time.monotonic() < until:
@@ -217,7 +221,10 @@ def run(table_type: str, modes: list[str], seconds: float, rate: int, work: Path
                 checkpoint = batch.next_checkpoint
                 pending = (writer.submit(commit, batch, plan, settings), checkpoint["offsets"]["0"], began, time.time())
             writer.shutdown()
-        results.append(_summary(mode_text, table_type, [c for c in commits if c.mode == mode_text], stream, started))
+        if mode_text == "warm-up":
+            continue
+        ours = [c for c in commits if c.mode == mode_text and c.done >= started]  # a mode may come back
+        results.append(_summary(mode_text, table_type, ours, stream, started))
         print(json.dumps(results[-1]), flush=True)
     stream.stop.set()
     return results
@@ -253,12 +260,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--modes", nargs="+", default=["sequential", "overlapped", "late"] * 2)
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--rate", type=int, default=2000)
+    parser.add_argument("--warmup-seconds", type=float, default=30.0, help="sequential rounds first, not measured")
     parser.add_argument("--work", default="/tmp/hudi-cdc-bench-overlap")
     args = parser.parse_args(argv)
     print(json.dumps({"machine": machine(), **versions()}), flush=True)
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
-    run(args.table_type, args.modes, args.seconds, args.rate, work)
+    run(args.table_type, args.modes, args.seconds, args.rate, work, args.warmup_seconds)
     return 0
 
 
