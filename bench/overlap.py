@@ -43,6 +43,7 @@ from typing import Any
 from bench.run import BOOTSTRAP, REGISTRY, machine, variant, versions
 
 ROWS = 100_000
+MODES = ("sequential", "overlapped", "late")
 LOW_LATENCY = {
     "hoodie.index.type": "BUCKET",
     "hoodie.bucket.index.num.buckets": "4",
@@ -137,6 +138,9 @@ def run(
     from hudi_cdc.spark import release, spark_session
     from payloads import StoredState
 
+    unknown = [m for m in modes if variant(m)[0] not in MODES]
+    if unknown:
+        raise SystemExit(f"unknown mode(s) {', '.join(unknown)}: the modes are {', '.join(MODES)}")
     stream = Stream(f"overlap-{uuid.uuid4().hex[:6]}")
     stream.load()
     spark = spark_session(master="local[2]")
@@ -199,9 +203,8 @@ def run(
                 commits.append(Commit(checkpoint["offsets"]["0"], done, mode_text, done - began))
         else:
             writer = ThreadPoolExecutor(1)
-            pending: tuple[Future[float], int, float, float] | None = (
-                None  # future, end offset, read start, write start
-            )
+            # The write under way: its future, end offset, read start and write start.
+            pending: tuple[Future[float], int, float, float] | None = None
             commit_s, prepare_s = 1.2, 0.8
             while time.monotonic() < until or pending is not None:
                 if mode == "late" and pending is not None:
@@ -249,7 +252,7 @@ def _summary(mode: str, table_type: str, commits: list[Commit], stream: Stream, 
         "p50_s": round(statistics.median(latencies), 2),
         "p99_s": round(latencies[int(0.99 * (len(latencies) - 1))], 2),
         "max_s": round(latencies[-1], 2),
-        "commit_interval_median_s": round(statistics.median(cycles), 2),
+        "commit_interval_median_s": round(statistics.median(cycles), 2) if cycles else None,
         "round_median_s": round(statistics.median(c.round_s for c in commits), 2),
     }
 
@@ -257,7 +260,7 @@ def _summary(mode: str, table_type: str, commits: list[Commit], stream: Stream, 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--table-type", default="MERGE_ON_READ", choices=["MERGE_ON_READ", "COPY_ON_WRITE"])
-    parser.add_argument("--modes", nargs="+", default=["sequential", "overlapped", "late"] * 2)
+    parser.add_argument("--modes", nargs="+", default=[*MODES, *MODES])
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--rate", type=int, default=2000)
     parser.add_argument("--warmup-seconds", type=float, default=30.0, help="sequential rounds first, not measured")
