@@ -73,32 +73,41 @@ def client_conf(hoodie_conf: Mapping[str, str]) -> dict[str, str]:
 def end_offsets(
     bootstrap_servers: str, topics: Sequence[str], conf: Mapping[str, str] | None = None
 ) -> dict[tuple[str, int], int]:
-    """The next offset to be written per ``(topic, partition)``, from one consumer; a missing topic has none."""
+    """The next offset to be written per ``(topic, partition)``; a missing topic has none.
+
+    Asked through the process's planning consumer (the one the sources plan with), so a
+    runner refreshing its tables' backlog every few seconds opens no connection of its own.
+    """
     from confluent_kafka import Consumer, KafkaException, TopicPartition
 
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap_servers,
-            "group.id": "hudi-cdc-probe",
-            "enable.auto.commit": False,
-            **(conf or {}),
-        }
-    )
+    conf = dict(conf or {})
+
+    def make() -> Any:  # noqa: ANN401 - confluent_kafka.Consumer
+        return Consumer(
+            {
+                "bootstrap.servers": bootstrap_servers,
+                "group.id": "hudi-cdc-planner",
+                "enable.auto.commit": False,
+                **conf,
+            }
+        )
+
+    key, lock, consumer = _planner(bootstrap_servers, conf, make)
     try:
         ends = {}
-        for topic in topics:
-            meta = consumer.list_topics(topic, timeout=15).topics.get(topic)
-            if meta is None or meta.error is not None:
-                continue
-            for partition in meta.partitions:
-                ends[(topic, partition)] = consumer.get_watermark_offsets(
-                    TopicPartition(topic, partition), timeout=15, cached=False
-                )[1]
+        for topic in topics:  # the lock per topic: a round planning meanwhile waits for one topic, not all
+            with lock:
+                meta = consumer.list_topics(topic, timeout=15).topics.get(topic)
+                if meta is None or meta.error is not None:
+                    continue
+                for partition in meta.partitions:
+                    ends[(topic, partition)] = consumer.get_watermark_offsets(
+                        TopicPartition(topic, partition), timeout=15, cached=False
+                    )[1]
         return ends
     except KafkaException as exc:
+        _drop_planner(key)
         raise TransientError(f"cannot reach Kafka at {bootstrap_servers}: {exc}") from None
-    finally:
-        consumer.close()
 
 
 def parse_kafka_checkpoint(text: str, topic: str) -> dict[str, Any]:
