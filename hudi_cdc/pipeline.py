@@ -432,7 +432,7 @@ def _hudi_fills(table: HudiTable, policy: MergePolicy, config: IngestConfig) -> 
 
     The settings rule out most tables without reading the table's properties; the table has the last word.
     """
-    merger = config.hoodie_conf.get(opt.RECORD_MERGER_CLASSES, opt.SPARK_RECORD_MERGER)
+    merger = _write_options(config, table.record_key_fields())[opt.RECORD_MERGER_CLASSES]
     if policy.toast_placeholder is None or merger not in opt.FILLING_MERGERS:
         return False
     if config.table_type != "COPY_ON_WRITE" or config.partition_path_field:

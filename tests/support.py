@@ -113,21 +113,28 @@ def random_history(seed: int, keys: int, lsn_start: int) -> tuple[list[dict], in
     return events, lsn
 
 
-def apply_events(events: Iterable[dict[str, Any]], key: str = "id") -> dict[Any, dict[str, Any]]:
-    """The source table after ``events`` in LSN order (placeholders keep the old value)."""
+def apply_events(events: Iterable[dict[str, Any]], key: str | Sequence[str] = "id") -> dict[Any, dict[str, Any]]:
+    """The source table after ``events`` in LSN order (placeholders keep the old value).
+
+    Keyed by the ``key`` column's value, or by the tuple of the ``key`` columns' values.
+    """
+
+    def key_of(image: dict[str, Any]) -> Any:
+        return image[key] if isinstance(key, str) else tuple(image[k] for k in key)
+
     state: dict[Any, dict[str, Any]] = {}
     gone: dict[Any, dict[str, Any]] = {}  # rows deleted, by the position of their delete
     for event in sorted(events, key=lambda e: (e["source"]["lsn"] or 0, e["op"] != "r", e["op"] != "d")):
         if event["op"] == "d":
-            gone[event["source"]["lsn"]] = state.pop(event["before"][key], {})
+            gone[event["source"]["lsn"]] = state.pop(key_of(event["before"]), {})
         else:
             row = dict(event["after"])
             # A primary-key change: the delete of the old key at the same position holds the unchanged values.
-            old = state.get(row[key]) or gone.get(event["source"]["lsn"], {})
+            old = state.get(key_of(row)) or gone.get(event["source"]["lsn"], {})
             for column, value in row.items():
                 if value in (PLACEHOLDER, PLACEHOLDER.encode(), [PLACEHOLDER]):
                     row[column] = old[column]
-            state[row[key]] = row
+            state[key_of(row)] = row
     return state
 
 

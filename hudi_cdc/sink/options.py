@@ -117,9 +117,6 @@ def write_options(
         # Plan a clean every 10th commit, not after each: 0.2 s of a 1.5 s small MOR commit
         # here (docs/benchmarks.md "Fixed cost per round"); retention is unchanged.
         CLEAN_TRIGGER_MAX_COMMITS: "10",
-        # Event-time ordering on Spark's own rows, not Avro records: 16% of a COW upsert into a
-        # table of a million rows (docs/benchmarks.md "The index and the record merger").
-        RECORD_MERGER_CLASSES: SPARK_RECORD_MERGER,
         # Hudi 1.2's default is gzip. zstd cut a COPY_ON_WRITE round's rewrite by a quarter of its CPU
         # and wrote smaller files than gzip (docs/benchmarks.md "Base-file codec"). Spark 3.5's Parquet
         # reads it without the off-heap leak older Parquet had (PARQUET-2160).
@@ -137,6 +134,9 @@ def write_options(
             options[COMPACT_SCHEDULE_INLINE] = "true"
             options[LOCK_PROVIDER] = IN_PROCESS_LOCK
     options.update(user_conf)
+    if partition_path_field:
+        _check_global_index(options)
+    options[RECORD_MERGER_CLASSES] = record_merger(options)
     metadata_blooms = any(_enabled(user_conf, key) for key in METADATA_BLOOM_INDEX)
     if BLOOM_FILTER not in user_conf and index_layout(options) != FILE_LOOKUP and not metadata_blooms:
         # Hudi writes a key bloom filter into every base file's footer (431 kB of a 1 MB file of 25k
@@ -146,6 +146,56 @@ def write_options(
         # 1.2's bloom index fails on a file without one, and a SIMPLE table may be switched to it.
         options[BLOOM_FILTER] = "false"
     return options
+
+
+# Indexes whose lookup is per partition: a key never meets a stored row of another partition.
+_PARTITION_LOCAL_INDEXES = {"SIMPLE", "BLOOM", "BUCKET"}
+
+
+def _check_global_index(options: Mapping[str, str]) -> None:
+    """Refuse an index that looks a key up in one partition only, on a partitioned table.
+
+    An update that changes the partition value would be written to the new partition while the
+    row stays in the old one: two rows for one key, and a key-only delete (its partition value
+    NULL) would find neither.
+    """
+    index = options.get(INDEX_TYPE, "SIMPLE").upper()
+    if index in _PARTITION_LOCAL_INDEXES:
+        raise ConfigError(
+            f"--hoodie-conf {INDEX_TYPE}={options[INDEX_TYPE]} with --partition-path-field: that index finds a key "
+            "in its own partition only, so a row whose partition value changes would be kept twice and a "
+            "key-only delete would miss it. Leave the index unset (hudi-cdc uses GLOBAL_SIMPLE) or choose a "
+            "global one (GLOBAL_SIMPLE, GLOBAL_BLOOM, RECORD_INDEX); nothing was written"
+        )
+
+
+def record_merger(options: Mapping[str, str]) -> str:
+    """The record merger of a write: Spark's own rows where that is safe, Avro records where it is not.
+
+    Spark's merger takes 16% off a COPY_ON_WRITE upsert into a table of a million rows. But with
+    a global index (hudi-cdc's default on partitioned tables) Hudi 1.2 merges an incoming record
+    with the stored one before the write, and when the stored row wins (a stale or replayed event)
+    its Spark path reads the stored row, already projected to the write schema, as if it still had
+    the five meta columns: the partition path comes from the column five places further on. That
+    failed the round (NegativeArraySizeException) or, silently, moved the row into a partition named
+    by another column's value (docs/semantics.md "Record mergers"). Avro records are read by name.
+    Any index not known to be partition-local counts as global. A user's explicit choice of Spark's
+    merger with such an index is refused, not honoured.
+    """
+    chosen = options.get(RECORD_MERGER_CLASSES)
+    local = options.get(INDEX_TYPE, "SIMPLE").upper() in _PARTITION_LOCAL_INDEXES
+    if local:
+        return chosen or SPARK_RECORD_MERGER
+    if chosen and SPARK_RECORD_MERGER in chosen.split(","):
+        raise ConfigError(
+            f"--hoodie-conf {RECORD_MERGER_CLASSES}={chosen} with {INDEX_TYPE}="
+            f"{options.get(INDEX_TYPE)}: with a global index Hudi 1.2's Spark record merger reads a stored "
+            "row that outlives a stale event with the wrong layout, failing the write or moving the row to a "
+            f'wrong partition (docs/semantics.md "Record mergers"). Leave {RECORD_MERGER_CLASSES} unset '
+            f"(hudi-cdc picks {AVRO_RECORD_MERGER}) or choose a partition-local index: "
+            f"{', '.join(sorted(_PARTITION_LOCAL_INDEXES))}"
+        )
+    return chosen or AVRO_RECORD_MERGER
 
 
 def _enabled(conf: Mapping[str, str], key: str) -> bool:

@@ -188,15 +188,41 @@ def test_a_table_without_a_recorded_index_takes_any() -> None:
     opt.check_index_layout(None, {"hoodie.index.type": "BUCKET"}, "t")  # written before hudi-cdc recorded it
 
 
-def test_the_spark_record_merger_unless_the_user_says_otherwise() -> None:
+def test_the_spark_record_merger_where_the_index_is_partition_local() -> None:
     # A COW upsert into a 1M-row table: 16% less time than with Hudi's Avro merger (make bench-index).
     assert _options()[opt.RECORD_MERGER_CLASSES] == opt.SPARK_RECORD_MERGER
     assert _options(table_type="MERGE_ON_READ")[opt.RECORD_MERGER_CLASSES] == opt.SPARK_RECORD_MERGER
-    avro = {opt.RECORD_MERGER_CLASSES: "org.apache.hudi.common.model.HoodieAvroRecordMerger"}
-    assert (
-        _options(table_type="MERGE_ON_READ", user_conf=avro)[opt.RECORD_MERGER_CLASSES]
-        == avro[opt.RECORD_MERGER_CLASSES]
-    )
+    bucket = {opt.INDEX_TYPE: "bucket"}
+    assert _options(user_conf=bucket)[opt.RECORD_MERGER_CLASSES] == opt.SPARK_RECORD_MERGER
+    avro = {opt.RECORD_MERGER_CLASSES: opt.AVRO_RECORD_MERGER}
+    assert _options(table_type="MERGE_ON_READ", user_conf=avro)[opt.RECORD_MERGER_CLASSES] == opt.AVRO_RECORD_MERGER
+
+
+@pytest.mark.parametrize("index", [None, "GLOBAL_SIMPLE", "GLOBAL_BLOOM", "RECORD_INDEX", "HBASE", "SomeCustomIndex"])
+def test_the_avro_record_merger_with_any_other_index(index: str | None) -> None:
+    # Hudi 1.2's Spark path misreads the stored row when it outlives a stale event (tests/payloads/test_partition_moves.py).
+    user = {opt.INDEX_TYPE: index} if index else {}
+    for table_type in ("COPY_ON_WRITE", "MERGE_ON_READ"):
+        options = _options(table_type=table_type, partition_path_field="region", user_conf=user)
+        assert options[opt.RECORD_MERGER_CLASSES] == opt.AVRO_RECORD_MERGER
+    if index:  # unpartitioned, a global index is still global
+        assert _options(user_conf=user)[opt.RECORD_MERGER_CLASSES] == opt.AVRO_RECORD_MERGER
+
+
+def test_the_spark_record_merger_with_a_global_index_is_refused() -> None:
+    spark = {opt.RECORD_MERGER_CLASSES: opt.SPARK_RECORD_MERGER}
+    with pytest.raises(ConfigError, match="global index .* wrong partition") as refused:
+        _options(partition_path_field="region", user_conf=spark)
+    assert f"{opt.INDEX_TYPE}=GLOBAL_SIMPLE" in str(refused.value)  # hudi-cdc's own choice for a partitioned table
+    with pytest.raises(ConfigError, match="global index"):
+        _options(user_conf={**spark, opt.INDEX_TYPE: "GLOBAL_SIMPLE"})
+
+
+@pytest.mark.parametrize("index", ["SIMPLE", "bloom", "BUCKET"])
+def test_a_partition_local_index_on_a_partitioned_table_is_refused(index: str) -> None:
+    with pytest.raises(ConfigError, match=f"hoodie.index.type={index} with --partition-path-field: .* kept twice"):
+        _options(partition_path_field="region", user_conf={opt.INDEX_TYPE: index})
+    assert _options(user_conf={opt.INDEX_TYPE: index})[opt.INDEX_TYPE] == index  # unpartitioned: fine
 
 
 @pytest.mark.parametrize("block_format", ["parquet", "PARQUET", "hfile"])
