@@ -10,7 +10,6 @@ and the counts of its recent commits.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -19,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from hudi_cdc.errors import HudiCdcError
 from hudi_cdc.service import control
+from hudi_cdc.service.backlog import RECENT_COMMITS, Position, measure, position, stats
 from hudi_cdc.service.spec import PipelineSpec, TableRef
 from hudi_cdc.sink import options as opt
 
@@ -29,8 +29,6 @@ if TYPE_CHECKING:
     from hudi_cdc.sink.hudi import CommitInfo
 
 __all__ = ["PipelineStatus", "TableStatus", "pipeline_status"]
-
-RECENT_COMMITS = 10
 
 
 @dataclass
@@ -101,13 +99,14 @@ def pipeline_status(spark: SparkSession, spec: PipelineSpec, *, tables: Sequence
     refs += [TableRef(t["topic"]) for n, t in known.items() if n not in {r.name for r in refs}]
     refs = select(sorted(refs, key=lambda r: r.name), tables)
     flags = control.instructions(spec.run.state_dir)
-    now = datetime.now(UTC)
-    statuses = [_table(spark, spec, ref, known.get(ref.name), flags.get(ref.name, set()), now) for ref in refs]
-    if spec.source.kind == "kafka":
-        _kafka_behind(spec, statuses)
-    for status in statuses:
-        if status.behind == 0:
-            status.lag_s = 0.0
+    read = [_table(spark, spec, ref, known.get(ref.name), flags.get(ref.name, set())) for ref in refs]
+    statuses = [status for status, _ in read]
+    positions = {status.name: held for status, held in read if held is not None}
+    # The runner's hudi_cdc_behind and hudi_cdc_lag_seconds are the same measure.
+    for name, backlog in measure(spark, spec, positions).items():
+        status = next(s for s in statuses if s.name == name)
+        status.behind, status.lag_s = backlog.behind, backlog.lag_s
+        status.problems += backlog.problems
     return PipelineStatus(spec.name, _runner(written), statuses)
 
 
@@ -129,15 +128,15 @@ def _table(
     ref: TableRef,
     known: dict[str, Any] | None,
     flags: set[str],
-    now: datetime,
-) -> TableStatus:
+) -> tuple[TableStatus, Position | None]:
+    """The table's status but its backlog, and where it stands (None when that cannot be read)."""
     from hudi_cdc.sink.hudi import HudiTable
 
     state = (known or {}).get("state") or "idle"
     try:
         config = spec.table_config(ref)
     except HudiCdcError as exc:  # its settings are refused: reported, the other tables still are
-        return TableStatus(ref.name, ref.topic, "?", "failed", last_error=str(exc))
+        return TableStatus(ref.name, ref.topic, "?", "failed", last_error=str(exc)), None
     if control.REMOVED in flags:
         state = control.REMOVED
     elif control.PAUSED in flags and state != "running":
@@ -155,41 +154,32 @@ def _table(
         from hudi_cdc._jvm import java_message
 
         status.problems.append(f"the Hudi table: {java_message(exc)}")
-        return status
+        return status, None
     ours = [c for c in commits if opt.CHECKPOINT_KEY in c.extra]
     if not ours:
         status.state = status.state if known else "not started"
-        if spec.source.kind == "files":
-            status.behind = _files_behind(spark, config, None, status)
-        return status
+        return status, position(ref.topic, config, ours)
     newest = ours[0]
     status.last_commit = newest.instant
     status.last_commit_at = _instant_time(newest.instant)
     status.checkpoint = newest.extra[opt.CHECKPOINT_KEY]
-    _recent(status, ours[:RECENT_COMMITS], now)
+    _recent(status, ours[:RECENT_COMMITS])
     status.quarantined = _quarantined(spark, config, status)
-    if spec.source.kind == "files":
-        status.behind = _files_behind(spark, config, status.checkpoint, status)
-    return status
+    return status, position(ref.topic, config, ours)
 
 
-def _recent(status: TableStatus, commits: list[CommitInfo], now: datetime) -> None:
+def _recent(status: TableStatus, commits: list[CommitInfo]) -> None:
     counted = ("events", "upserts", "deletes", "stale", "quarantined")
     totals = {"commits": len(commits), **dict.fromkeys(counted, 0), "inserts": 0, "updates": 0}
-    newest_source_ts = None
     for commit in commits:
-        stats = json.loads(commit.extra.get(opt.STATS_KEY, "{}"))
+        kept = stats(commit)
         for key in counted:
-            totals[key] += int(stats.get(key) or 0)
+            totals[key] += int(kept.get(key) or 0)
         for key in ("inserts", "updates"):
             totals[key] += commit.written.get(key, 0)
-        if status.tombstones_held is None and "tombstones_held" in stats:
-            status.tombstones_held = int(stats["tombstones_held"])
-        if newest_source_ts is None and stats.get("source_ts_ms_max"):
-            newest_source_ts = int(stats["source_ts_ms_max"])
+        if status.tombstones_held is None and "tombstones_held" in kept:
+            status.tombstones_held = int(kept["tombstones_held"])
     status.recent = totals
-    if newest_source_ts is not None:
-        status.lag_s = max(0.0, now.timestamp() - newest_source_ts / 1000)
 
 
 def _quarantined(spark: SparkSession, config: IngestConfig, status: TableStatus) -> int | None:
@@ -203,42 +193,6 @@ def _quarantined(spark: SparkSession, config: IngestConfig, status: TableStatus)
 
         status.problems.append(f"the quarantine table: {java_message(exc)}")
         return None
-
-
-def _files_behind(spark: SparkSession, config: IngestConfig, checkpoint: str | None, status: TableStatus) -> int | None:
-    from hudi_cdc.sources.files import FileSource
-
-    try:
-        source = FileSource(spark, config)
-        return source.not_taken(source.parse_checkpoint(checkpoint) if checkpoint else None)
-    except HudiCdcError as exc:
-        status.problems.append(f"the source folder: {exc}")
-        return None
-
-
-def _kafka_behind(spec: PipelineSpec, statuses: list[TableStatus]) -> None:
-    from hudi_cdc.sources.kafka import client_conf, end_offsets, parse_kafka_checkpoint
-
-    conf = client_conf(spec.defaults.get("hoodie_conf", {}))
-    try:
-        ends = end_offsets(str(spec.source.bootstrap_servers), [s.topic for s in statuses], conf)
-    except HudiCdcError as exc:
-        for status in statuses:
-            status.problems.append(f"Kafka: {exc}")
-        return
-    for status in statuses:
-        mine = {p: end for (t, p), end in ends.items() if t == status.topic}
-        if not mine:
-            status.problems.append(f"Kafka: topic {status.topic} not found")
-            continue
-        offsets: dict[str, Any] = {}
-        if status.checkpoint:
-            try:
-                offsets = parse_kafka_checkpoint(status.checkpoint, status.topic).get("offsets", {})
-            except HudiCdcError as exc:
-                status.problems.append(f"checkpoint: {exc}")
-                continue
-        status.behind = sum(max(0, end - int(offsets.get(str(p), 0))) for p, end in mine.items())
 
 
 def _instant_time(instant: str) -> str | None:

@@ -16,9 +16,15 @@ Pushgateway after a one-shot run (``[run] pushgateway_url``). Per table:
   committed round): from the source commit of the round's *oldest* change to
   the moment its commit completed, so every change of the round was visible
   within it; "99% of rounds within N s" is an SLO on all changes;
-- ``hudi_cdc_lag_seconds{table}``: 0 when the last round left nothing behind,
-  else now minus the newest source commit time the table holds;
-  ``hudi_cdc_behind{table}``: messages (Kafka) or files left after the last round;
+- ``hudi_cdc_behind{table}``: messages (Kafka: the topic's end offsets minus
+  the table's committed checkpoint) or files not in the table yet, and
+  ``hudi_cdc_lag_seconds{table}``: 0 when nothing is behind, else now minus the
+  newest source commit time the table holds. Both are what ``hudi-cdc status``
+  shows (:mod:`hudi_cdc.service.backlog` computes both), measured every
+  ``[run] backlog_interval_seconds`` and after each round, whatever the table's
+  state (running, waiting, paused, failed): not what its last round left. A
+  table whose figure is unknown (the broker unreachable, a JDBC source's
+  backlog) has no sample;
 - ``hudi_cdc_table_state{table,state}``: 1 for the table's current state;
   ``hudi_cdc_tombstones_held{table}``.
 """
@@ -33,6 +39,7 @@ from hudi_cdc.errors import ConfigError, TransientError
 
 if TYPE_CHECKING:
     from hudi_cdc.pipeline import IngestResult
+    from hudi_cdc.service.backlog import Backlog
     from hudi_cdc.service.runner import TableState
 
 __all__ = ["PipelineMetrics"]
@@ -68,10 +75,11 @@ class PipelineMetrics:
         self.lag = Gauge(
             "hudi_cdc_lag_seconds", "Now minus the newest source commit time held; 0 when caught up", labels, registry=r
         )
-        self.behind = Gauge("hudi_cdc_behind", "Messages or files left after the last round", labels, registry=r)
+        self.behind = Gauge(
+            "hudi_cdc_behind", "Messages or files past the table's committed checkpoint", labels, registry=r
+        )
         self.state = Gauge("hudi_cdc_table_state", "1 for the table's current state", [*labels, "state"], registry=r)
         self.tombstones = Gauge("hudi_cdc_tombstones_held", "Delete tombstones held", labels, registry=r)
-        self._newest: dict[str, float] = {}  # table -> newest source commit time held (s), for the lag gauge
 
     def observe(self, table: TableState, result: IngestResult | None, *, now: float | None = None) -> None:
         """Record one finished round (``result`` None: it failed, ``table.last_error_kind`` says how)."""
@@ -95,12 +103,14 @@ class PipelineMetrics:
             self.quarantined.labels(name).inc(result.quarantined)
         if result.committed and result.source_ts_ms_min is not None:
             self.freshness.labels(name).observe(max(0.0, now - result.source_ts_ms_min / 1000))
-        if result.source_ts_ms_max is not None:
-            self._newest[name] = result.source_ts_ms_max / 1000
-        left = int(result.details.get("behind_after", 0)) if result.committed else 0
-        self.behind.labels(name).set(left)
-        newest = self._newest.get(name)
-        self.lag.labels(name).set(0.0 if left == 0 or newest is None else max(0.0, now - newest))
+
+    def set_backlog(self, table: str, backlog: Backlog) -> None:
+        """The table's backlog as measured now; an unknown figure removes its sample rather than keep a stale one."""
+        for gauge, value in ((self.behind, backlog.behind), (self.lag, backlog.lag_s)):
+            if value is None:
+                gauge.remove(table)
+            else:
+                gauge.labels(table).set(value)
 
     def set_state(self, table: TableState) -> None:
         for state in STATES:

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from hudi_cdc.errors import ConfigError, HudiCdcError
 from hudi_cdc.service import control
+from hudi_cdc.service.backlog import BacklogWatch
 from hudi_cdc.service.metrics import PipelineMetrics
 from hudi_cdc.service.spec import PipelineSpec, TableRef, select
 
@@ -141,6 +142,9 @@ class Runner:
         self.state_dir = spec.run.state_dir
         self.tables: dict[str, TableState] = {}
         self.metrics = PipelineMetrics(spec.name)
+        self.backlog = BacklogWatch(
+            spark, spec, self._watched, self.metrics.set_backlog, interval_s=spec.run.backlog_interval_seconds
+        )
         self._stop = threading.Event()
         self._next_discovery = 0.0
         self._discovered_once = False
@@ -162,6 +166,10 @@ class Runner:
         self._stop.set()
 
     # -- tables ------------------------------------------------------------
+    def _watched(self) -> dict[str, tuple[str, IngestConfig]]:
+        """The tables whose backlog is measured: all with settings (running, waiting, paused, failed...)."""
+        return {t.name: (t.topic, t.config) for t in list(self.tables.values()) if t.config is not None}
+
     def _discover(self) -> None:
         from hudi_cdc.service.discovery import discover
 
@@ -256,15 +264,18 @@ class Runner:
         stop_serving = None
         if self.continuous and self.spec.run.metrics_port:
             stop_serving = self.metrics.serve(self.spec.run.metrics_port, self.spec.run.metrics_address)
+            self.backlog.start()
             log.info("metrics on http://%s:%d/metrics", self.spec.run.metrics_address, self.spec.run.metrics_port)
         try:
             self._loop()
         finally:
+            self.backlog.stop()
             if stop_serving is not None:
                 stop_serving()
         self._write_status(ended=True)
         if self.spec.run.pushgateway_url:
             try:
+                self.backlog.refresh()
                 self.metrics.push(self.spec.run.pushgateway_url)
             except HudiCdcError as exc:
                 log.error("%s (the tables' results stand)", exc)
@@ -360,6 +371,7 @@ class Runner:
         except Exception as exc:  # noqa: BLE001 - one table's failure must not end the others
             self._failed(table, exc, now)
             self.metrics.observe(table, None)
+            self.backlog.changed(table.name)
             if self.on_round:
                 self.on_round(table, None)
             return
@@ -406,6 +418,7 @@ class Runner:
             table.state = WAITING
             table.due = now + max(table.config.min_sync_interval_seconds, 0.0)
         self.metrics.observe(table, result)
+        self.backlog.changed(table.name)
         if self.on_round:
             self.on_round(table, result)
 

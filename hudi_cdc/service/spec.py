@@ -32,6 +32,7 @@ max_concurrent_tables = 2
 discovery_interval_seconds = 60
 state_dir = "/var/lib/hudi-cdc/inventory"    # default: <name>.state beside the file
 metrics_port = 9464                          # continuous: Prometheus metrics (hudi_cdc.service.metrics)
+backlog_interval_seconds = 15                # how often the served backlog gauges are measured
 pushgateway_url = "pushgateway:9091"         # one-shot: push them at the end
 ```
 
@@ -130,6 +131,7 @@ class RunSettings:
     state_dir: str = ""
     metrics_port: int = 0  # continuous mode: serve Prometheus metrics here (0: not served)
     metrics_address: str = "127.0.0.1"
+    backlog_interval_seconds: float = 15.0  # how often the served hudi_cdc_behind and hudi_cdc_lag_seconds are measured
     pushgateway_url: str | None = None  # one-shot runs: push the metrics here at the end
 
 
@@ -332,6 +334,9 @@ def _run(raw: Any, origin: str, default_state: Path) -> RunSettings:  # noqa: AN
         raise ConfigError(f"{origin} [run]: discovery_interval_seconds must be a number >= 0")
     if not isinstance(settings.metrics_port, int) or not 0 <= settings.metrics_port < 65536:
         raise ConfigError(f"{origin} [run]: metrics_port must be a port number (0: no metrics endpoint)")
+    interval = settings.backlog_interval_seconds
+    if isinstance(interval, bool) or not isinstance(interval, (int, float)) or interval <= 0:
+        raise ConfigError(f"{origin} [run]: backlog_interval_seconds must be a number > 0")
     return settings
 
 

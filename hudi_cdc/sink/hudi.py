@@ -131,6 +131,10 @@ class HudiTable:
         out = list(self._commit_infos())
         return out if newest_first else out[::-1]
 
+    def iter_commits(self) -> Iterator[CommitInfo]:
+        """As :meth:`commits`, newest first, each read when reached: for a reader that stops early."""
+        return self._commit_infos()
+
     def _commit_infos(self, only: set[str] | None = None) -> Iterator[CommitInfo]:
         """Newest first, each instant's metadata read when reached (``only``: just these instants).
 

@@ -198,14 +198,18 @@ def test_metrics_are_served_while_the_pipeline_runs(spark, tmp_path: Path) -> No
         if table.name == "public.t1" and table.rounds == 1:
             samples["t1"].changes(51)  # a second committed round for t1
         if table.name == "public.t1" and table.rounds == 2:
-            text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()  # noqa: S310
-            scraped.append(
-                {
+            deadline = time.monotonic() + 30
+            while True:  # the backlog is measured on a thread of its own, just after the round: wait for it
+                text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()  # noqa: S310
+                metrics = {
                     (s.name, tuple(sorted(s.labels.items()))): s.value
                     for family in text_string_to_metric_families(text)
                     for s in family.samples
                 }
-            )
+                if metrics.get(("hudi_cdc_behind", (("table", "public.t1"),))) == 0 or time.monotonic() > deadline:
+                    break
+                time.sleep(0.1)
+            scraped.append(metrics)
             scraped.append({"events": table.events, "commits": table.commits})  # type: ignore[dict-item]
 
     report = run_pipeline(path, spark=spark, continuous=True, max_rounds=3, on_round=on_round)
