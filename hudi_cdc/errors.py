@@ -17,6 +17,7 @@ __all__ = [
     "MergeError",
     "SinkError",
     "CompactionError",
+    "TerminalSinkError",
     "CheckpointError",
     "SchemaChangeError",
 ]
@@ -62,6 +63,12 @@ class SinkError(HudiCdcError):
 
 class CompactionError(SinkError):
     """MERGE_ON_READ compaction keeps failing: the data is safe in log files, but retrying rounds will not fix it."""
+
+    transient = False
+
+
+class TerminalSinkError(SinkError):
+    """A Hudi write that fails the same way on the same input: retrying the round cannot fix it."""
 
     transient = False
 

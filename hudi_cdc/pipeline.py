@@ -16,8 +16,9 @@ from typing import TYPE_CHECKING, Any
 
 from hudi_cdc.config import FLAVORS_WITH_PLACEHOLDERS, IngestConfig
 from hudi_cdc.envelope.batch import change_rows
-from hudi_cdc.errors import ConfigError, DecodeError, HudiCdcError, SourceError
+from hudi_cdc.errors import ConfigError, DecodeError, HudiCdcError, SinkError, SourceError
 from hudi_cdc.sink import options as opt
+from hudi_cdc.sink.failures import WriteFailures
 from hudi_cdc.sink.hudi import HudiTable, first_commit_rows
 from hudi_cdc.sink.quarantine import QuarantineStore
 from hudi_cdc.sink.tombstones import TombstoneStore
@@ -260,7 +261,12 @@ def ingest_once(
         rows, operation = plan.upserts, None
         if not committed and plan.counts.upserts and opt.first_commit_bulk_insert(config.hoodie_conf):
             rows, operation = first_commit_rows(plan.upserts, plan.counts.upserts), "bulk_insert"
-        commit_time = _commit(table, config, keys, rows, batch, stats, truncated_at, operation=operation)
+        failures = WriteFailures(spark, config.target_base_path)
+        try:
+            commit_time = _commit(table, config, keys, rows, batch, stats, truncated_at, operation=operation)
+        except SinkError as exc:
+            raise failures.judge(exc, start=json.dumps(checkpoint, sort_keys=True)) from exc.__cause__
+        failures.clear()
     finally:
         # In a continuous process the next round needs that memory (see release).
         release(*plan.materialised, *(part.envelopes for part in batch.parts))
