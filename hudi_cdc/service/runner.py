@@ -198,7 +198,12 @@ class Runner:
             if ref.name not in self.tables:
                 self.tables[ref.name] = self._new_table(ref)
                 if self._discovered_once:
-                    log.info("new table %s (%s): replicating it from now on", ref.name, ref.topic)
+                    log.info(
+                        "new table %s (topic %s, target %s): replicating it from now on",
+                        ref.name,
+                        ref.topic,
+                        self.tables[ref.name].target or "none: its settings were refused",
+                    )
         if not self._discovered_once and not self.tables:
             raise ConfigError(
                 f"{self.spec.origin}: no table of the source matches [source] tables = {list(self.spec.source.tables)}"

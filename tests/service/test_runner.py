@@ -7,6 +7,7 @@ each table is read back and compared with the source state its events lead to.
 from __future__ import annotations
 
 import json
+import logging
 import time
 from pathlib import Path
 
@@ -147,7 +148,13 @@ def test_pause_remove_resume_and_a_subset_from_the_cli(spark, tmp_path: Path) ->
     assert wrong.exit_code == 2 and "public.nope" in wrong.output
 
 
-def test_continuous_new_tables_concurrency_and_a_transient_failure(spark, tmp_path: Path, small_disk: Path) -> None:  # noqa: ANN001
+def test_continuous_new_tables_concurrency_and_a_transient_failure(
+    spark,  # noqa: ANN001
+    tmp_path: Path,
+    small_disk: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, logger="hudi_cdc.runner")
     samples = {t: _sample(tmp_path, t, seed=20 + n) for n, t in enumerate(("t1", "t2"))}
     path = _pipeline(tmp_path, lake=small_disk)
     assert run_pipeline(path, spark=spark).failed == []  # the tables exist: a full disk now fails a commit
@@ -166,6 +173,8 @@ def test_continuous_new_tables_concurrency_and_a_transient_failure(spark, tmp_pa
     report = run_pipeline(path, spark=spark, continuous=True, max_rounds=3, on_round=on_round)
     assert report.failed == [], {n: t.last_error for n, t in report.tables.items()}
     assert set(report.tables) == {"public.t1", "public.t2", "public.t9"}
+    new = f"new table public.t9 (topic dbserver1.public.t9, target {small_disk / 't9'}): replicating it from now on"
+    assert new in caplog.messages, caplog.messages
     for table, sample in samples.items():
         assert _equal(spark, small_disk / table, sample), table
     retried = [t for t in report.tables.values() if t.failures_total]
