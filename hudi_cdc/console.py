@@ -4,6 +4,10 @@ The JVM (Spark, Hudi, Ivy) and librdkafka print warnings meant for their own
 developers. A CLI run sends the JVM's stdout and stderr to a log file from the
 moment it starts (a started process keeps the descriptors it inherited), and
 names that file when the run fails. ``-v`` keeps everything on the terminal.
+librdkafka's log goes the same way: every Kafka client hudi-cdc makes logs
+through the ``librdkafka`` Python logger (:func:`kafka_logger`), which a CLI
+run sends to that file (:func:`route_kafka_log`); unrouted, librdkafka prints
+a line to stderr for every failed connection, ~20 a second while a broker is down.
 """
 
 from __future__ import annotations
@@ -19,9 +23,19 @@ from datetime import datetime
 from pathlib import Path
 from typing import IO, Any
 
-__all__ = ["LOG_DIR_ENV", "TerminalProgress", "jvm_log_path", "process_output_to", "stdout_to_stderr"]
+__all__ = [
+    "KAFKA_LOGGER",
+    "LOG_DIR_ENV",
+    "TerminalProgress",
+    "jvm_log_path",
+    "kafka_logger",
+    "process_output_to",
+    "route_kafka_log",
+    "stdout_to_stderr",
+]
 
 LOG_DIR_ENV = "HUDI_CDC_LOG_DIR"
+KAFKA_LOGGER = "librdkafka"
 
 
 def jvm_log_path() -> Path:
@@ -29,6 +43,42 @@ def jvm_log_path() -> Path:
     folder = Path(os.environ.get(LOG_DIR_ENV) or Path(tempfile.gettempdir()) / "hudi-cdc")
     folder.mkdir(parents=True, exist_ok=True)
     return folder / f"spark-{datetime.now():%Y%m%dT%H%M%S}-{os.getpid()}.log"
+
+
+def kafka_logger() -> logging.Logger:
+    """The logger a confluent-kafka client's ``logger`` setting names: librdkafka logs there, not on stderr.
+
+    Its lines are handed over when the client is polled or closed (the
+    client forwards them to its poll queue), in the thread that does so.
+    """
+    return logging.getLogger(KAFKA_LOGGER)
+
+
+class _KafkaLogFile(logging.FileHandler):
+    """The handler :func:`route_kafka_log` adds, told apart from anyone else's."""
+
+
+def route_kafka_log(path: Path | None, *, terminal: bool) -> None:
+    """Where librdkafka's lines go: the root logger's handlers (``terminal``), else ``path``, else nowhere.
+
+    Each call replaces what the previous one set, so CLI runs in one process
+    (tests, a notebook) do not pile up handlers on files since deleted.
+    """
+    logger = kafka_logger()
+    for handler in [h for h in logger.handlers if isinstance(h, (_KafkaLogFile, logging.NullHandler))]:
+        logger.removeHandler(handler)
+        handler.close()
+    logger.setLevel(logging.NOTSET)
+    logger.propagate = terminal
+    if terminal:
+        return
+    if path is None:
+        logger.addHandler(logging.NullHandler())  # not Python's last resort, which writes to stderr
+        return
+    handler = _KafkaLogFile(path, delay=True)  # the file is the JVM's too: both append
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)  # the file keeps what librdkafka says at its default log_level, not the terminal's
 
 
 @contextmanager

@@ -13,6 +13,7 @@ import logging
 import os
 import re
 import sys
+import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -55,6 +56,36 @@ _LOCAL_DEFAULTS = {
     "spark.driver.extraJavaOptions": "-Duser.timezone=UTC -Djol.skipDynamicAttach=true -Djol.skipInstallAttach=true",
     "spark.executor.extraJavaOptions": "-Duser.timezone=UTC",
 }
+
+
+WAREHOUSE_DIR = "spark.sql.warehouse.dir"
+
+
+def warehouse_dir() -> Path:
+    """Where a session hudi-cdc starts keeps Spark's (empty) warehouse: the temp folder's ``hudi-cdc``.
+
+    Spark's default is ``spark-warehouse`` in the working directory, made the
+    first time anything asks the catalog (a MOR table's second round does): a
+    folder left behind wherever a command was run. hudi-cdc's tables live at
+    their own paths; nothing of ours is stored there. A warehouse the user
+    set (in ``conf``, ``PYSPARK_SUBMIT_ARGS`` or ``spark-defaults.conf``) is kept.
+    """
+    return Path(tempfile.gettempdir()) / "hudi-cdc" / "spark-warehouse"
+
+
+def _sets(key: str, conf: Mapping[str, str] | None) -> bool:
+    """The user gave ``key``: in ``conf``, to PySpark's launcher (``PYSPARK_SUBMIT_ARGS``) or in spark-defaults.conf."""
+    if key in (conf or {}) or key in os.environ.get("PYSPARK_SUBMIT_ARGS", ""):
+        return True
+    home = os.environ.get("SPARK_HOME")
+    folder = os.environ.get("SPARK_CONF_DIR") or (os.path.join(home, "conf") if home else None)
+    if folder is None:
+        return False
+    try:
+        lines = (Path(folder) / "spark-defaults.conf").read_text().splitlines()
+    except OSError:
+        return False
+    return any(re.split(r"[\s=:]", line.strip(), maxsplit=1)[0] == key for line in lines)  # a Java properties file
 
 
 def worker_python() -> str:
@@ -109,6 +140,8 @@ def spark_session(
         archive = jvm_archive.archive_for(source)
         settings.update(jvm_conf())
     settings.update(_HUDI_SESSION_CONF)
+    if not in_submit and not _sets(WAREHOUSE_DIR, conf):
+        settings[WAREHOUSE_DIR] = str(warehouse_dir())
     settings.update(conf or {})
     if archive is not None:  # added to whatever driver options the settings above ended with
         key = "spark.driver.extraJavaOptions"

@@ -19,6 +19,7 @@ from hudi_cdc.cli.status import status
 from hudi_cdc.cli.tombstones import tombstones
 from hudi_cdc.cli.validate import validate
 from hudi_cdc.cli.verify import verify
+from hudi_cdc.console import route_kafka_log
 
 __all__ = ["ingest", "main"]
 
@@ -32,8 +33,8 @@ def main(ctx: click.Context, verbose: int) -> None:
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
     for handler in logging.getLogger().handlers:
         handler.setLevel(level)  # a progress line may lower hudi_cdc's logger level; the terminal keeps this one
-    if verbose == 0:
-        logging.getLogger("librdkafka").setLevel(logging.CRITICAL)  # our own error says what failed
+    # librdkafka's lines: on the terminal with -v; else in the run's log file once a command names one (jvm_log)
+    route_kafka_log(None, terminal=verbose > 0)
     ctx.obj = {"verbose": verbose}
 
 

@@ -42,13 +42,19 @@ def parse_hoodie_conf(values: tuple[str, ...]) -> dict[str, str]:
 
 
 def jvm_log(verbose: int) -> Path | None:
-    """Where the JVM this run starts writes (None with -v, or when a JVM is already running)."""
+    """Where the JVM this run starts writes (None with -v, or when a JVM is already running).
+
+    librdkafka's log goes to the same file (without one, and without -v, nowhere: see ``main``).
+    """
     from pyspark.sql import SparkSession
 
-    from hudi_cdc.console import jvm_log_path
+    from hudi_cdc.console import jvm_log_path, route_kafka_log
 
     starts_jvm = SparkSession.getActiveSession() is None and "PYSPARK_GATEWAY_PORT" not in os.environ
-    return jvm_log_path() if starts_jvm and verbose == 0 else None
+    path = jvm_log_path() if starts_jvm and verbose == 0 else None
+    if path is not None:
+        route_kafka_log(path, terminal=False)
+    return path
 
 
 def session(log_path: Path | None, conf: dict[str, str] | None = None):  # noqa: ANN202 - SparkSession

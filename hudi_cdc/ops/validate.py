@@ -247,8 +247,12 @@ class _Context:
         from confluent_kafka import KafkaException
         from confluent_kafka.admin import AdminClient, ConfigResource
 
+        from hudi_cdc.console import kafka_logger
+
         assert self.config.topic and self.config.bootstrap_servers, "validated by IngestConfig"
-        admin = AdminClient({"bootstrap.servers": self.config.bootstrap_servers, **self.kafka_conf()})
+        conf: dict[str, Any] = {"bootstrap.servers": self.config.bootstrap_servers, **self.kafka_conf()}
+        conf["logger"] = kafka_logger()  # typed Any: the stubs want scalar settings only
+        admin = AdminClient(conf)
         resource = ConfigResource("topic", self.config.topic)
         try:
             entries = admin.describe_configs([resource])[resource].result(15)

@@ -23,6 +23,7 @@ def _newest(ctx: _Context, per_partition: int = 1) -> list[tuple[int, int, bytes
     """``(partition, offset, value)`` of the newest messages that are not tombstones."""
     from confluent_kafka import Consumer, KafkaException, TopicPartition
 
+    from hudi_cdc.console import kafka_logger
     from hudi_cdc.sources.kafka import client_conf
 
     c = ctx.config
@@ -33,6 +34,7 @@ def _newest(ctx: _Context, per_partition: int = 1) -> list[tuple[int, int, bytes
             "group.id": "hudi-cdc-validate",
             "enable.auto.commit": False,
             **client_conf(c.hoodie_conf),
+            "logger": kafka_logger(),
         }
     )
     found: list[tuple[int, int, bytes]] = []

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from hudi_cdc.console import kafka_logger
 from hudi_cdc.errors import SourceError, TransientError
 from hudi_cdc.service.spec import PipelineSpec, TableRef
 from hudi_cdc.sources.kafka import client_conf
@@ -36,7 +37,12 @@ def _topics(spec: PipelineSpec) -> list[str]:
     conf = client_conf(spec.defaults.get("hoodie_conf", {}))
     # A consumer, not an AdminClient: it can be closed, so no client keeps retrying a dead broker behind us.
     client = Consumer(
-        {"bootstrap.servers": str(spec.source.bootstrap_servers), "group.id": "hudi-cdc-discovery", **conf}
+        {
+            "bootstrap.servers": str(spec.source.bootstrap_servers),
+            "group.id": "hudi-cdc-discovery",
+            **conf,
+            "logger": kafka_logger(),
+        }
     )
     try:
         topics = client.list_topics(timeout=15).topics

@@ -85,12 +85,15 @@ class SchemaChangeWatcher:
         """Read what is new on the topic; return the changes read (in order)."""
         from confluent_kafka import Consumer, KafkaException, TopicPartition
 
+        from hudi_cdc.console import kafka_logger
+
         consumer = Consumer(
             {
                 "bootstrap.servers": self._bootstrap,
                 "group.id": "hudi-cdc-schema-changes",
                 "enable.auto.commit": False,
                 **{k: v for k, v in self._conf.items() if k != "basic.auth.user.info"},
+                "logger": kafka_logger(),
             }
         )
         read: list[SchemaChange] = []

@@ -23,6 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from hudi_cdc.console import kafka_logger
 from hudi_cdc.envelope.avro_schemas import merged_reader_schema
 from hudi_cdc.envelope.flatten import ORIGIN_COLUMN
 from hudi_cdc.errors import CheckpointError, DecodeError, SourceError, TransientError
@@ -89,6 +90,7 @@ def end_offsets(
                 "group.id": "hudi-cdc-planner",
                 "enable.auto.commit": False,
                 **conf,
+                "logger": kafka_logger(),
             }
         )
 
@@ -97,6 +99,7 @@ def end_offsets(
         ends = {}
         for topic in topics:  # the lock per topic: a round planning meanwhile waits for one topic, not all
             with lock:
+                consumer.poll(0)  # hands its queued log lines to the logger (see _PLANNERS)
                 meta = consumer.list_topics(topic, timeout=15).topics.get(topic)
                 if meta is None or meta.error is not None:
                     continue
@@ -192,7 +195,8 @@ def plan_ranges(
 
 # One planning consumer per cluster and client settings, kept for the process: a consumer made
 # per round spent ~50 ms of each round connecting before it could ask for the offsets. Keyed by
-# process id as well: librdkafka's clients do not survive a fork.
+# process id as well: librdkafka's clients do not survive a fork. A client with a `logger` queues
+# its log lines until polled; a planner is never polled for messages, so each use polls it once.
 _PlannerKey = tuple[int, str, tuple[tuple[str, str], ...]]
 _PLANNERS: dict[_PlannerKey, tuple[threading.Lock, Any]] = {}
 _PLANNERS_LOCK = threading.Lock()
@@ -272,6 +276,7 @@ class KafkaSource:
                 "group.id": "hudi-cdc-planner",
                 "enable.auto.commit": False,
                 **self._client_conf,
+                "logger": kafka_logger(),
             }
         )
 
@@ -281,6 +286,7 @@ class KafkaSource:
         key, lock, consumer = _planner(self._config.bootstrap_servers or "", self._client_conf, self._consumer)
         try:
             with lock:
+                consumer.poll(0)  # hands its queued log lines to the logger (see _PLANNERS)
                 metadata = consumer.list_topics(self._topic, timeout=15)
                 topic = metadata.topics.get(self._topic)
                 if topic is None or topic.error is not None or not topic.partitions:

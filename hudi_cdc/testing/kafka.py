@@ -16,6 +16,7 @@ import urllib.request
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from hudi_cdc.console import kafka_logger
 from hudi_cdc.sources.kafka import end_offsets
 
 __all__ = ["Framer", "create_topic", "end_offsets", "produce", "register_schema", "wait_until_quiet"]
@@ -55,7 +56,8 @@ class Framer:
 def create_topic(bootstrap: str, topic: str, *, partitions: int = 1, config: Mapping[str, str] | None = None) -> None:
     from confluent_kafka.admin import AdminClient, NewTopic
 
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    conf: dict[str, Any] = {"bootstrap.servers": bootstrap, "logger": kafka_logger()}  # the stubs want scalars only
+    admin = AdminClient(conf)
     futures = admin.create_topics([NewTopic(topic, partitions, 1, config=dict(config or {}))])
     futures[topic].result(30)
 
@@ -65,7 +67,13 @@ def produce(bootstrap: str, topic: str, messages: Iterable[tuple[bytes | None, b
     from confluent_kafka import Producer
 
     producer = Producer(
-        {"bootstrap.servers": bootstrap, "linger.ms": 20, "batch.num.messages": 10000, "compression.type": "lz4"}
+        {
+            "bootstrap.servers": bootstrap,
+            "linger.ms": 20,
+            "batch.num.messages": 10000,
+            "compression.type": "lz4",
+            "logger": kafka_logger(),
+        }
     )
     count = 0
     for key, value, partition in messages:
