@@ -1,4 +1,4 @@
-"""``hudi-cdc validate``: the preflight checks, on the same command line as ``ingest``."""
+"""``hudi-cdc validate``: the preflight checks, on the same command line as ``ingest`` (or of a pipeline file's tables)."""
 
 from __future__ import annotations
 
@@ -6,12 +6,15 @@ import json
 import logging
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from hudi_cdc.cli._common import config_options, jvm_log, options_config, password_options, session
-from hudi_cdc.errors import HudiCdcError
+from hudi_cdc.cli._common import config_options, jvm_log, options_config, password_options, session, split_list
+from hudi_cdc.errors import ConfigError, HudiCdcError
+
+if TYPE_CHECKING:
+    from hudi_cdc.ops.validate import Check, ValidationReport
 
 # 1: a check failed; 2: the checks could not run at all (bad settings).
 EXIT_FAILED, EXIT_CANNOT_RUN = 1, 2
@@ -19,6 +22,13 @@ EXIT_FAILED, EXIT_CANNOT_RUN = 1, 2
 
 @click.command()
 @config_options
+@click.option(
+    "--pipeline",
+    "pipeline_file",
+    type=click.Path(dir_okay=False),
+    help="Check every table of this pipeline file, each with its own settings (instead of an ingest's options).",
+)
+@click.option("--tables", help="With --pipeline: only these tables (schema.table or topic), comma separated.")
 @click.option("--source-url", help="The source database: postgresql://user@host:port/dbname (no password here).")
 @password_options
 @click.option("--source-table", help="schema.table in the database, when the topic is not <prefix>.<schema>.<table>.")
@@ -31,6 +41,8 @@ def validate(
     props_file: str | None,
     config_file: str | None,
     hoodie_conf: tuple[str, ...],
+    pipeline_file: str | None,
+    tables: str | None,
     source_url: str | None,
     password_file: str | None,
     password_env: str | None,
@@ -42,26 +54,58 @@ def validate(
 ) -> None:
     """Check a table's source, services and target before the first ingest (exit 1 if any check fails).
 
-    Takes the ingest's own command line, plus where the database and Kafka
-    Connect are; checks whose input is not given are skipped.
+    Takes the ingest's own command line, or --pipeline FILE for every table
+    of a pipeline file; plus where the database and Kafka Connect are. Checks
+    whose input is not given are skipped.
     """
     from hudi_cdc.ops.database import SourceDatabase
-    from hudi_cdc.ops.validate import Check, ValidationReport
-    from hudi_cdc.ops.validate import validate as run_checks
 
     verbose = obj["verbose"] if obj else 0
-    log_path: Path | None = None
     try:
-        config = options_config(props_file, config_file, hoodie_conf, kw)
+        if pipeline_file is not None:
+            given = [f"--{k.replace('_', '-')}" for k, v in kw.items() if v is not None]
+            given += [o for o, v in (("--props", props_file), ("--config", config_file)) if v is not None]
+            given += ["--hoodie-conf"] * bool(hoodie_conf) + ["--source-table"] * bool(source_table)
+            if given:
+                raise ConfigError(
+                    f"--pipeline takes each table's settings from {pipeline_file}: drop {', '.join(sorted(set(given)))}"
+                )
+        elif tables:
+            raise ConfigError("--tables goes with --pipeline")
         database = SourceDatabase(source_url, password_file, password_env) if source_url else None
+        target = _pipeline(pipeline_file) if pipeline_file else options_config(props_file, config_file, hoodie_conf, kw)
     except HudiCdcError as exc:
         click.echo(f"hudi-cdc: cannot validate: {exc}", err=True)
         sys.exit(EXIT_CANNOT_RUN)
 
-    spark, no_spark = None, None
+    log_path, spark, no_spark = _spark(verbose)
+    services = {"spark": spark, "database": database, "connect_url": connect_url, "connector": connector}
+    if pipeline_file is not None:
+        ok = _validate_pipeline(target, services, split_list(tables), no_spark, as_json)
+    else:
+        ok = _validate_table(target, {**services, "source_table": source_table}, no_spark, as_json)
+    if log_path is not None and no_spark is None:
+        if ok or not log_path.exists():
+            log_path.unlink(missing_ok=True)
+        else:  # what the clients said on the way to a failed check (librdkafka's retries, Spark's warnings)
+            click.echo(f"hudi-cdc: Spark's and the Kafka clients' log: {log_path}", err=True)
+    sys.exit(0 if ok else EXIT_FAILED)
+
+
+def _pipeline(path: str) -> Any:  # noqa: ANN401 - PipelineSpec
+    from hudi_cdc.service.spec import load_pipeline
+
+    return load_pipeline(path)
+
+
+def _spark(verbose: int) -> tuple[Path | None, Any, Check | None]:
+    """The log file, the Spark session (None if it did not start), and the failed check saying why not."""
+    from hudi_cdc.ops.validate import Check
+
+    log_path: Path | None = None
     try:
         log_path = jvm_log(verbose)
-        spark = session(log_path)
+        return log_path, session(log_path), None
     except Exception as exc:  # Java or the jars missing: the checks that need no JVM still run, and say why
         from hudi_cdc._jvm import java_message
 
@@ -73,21 +117,66 @@ def validate(
             f"the Spark session did not start: {java_message(exc)}{where}",
             "see env.java and env.jars; the checks that need Spark are skipped",
         )
-    report = run_checks(
-        config, spark=spark, database=database, connect_url=connect_url, connector=connector, source_table=source_table
-    )
-    if no_spark is not None:
-        report = ValidationReport((no_spark, *report.checks))
+        return log_path, None, no_spark
+
+
+def _with(no_spark: Check | None, report: ValidationReport) -> ValidationReport:
+    from hudi_cdc.ops.validate import ValidationReport
+
+    return report if no_spark is None else ValidationReport((no_spark, *report.checks))
+
+
+def _summary(title: str, report: ValidationReport) -> str:
+    counts = report.to_dict()["counts"]
+    return f"{title}: {counts['fail']} failed, {counts['warn']} warning(s), {counts['ok']} ok, {counts['skip']} skipped"
+
+
+def _validate_table(config: Any, services: dict[str, Any], no_spark: Check | None, as_json: bool) -> bool:  # noqa: ANN401
+    from hudi_cdc.ops.validate import validate as run_checks
+
+    report = _with(no_spark, run_checks(config, **services))
     if as_json:
         click.echo(json.dumps(report.to_dict(), sort_keys=True))
     else:
         for line in report.lines():
             click.echo(line)
-        counts = report.to_dict()["counts"]
-        click.echo(
-            f"{config.target_table}: {counts['fail']} failed, {counts['warn']} warning(s), "
-            f"{counts['ok']} ok, {counts['skip']} skipped"
-        )
-    if log_path is not None and no_spark is None:
-        log_path.unlink(missing_ok=True)
-    sys.exit(0 if report.ok else EXIT_FAILED)
+        click.echo(_summary(config.target_table, report))
+    return report.ok
+
+
+def _validate_pipeline(
+    spec: Any,  # noqa: ANN401 - PipelineSpec
+    services: dict[str, Any],
+    tables: tuple[str, ...],
+    no_spark: Check | None,
+    as_json: bool,
+) -> bool:
+    """Each table's report, as ``validate`` prints one table's, under a line naming it; then the pipeline's."""
+    from dataclasses import replace
+
+    from hudi_cdc.ops.validate import ValidationReport
+    from hudi_cdc.ops.validate_pipeline import validate_pipeline
+
+    try:
+        result = validate_pipeline(spec, tables=tables, **services)
+    except HudiCdcError as exc:  # --tables names a table the source does not have
+        click.echo(f"hudi-cdc: cannot validate: {exc}", err=True)
+        sys.exit(EXIT_CANNOT_RUN)
+    result = replace(result, tables=tuple(replace(t, report=_with(no_spark, t.report)) for t in result.tables))
+    if as_json:
+        click.echo(json.dumps(result.to_dict(), sort_keys=True))
+        return result.ok
+    pipeline = ValidationReport(result.problems)
+    for line in pipeline.lines():
+        click.echo(line)
+    source = {"kafka": "topic", "files": "folder", "jdbc": "table"}.get(spec.source.kind, "source")
+    for table in result.tables:
+        target = f"{table.target_table} at {table.target_base_path}" if table.target_base_path else "no settings"
+        click.echo(f"\n== {table.name} ({source} {table.topic} -> {target})")
+        for line in table.report.lines():
+            click.echo(line)
+        click.echo(_summary(table.name, table.report))
+    verdict = f"{len(result.failed)} failed ({', '.join(result.failed)})" if result.failed else "none failed"
+    verdict += "".join(f"; {c.name} failed" for c in result.problems if c.status == "fail")
+    click.echo(f"\n{spec.name}: {len(result.tables)} table(s) checked, {verdict}")
+    return result.ok
