@@ -18,6 +18,16 @@ from hudi_cdc.testing.faults import kill_group, pending_instants
 PLACEHOLDER = "__debezium_unavailable_value"
 CUSTOMERS = [("id", "long"), ("name", ["null", "string"]), ("bio", ["null", "string"])]
 
+# The settings the semantic suites prove the guarantees with (docs/semantics.md "Settings the guarantees
+# were proven with"): hudi-cdc's defaults, which carry every setting adopted for speed (the record merger,
+# zstd, no key bloom filter where no index reads it, a clean every 10th commit, the log block size), and
+# the low-latency settings the operations guide recommends (a bucket index: unpartitioned tables only).
+SETTINGS: dict[str, tuple[str, ...]] = {
+    "defaults": (),
+    "low-latency": ("hoodie.index.type=BUCKET", "hoodie.bucket.index.num.buckets=2", "hoodie.metadata.enable=false"),
+}
+PARTITIONED_SETTINGS = ("defaults",)  # a bucket index finds a key in its own partition only: refused there
+
 
 def run_cli(*args: str) -> Result:
     """``hudi-cdc ingest ...`` in this process, so it shares the test SparkSession."""

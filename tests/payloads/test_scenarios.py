@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from hudi_cdc.testing import envelope_schema, mysql_event, oracle_event, pg_event, sqlserver_event, write_events
-from tests.support import apply_events, compact, ingest_args, ingest_batches, run_cli, table_state
+from tests.support import SETTINGS, apply_events, compact, ingest_args, ingest_batches, run_cli, table_state
 
 pytestmark = pytest.mark.hudi
 
@@ -415,13 +415,9 @@ def test_scenarios(spark, tmp_path: Path, table_type: str, flavor: str, scenario
     _run_scenarios(spark, tmp_path, table_type, flavor, scenarios)
 
 
-# The settings docs/benchmarks.md "Freshness" measured fastest: every scenario holds with them too.
-LOW_LATENCY = ("hoodie.index.type=BUCKET", "hoodie.bucket.index.num.buckets=2", "hoodie.metadata.enable=false")
-
-
 @pytest.mark.parametrize("table_type", ["cow", "mor"])
 def test_scenarios_with_a_bucket_index_and_no_metadata_table(spark, tmp_path: Path, table_type: str) -> None:
-    _run_scenarios(spark, tmp_path, table_type, "postgres", PG_SCENARIOS, LOW_LATENCY, _written_as_asked)
+    _run_scenarios(spark, tmp_path, table_type, "postgres", PG_SCENARIOS, SETTINGS["low-latency"], _written_as_asked)
 
 
 def _written_as_asked(base: Path) -> None:
