@@ -559,11 +559,9 @@ def _probe_hadoop(spark: Any, path: str) -> str | None:
 def check_table_config(ctx: _Context) -> _Outcome:
     """The existing table's Hudi config against what this command line would write."""
     config = ctx.config
-    if not ctx.table_exists():
-        return _ok(f"no Hudi table at {config.target_base_path} yet: the first ingest creates it ({config.table_type})")
-    table = ctx.table()
-    keys = config.record_key_fields or table.record_key_fields()
-    try:
+    exists = ctx.table_exists()
+    keys = config.record_key_fields or (ctx.table().record_key_fields() if exists else ())
+    try:  # settings refused whatever the table holds (an index, a record merger): before the first ingest too
         wanted = opt.write_options(
             table_name=config.target_table,
             table_type=config.table_type,
@@ -574,6 +572,9 @@ def check_table_config(ctx: _Context) -> _Outcome:
         )
     except ConfigError as exc:
         return _fail(str(exc))
+    if not exists:
+        return _ok(f"no Hudi table at {config.target_base_path} yet: the first ingest creates it ({config.table_type})")
+    table = ctx.table()
     tc = table._meta_client().getTableConfig()
     merge_mode = tc.getRecordMergeMode()
     have = {

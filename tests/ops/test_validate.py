@@ -351,3 +351,18 @@ def test_a_partitioned_composite_key_table_matches_its_own_command_line(spark, t
 
     unpartitioned = validate(files_config(source, base, **{**options, "partition_path_field": None}), spark=spark)
     assert "partition field 'name', the command line '(none)'" in status(unpartitioned, "target.table_config")[1]
+
+
+def test_settings_refused_before_the_table_exists(spark, tmp_path: Path) -> None:  # noqa: ANN001
+    source = tmp_path / "events"
+    write_events(source / "a.avro", envelope_schema("customers", CUSTOMERS), [pg_event("c", lsn=1, after={"id": 1})])
+    bucket = {"hoodie.index.type": "BUCKET"}
+    report = validate(
+        files_config(source, tmp_path / "t", partition_path_field="name", hoodie_conf=bucket), spark=spark
+    )
+    check = report.check("target.table_config")
+    assert check.status == "fail" and "hoodie.index.type=BUCKET with --partition-path-field" in check.detail, check
+    fine = validate(
+        files_config(source, tmp_path / "t", hoodie_conf=bucket), spark=spark
+    )  # unpartitioned: a bucket index is fine
+    assert fine.check("target.table_config").status == "ok", fine.check("target.table_config")
