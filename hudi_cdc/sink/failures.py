@@ -29,13 +29,23 @@ _TRANSIENT_CLASSES = {
     "java.net.SocketTimeoutException",
     "java.net.UnknownHostException",
     "java.net.NoRouteToHostException",
+    "java.net.SocketException",
     "java.io.InterruptedIOException",
     "java.util.concurrent.TimeoutException",
     "java.util.ConcurrentModificationException",
     "org.apache.hudi.exception.HoodieLockException",
     "org.apache.hudi.exception.HoodieWriteConflictException",
 }
-_TRANSIENT_MESSAGES = ("No space left on device", "Disk quota exceeded")  # space may come back
+# Space may come back; an object store's throttling and outages pass (S3, GCS, ADLS word them so).
+_TRANSIENT_MESSAGES = (
+    "No space left on device",
+    "Disk quota exceeded",
+    "SlowDown",
+    "Service Unavailable",
+    "Too Many Requests",
+    "Connection reset",
+    "timed out",
+)
 # Faults of the data or the code: the same input takes the same path to them.
 _TERMINAL_CLASSES = {
     "java.lang.NegativeArraySizeException",
