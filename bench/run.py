@@ -81,8 +81,8 @@ def hudi_cdc_jars() -> list[str]:
 
 def jvm_archive_args() -> list[str]:
     """hudi-cdc's class-data archive (``hudi-cdc jvm-archive``, built by ``make bench``), if there is one."""
+    from hudi_cdc import jvm_archive
     from hudi_cdc.jars import resolve_jars
-    from hudi_cdc.launcher import jvm_archive
 
     archive = jvm_archive.archive_for(resolve_jars())
     return ["--driver-java-options", jvm_archive.java_options(archive)] if archive else []

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from hudi_cdc._version import __version__
 from hudi_cdc.config import Flavor, IngestConfig, TableType, load_config
 from hudi_cdc.errors import (
     CheckpointError,
@@ -25,8 +26,6 @@ from hudi_cdc.spark import spark_session
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
-
-__version__ = "0.1.0"
 
 __all__ = [
     "CheckpointError",

@@ -29,9 +29,10 @@ from payloads.base import INTERNAL_PREFIX, ORDER_COLUMN, TOMBSTONED_AT_COLUMN, i
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
+    from hudi_cdc.envelope.events import Batch
     from hudi_cdc.sink.compaction import AsyncCompactor
     from hudi_cdc.sink.hudi import CommitInfo
-    from hudi_cdc.sources.base import Batch, Source
+    from hudi_cdc.sources.base import Source
     from payloads.base import MergePolicy
 
 __all__ = ["IngestResult", "ingest_once", "load_first", "merge_policy", "run"]

@@ -18,10 +18,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from hudi_cdc import jvm_archive
 from hudi_cdc._jvm import jvm, jvm_conf
 from hudi_cdc.errors import ConfigError
 from hudi_cdc.jars import JarSource, resolve_jars
-from hudi_cdc.launcher import jvm_archive
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

@@ -43,8 +43,9 @@ from hudi_cdc.errors import HudiCdcError
 def jars(show: str | None, fetch_dir: str | None, as_json: bool) -> None:
     """Where hudi-cdc's Spark jars come from, and the spark-submit line that uses them."""
     from hudi_cdc import jars as jarmod
+    from hudi_cdc import jvm_archive
     from hudi_cdc._jvm import EXECUTOR_OPTIONS_KEY, jvm_conf, jvm_options
-    from hudi_cdc.launcher import SCRIPT, jvm_archive
+    from hudi_cdc.launcher import SCRIPT
 
     try:
         if fetch_dir:

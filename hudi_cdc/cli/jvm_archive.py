@@ -30,7 +30,8 @@ def jvm_archive(drop: bool, show: bool, driver_memory: str, train: tuple[str, ..
     (docs/benchmarks.md).
     """
     from hudi_cdc import jars as jarmod
-    from hudi_cdc.launcher import jvm_archive as archives
+    from hudi_cdc import jvm_archive as archives
+    from hudi_cdc.launcher import SCRIPT
 
     try:
         source = jarmod.resolve_jars()
@@ -42,7 +43,7 @@ def jvm_archive(drop: bool, show: bool, driver_memory: str, train: tuple[str, ..
             click.echo(json.dumps({"archive": str(found) if found else None, "built_now": False}))
             return
         started = time.monotonic()
-        built = archives.build(source, train, driver_memory=driver_memory)
+        built = archives.build(source, train, launcher=SCRIPT, driver_memory=driver_memory)
     except HudiCdcError as exc:
         fail(f"hudi-cdc: error: {exc}", 75 if exc.transient else 1, None)
     seconds = round(time.monotonic() - started, 1)

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from pyspark.sql.types import StructType
 
     from hudi_cdc.config import SchemaChangeBehavior, TruncateBehavior
-    from hudi_cdc.sources.base import Batch, BatchPart
+    from hudi_cdc.envelope.events import Batch, BatchPart
     from payloads.base import MergePolicy
 
 __all__ = ["change_rows"]

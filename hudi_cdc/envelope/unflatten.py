@@ -20,7 +20,7 @@ from hudi_cdc.errors import DecodeError
 from payloads.base import INTERNAL_PREFIX
 
 if TYPE_CHECKING:
-    from hudi_cdc.sources.base import BatchPart
+    from hudi_cdc.envelope.events import BatchPart
 
 __all__ = ["ADDED_PREFIX", "is_flattened", "lacking_fields", "unflatten"]
 

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from hudi_cdc.config import IngestConfig
-    from hudi_cdc.sources.base import Batch, BatchPart
+    from hudi_cdc.envelope.events import Batch, BatchPart
 
 __all__ = ["FileSource", "ListedFile"]
 
@@ -166,7 +166,7 @@ class FileSource:
     def _read(self, files: list[ListedFile], writer_schema: str) -> BatchPart:
         from pyspark.sql import functions as F
 
-        from hudi_cdc.sources.base import BatchPart
+        from hudi_cdc.envelope.events import BatchPart
 
         envelope_schema = self._reader_schema(json.loads(writer_schema))
         where = f"{files[0].relative}" + (f" .. {files[-1].relative}" if len(files) > 1 else "")
@@ -216,7 +216,7 @@ class FileSource:
         checkpoint: dict[str, Any] | None,
         behind_after: int,
     ) -> Batch | None:
-        from hudi_cdc.sources.base import Batch
+        from hudi_cdc.envelope.events import Batch
 
         if not chosen:
             return None

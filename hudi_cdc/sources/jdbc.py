@@ -40,15 +40,15 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlsplit
 
+from hudi_cdc.envelope.events import change_events
 from hudi_cdc.errors import CheckpointError, ConfigError, SourceError, TransientError
-from hudi_cdc.sources.base import change_events
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
 
     from hudi_cdc.config import IngestConfig
+    from hudi_cdc.envelope.events import Batch
     from hudi_cdc.ops.database import SourceDatabase
-    from hudi_cdc.sources.base import Batch
 
 __all__ = ["CHECKPOINT_KIND", "JdbcSource", "database_tables", "source_database"]
 
@@ -210,7 +210,7 @@ class JdbcSource:
     def next_batch(self, checkpoint: dict[str, Any] | None) -> Batch | None:
         from pyspark.sql import functions as F
 
-        from hudi_cdc.sources.base import Batch, BatchPart
+        from hudi_cdc.envelope.events import Batch, BatchPart
 
         c = self._config
         checkpoint = checkpoint or {"kind": CHECKPOINT_KIND, "mode": c.jdbc_mode}
@@ -446,8 +446,8 @@ class JdbcSource:
         """
         from pyspark.sql import functions as F
 
+        from hudi_cdc.envelope.events import Batch, BatchPart
         from hudi_cdc.sink.hudi import HudiTable
-        from hudi_cdc.sources.base import Batch, BatchPart
 
         clock = self._one(
             f"select {self._text('t')} as ts, {self._micros('t')} as micros from (select {self._clock()} as t) x"

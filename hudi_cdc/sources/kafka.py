@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
 
     from hudi_cdc.config import IngestConfig
-    from hudi_cdc.sources.base import Batch, BatchPart
+    from hudi_cdc.envelope.events import Batch, BatchPart
     from hudi_cdc.sources.kafka_json import JsonDecoder
 
 __all__ = ["KafkaSource", "OffsetRange", "client_conf", "end_offsets", "plan_ranges", "parse_kafka_checkpoint"]
@@ -408,7 +408,7 @@ class KafkaSource:
         )
 
     def next_batch(self, checkpoint: dict[str, Any] | None) -> Batch | None:
-        from hudi_cdc.sources.base import Batch
+        from hudi_cdc.envelope.events import Batch
 
         watermarks = self._watermarks()
         ranges = plan_ranges(
@@ -500,7 +500,7 @@ class KafkaSource:
         from pyspark.sql import functions as F
         from pyspark.sql.avro.functions import from_avro
 
-        from hudi_cdc.sources.base import BatchPart
+        from hudi_cdc.envelope.events import BatchPart
 
         value = F.col("value")
         envelope_schema = self._reader_schema(reader)
@@ -551,7 +551,7 @@ class KafkaSource:
         from pyspark.sql import functions as F
         from pyspark.sql.avro.functions import from_avro
 
-        from hudi_cdc.sources.base import BatchPart
+        from hudi_cdc.envelope.events import BatchPart
 
         frame = self._read(ranges).localCheckpoint(eager=True)
         value = F.col("value")

@@ -35,7 +35,7 @@ from payloads.base import ARRIVAL_COLUMN, ERROR_COLUMN, RAW_COLUMN
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
 
-    from hudi_cdc.sources.base import BatchPart
+    from hudi_cdc.envelope.events import BatchPart
 
 __all__ = ["SAMPLED", "JsonDecoder", "key_fields", "op_and_lsn", "op_and_lsn_of"]
 
@@ -171,7 +171,7 @@ class JsonDecoder:
     ) -> BatchPart:
         from pyspark.sql import functions as F
 
-        from hudi_cdc.sources.base import BatchPart
+        from hudi_cdc.envelope.events import BatchPart
 
         decoded = messages.select(
             envelope.alias("envelope"),

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
     from hudi_cdc.config import IngestConfig
-    from hudi_cdc.sources.base import Batch, BatchPart
+    from hudi_cdc.envelope.events import Batch, BatchPart
 
 __all__ = ["QuarantinedEvents"]
 
@@ -41,7 +41,7 @@ class QuarantinedEvents:
     def next_batch(self, checkpoint: dict[str, Any] | None) -> Batch | None:
         from pyspark.sql import functions as F
 
-        from hudi_cdc.sources.base import Batch
+        from hudi_cdc.envelope.events import Batch
 
         if checkpoint is None:
             raise ConfigError(f"{self._config.target_base_path} has no committed checkpoint to re-apply events under")
@@ -62,7 +62,7 @@ class QuarantinedEvents:
         from pyspark.sql import functions as F
         from pyspark.sql.avro.functions import from_avro
 
-        from hudi_cdc.sources.base import BatchPart
+        from hudi_cdc.envelope.events import BatchPart
 
         if raw_format in ("confluent", "json"):  # Kafka messages: decoded as the topic is read
             from hudi_cdc.envelope.types import reader_schema

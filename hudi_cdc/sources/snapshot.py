@@ -21,14 +21,14 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from hudi_cdc.envelope.events import change_events
 from hudi_cdc.errors import ConfigError, SourceError
-from hudi_cdc.sources.base import change_events
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
+    from hudi_cdc.envelope.events import Batch
     from hudi_cdc.ops.database import SourceDatabase
-    from hudi_cdc.sources.base import Batch
 
 __all__ = ["PgColumn", "SnapshotSource", "column_reading", "range_predicates", "quote_ident"]
 
@@ -231,7 +231,7 @@ class SnapshotSource:
     def next_batch(self, checkpoint: dict[str, Any] | None) -> Batch | None:
         from pyspark.sql import functions as F
 
-        from hudi_cdc.sources.base import Batch, BatchPart
+        from hudi_cdc.envelope.events import Batch, BatchPart
 
         with self._database.connect(application="hudi-cdc bootstrap") as conn:
             if self._snapshot:

@@ -59,7 +59,7 @@ def _fingerprint(jars: Sequence[str]) -> str:
     """What the archive depends on: the JVM, Spark's own jars and ours (path, size, mtime), hudi-cdc."""
     import pyspark
 
-    import hudi_cdc
+    from hudi_cdc._version import __version__
 
     java = Path(_java())
     release = java.parent.parent / "release"
@@ -69,7 +69,7 @@ def _fingerprint(jars: Sequence[str]) -> str:
         "java": str(java),
         "release": release.read_text() if release.exists() else "",
         "pyspark": pyspark.__version__,
-        "hudi_cdc": hudi_cdc.__version__,
+        "hudi_cdc": __version__,
         "jars": [list(jars)] + [[str(f), f.stat().st_size, f.stat().st_mtime_ns] for f in files],
     }
     return hashlib.sha256(json.dumps(facts, sort_keys=True).encode()).hexdigest()[:16]
@@ -100,14 +100,14 @@ def java_options(archive: Path) -> str:
     return " ".join([f"-XX:SharedArchiveFile={archive}", "-Xshare:auto", *_SILENT])
 
 
-def build(source: JarSource, train: Sequence[str] = (), *, driver_memory: str = "2g") -> Path:
+def build(source: JarSource, train: Sequence[str] = (), *, launcher: Path, driver_memory: str = "2g") -> Path:
     """Run the training rounds in a JVM that dumps its classes, and put the archive in place.
 
     ``train``: a hudi-cdc command line to run instead (``ingest --source kafka ...``): one real
     round of the user's own table, so the archive holds what that table's rounds load.
+    ``launcher``: the spark-submit script (``hudi_cdc.launcher.SCRIPT``), passed in because the
+    launcher is a shell over the CLI, layers above this module.
     """
-    from hudi_cdc.launcher import SCRIPT
-
     archive, manifest = _paths(source)
     archive.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="hudi-cdc-jvm-archive-") as work:
@@ -119,7 +119,7 @@ def build(source: JarSource, train: Sequence[str] = (), *, driver_memory: str = 
             "--conf", "spark.ui.enabled=false",
             "--driver-java-options", " ".join([f"-XX:ArchiveClassesAtExit={dumped}", *_SILENT]),
             *source.submit_args(),
-            *([str(SCRIPT), *train] if train else [str(SCRIPT.parent / "jvm_training.py"), work]),
+            *([str(launcher), *train] if train else [str(launcher.parent / "jvm_training.py"), work]),
         ]  # fmt: skip
         env = {**os.environ, "PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON") or sys.executable}
         done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
