@@ -15,10 +15,10 @@ import platform
 import time
 from pathlib import Path
 
-from hudi_cdc.ops.database import SourceDatabase
 from hudi_cdc.ops.verify import verify
 from hudi_cdc.sink import options as opt
 from hudi_cdc.testing.postgres import connect
+from hudi_cdc.upstream.database import SourceDatabase
 
 TABLE = "bench_verify"
 SCHEMA = "bench"  # not in the stack's publication: Debezium must not publish 10M inserts

@@ -325,9 +325,9 @@ def run_chaos(
     catch_up_timeout_s: float = 900.0,
     keep_table: bool = False,
 ) -> ChaosReport:
-    from hudi_cdc.ops.database import SourceDatabase
     from hudi_cdc.ops.verify import verify
     from hudi_cdc.spark import spark_session
+    from hudi_cdc.upstream.database import SourceDatabase
 
     seed = random.randrange(2**32) if seed is None else seed
     rng = random.Random(seed)

@@ -65,9 +65,9 @@ def replicate_and_compare(spark, conn, title: str) -> bool:  # noqa: ANN001
 
 
 def replicate_mariadb(spark) -> bool:  # noqa: ANN001
-    from hudi_cdc.ops.database import SourceDatabase
     from hudi_cdc.ops.verify import verify
     from hudi_cdc.testing import mariadb
+    from hudi_cdc.upstream.database import SourceDatabase
 
     topics = {table: mariadb.TOPIC_PREFIX + table for table in mariadb.SAMPLE_KEYS}
     database = SourceDatabase(mariadb.STACK_URL.replace("debezium@", "debezium:dbz@"))

@@ -47,7 +47,7 @@ def bootstrap(
     Run again after a failure: it finishes the job, or says the table is loaded.
     """
     from hudi_cdc.ops.bootstrap import bootstrap as run_bootstrap
-    from hudi_cdc.ops.database import SourceDatabase
+    from hudi_cdc.upstream.database import SourceDatabase
 
     verbose = obj["verbose"] if obj else 0
     log_path: Path | None = None

@@ -22,7 +22,7 @@ def connect() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the states as one JSON array.")
 def status(connect_url: str, names: tuple[str, ...], as_json: bool) -> None:
     """Each connector and task with its state; exit 1 when one is not RUNNING."""
-    from hudi_cdc.ops.connect import connector_states
+    from hudi_cdc.upstream.connect import connector_states
 
     try:
         states = connector_states(connect_url, list(names) or None)

@@ -58,7 +58,7 @@ def validate(
     of a pipeline file; plus where the database and Kafka Connect are. Checks
     whose input is not given are skipped.
     """
-    from hudi_cdc.ops.database import SourceDatabase
+    from hudi_cdc.upstream.database import SourceDatabase
 
     verbose = obj["verbose"] if obj else 0
     try:

@@ -83,8 +83,8 @@ def verify(
     """Compare a Hudi table with its source: counts, hashes per key bucket, then the differing keys."""
     from hudi_cdc.config import IngestConfig
     from hudi_cdc.ops import verify as ops
-    from hudi_cdc.ops.database import SourceDatabase
     from hudi_cdc.sink.hudi import HudiTable
+    from hudi_cdc.upstream.database import SourceDatabase
 
     verbose = obj["verbose"] if obj else 0
     log_path: Path | None = None

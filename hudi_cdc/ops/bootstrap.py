@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from hudi_cdc.config import IngestConfig
-    from hudi_cdc.ops.database import SourceDatabase
+    from hudi_cdc.upstream.database import SourceDatabase
 
 __all__ = ["BootstrapResult", "bootstrap", "connector_settings"]
 

@@ -36,8 +36,8 @@ from hudi_cdc.sink import options as opt
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from hudi_cdc.ops.connect import ConnectorState
-    from hudi_cdc.ops.database import SourceDatabase
+    from hudi_cdc.upstream.connect import ConnectorState
+    from hudi_cdc.upstream.database import SourceDatabase
 
 __all__ = ["Check", "Status", "ValidationReport", "preflight", "validate"]
 
@@ -283,7 +283,7 @@ class _Context:
         return self.memo("connector", self._connector)  # type: ignore[no-any-return]
 
     def _connector(self) -> ConnectorState:
-        from hudi_cdc.ops.connect import connector_states
+        from hudi_cdc.upstream.connect import connector_states
 
         assert self.connect_url
         if self.connector_name:
@@ -924,7 +924,7 @@ def check_value_schema(ctx: _Context) -> _Outcome:
 
 
 def check_connector(ctx: _Context) -> _Outcome:
-    from hudi_cdc.ops.database import redact_url
+    from hudi_cdc.upstream.database import redact_url
 
     state = ctx.connector()
     kind = state.config.get("connector.class", "?")

@@ -12,7 +12,7 @@ from hudi_cdc.errors import ConfigError, TransientError
 from hudi_cdc.ops.validate import _Context, _fail, _ok, _Outcome, _warn
 
 if TYPE_CHECKING:
-    from hudi_cdc.ops.database import SourceDatabase
+    from hudi_cdc.upstream.database import SourceDatabase
 
 __all__ = ["check_jdbc_cursor_index", "check_jdbc_primary_key", "check_jdbc_relation"]
 

@@ -21,7 +21,7 @@ from hudi_cdc.service.spec import PipelineSpec, TableRef, select
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from hudi_cdc.ops.database import SourceDatabase
+    from hudi_cdc.upstream.database import SourceDatabase
 
 __all__ = ["PipelineValidation", "TableValidation", "validate_pipeline"]
 

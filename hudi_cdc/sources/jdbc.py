@@ -48,7 +48,7 @@ if TYPE_CHECKING:
 
     from hudi_cdc.config import IngestConfig
     from hudi_cdc.envelope.events import Batch
-    from hudi_cdc.ops.database import SourceDatabase
+    from hudi_cdc.upstream.database import SourceDatabase
 
 __all__ = ["CHECKPOINT_KIND", "JdbcSource", "database_tables", "source_database"]
 
@@ -368,8 +368,8 @@ class JdbcSource:
         from pyspark.sql import functions as F
         from pyspark.sql.types import IntegralType, StringType
 
-        from hudi_cdc.ops.verify import verify
         from hudi_cdc.sink.hudi import HudiTable
+        from hudi_cdc.upstream.compare import verify
 
         c = self._config
         if not HudiTable(self._spark, c.target_base_path).has_commits():
@@ -532,7 +532,7 @@ def source_database(
     jdbc_url: str, user: str | None, password_file: str | None, password_env: str | None
 ) -> SourceDatabase:
     """The database of a JDBC URL, reached by the Python drivers (as ``verify`` and discovery reach it)."""
-    from hudi_cdc.ops.database import SourceDatabase
+    from hudi_cdc.upstream.database import SourceDatabase
 
     parts = urlsplit(jdbc_url[len("jdbc:") :])
     mysql = not jdbc_url.startswith("jdbc:postgresql:")

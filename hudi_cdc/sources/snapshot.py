@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
     from hudi_cdc.envelope.events import Batch
-    from hudi_cdc.ops.database import SourceDatabase
+    from hudi_cdc.upstream.database import SourceDatabase
 
 __all__ = ["PgColumn", "SnapshotSource", "column_reading", "range_predicates", "quote_ident"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from hudi_cdc.ops.canonical import Mapping, map_column, row_text, spark_ident, sql_ident
+from hudi_cdc.upstream.canonical import Mapping, map_column, row_text, spark_ident, sql_ident
 
 
 @pytest.mark.parametrize(

@@ -20,11 +20,11 @@ from click.testing import CliRunner
 
 from hudi_cdc.cli import main
 from hudi_cdc.config import IngestConfig, load_config
-from hudi_cdc.ops.database import SourceDatabase
 from hudi_cdc.ops.validate import ValidationReport, validate
 from hudi_cdc.testing import envelope_schema, pg_event, write_events
 from hudi_cdc.testing.kafka import create_topic, produce
 from hudi_cdc.testing.postgres import connect
+from hudi_cdc.upstream.database import SourceDatabase
 from tests.stack.conftest import BOOTSTRAP, REGISTRY
 from tests.support import CUSTOMERS, ingest_args, run_cli
 
@@ -92,7 +92,7 @@ def database(monkeypatch: pytest.MonkeyPatch) -> SourceDatabase:
 @pytest.fixture
 def connector_running() -> None:
     """The stack's connector RUNNING (another test may have failed its task on purpose)."""
-    from hudi_cdc.ops.connect import connector_states, restart_failed
+    from hudi_cdc.upstream.connect import connector_states, restart_failed
 
     deadline = time.monotonic() + 90
     restarted = False

@@ -17,10 +17,10 @@ import pytest
 from click.testing import CliRunner
 
 from hudi_cdc.cli import main
-from hudi_cdc.ops.database import SourceDatabase
 from hudi_cdc.ops.verify import Difference, verify
 from hudi_cdc.testing.kafka import end_offsets, wait_until_quiet
 from hudi_cdc.testing.postgres import connect
+from hudi_cdc.upstream.database import SourceDatabase
 from payloads.base import ORDER_COLUMN, is_data_column
 from tests.stack.conftest import BOOTSTRAP, REGISTRY
 from tests.support import PLACEHOLDER, run_cli, tamper

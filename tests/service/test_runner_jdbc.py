@@ -17,9 +17,9 @@ import pytest
 from click.testing import CliRunner
 
 from hudi_cdc.cli import main
-from hudi_cdc.ops.database import SourceDatabase
 from hudi_cdc.ops.verify import verify
 from hudi_cdc.testing.postgres import connect
+from hudi_cdc.upstream.database import SourceDatabase
 
 pytestmark = [pytest.mark.stack, pytest.mark.postgres, pytest.mark.hudi]
 

@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from hudi_cdc.ops.database import SourceDatabase
 from hudi_cdc.ops.verify import verify
 from hudi_cdc.sink.hudi import HudiTable
 from hudi_cdc.testing import mariadb
 from hudi_cdc.testing.postgres import connect
+from hudi_cdc.upstream.database import SourceDatabase
 from tests.support import run_cli
 
 pytestmark = [pytest.mark.stack, pytest.mark.postgres, pytest.mark.hudi]

@@ -21,11 +21,11 @@ import pytest
 
 from hudi_cdc.config import load_config
 from hudi_cdc.ops.bootstrap import bootstrap
-from hudi_cdc.ops.database import SourceDatabase
 from hudi_cdc.ops.verify import verify
 from hudi_cdc.sink.hudi import HudiTable
 from hudi_cdc.testing.kafka import end_offsets, wait_until_quiet
 from hudi_cdc.testing.postgres import connect
+from hudi_cdc.upstream.database import SourceDatabase
 from payloads.base import is_data_column
 from tests.stack.conftest import BOOTSTRAP, REGISTRY
 from tests.stack.connectors import postgres_connector

@@ -19,10 +19,10 @@ from typing import Any
 
 import pytest
 
-from hudi_cdc.ops.database import SourceDatabase
 from hudi_cdc.ops.verify import verify
 from hudi_cdc.testing.kafka import end_offsets, wait_until_quiet
 from hudi_cdc.testing.mariadb import SAMPLE_KEYS, STACK_URL, TOPIC_PREFIX, connect, run_workload
+from hudi_cdc.upstream.database import SourceDatabase
 from tests.stack.conftest import BOOTSTRAP, REGISTRY
 from tests.support import run_cli
 

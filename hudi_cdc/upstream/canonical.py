@@ -169,7 +169,7 @@ def map_mysql_column(
 
     ``data_type`` and ``column_type`` are information_schema's (``tinyint`` and
     ``tinyint(1) unsigned``). The session must run with ``time_zone = '+00:00'``
-    (:class:`hudi_cdc.ops.database.SourceDatabase` sets it), so that TIMESTAMP
+    (:class:`hudi_cdc.upstream.database.SourceDatabase` sets it), so that TIMESTAMP
     columns read as UTC.
     """
     my, sp = mysql_ident(name), spark_ident(name)
