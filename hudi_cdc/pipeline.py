@@ -14,16 +14,17 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from hudi_cdc.config import FLAVORS_WITH_PLACEHOLDERS, IngestConfig
+from hudi_cdc.config import IngestConfig
 from hudi_cdc.envelope.batch import change_rows
 from hudi_cdc.errors import ConfigError, DecodeError, HudiCdcError, SinkError, SourceError
+from hudi_cdc.policy import merge_policy
 from hudi_cdc.sink import options as opt
 from hudi_cdc.sink.failures import WriteFailures
 from hudi_cdc.sink.hudi import HudiTable, first_commit_rows
 from hudi_cdc.sink.quarantine import QuarantineStore
 from hudi_cdc.sink.tombstones import TombstoneStore
 from hudi_cdc.spark import release
-from payloads import JdbcPolicy, StoredState, policy_for
+from payloads import StoredState
 from payloads.base import INTERNAL_PREFIX, ORDER_COLUMN, TOMBSTONED_AT_COLUMN, is_data_column
 
 if TYPE_CHECKING:
@@ -91,17 +92,6 @@ def _make_source(spark: SparkSession, config: IngestConfig) -> Source:
 
         return JdbcSource(spark, config)
     raise HudiCdcError(f"source {config.source!r} is not available")  # guarded by config validation
-
-
-def merge_policy(config: IngestConfig) -> MergePolicy:
-    """The merge policy of a table's settings (its flavor, placeholder and TRUNCATE behaviour)."""
-    if config.source == "jdbc":  # rows read by a cursor, whatever the database
-        return JdbcPolicy()
-    return policy_for(
-        config.flavor,
-        toast_placeholder=config.toast_placeholder if config.flavor in FLAVORS_WITH_PLACEHOLDERS else None,
-        apply_truncates=config.truncate_behavior == "apply",
-    )
 
 
 def _starting_checkpoint(stored: CommitInfo | None, source: Source, config: IngestConfig) -> dict[str, Any] | None:
@@ -499,7 +489,7 @@ def _rounds(
     sleep: Callable[[float], None],
     compactor: AsyncCompactor | None,
 ) -> Iterator[IngestResult]:
-    from hudi_cdc.ops.validate import preflight
+    from hudi_cdc.checks.validate import preflight
     from hudi_cdc.spark import spark_session
 
     rounds = 0

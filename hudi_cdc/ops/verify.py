@@ -59,7 +59,7 @@ def verify_replay(
     from hudi_cdc.envelope.batch import change_rows
     from hudi_cdc.envelope.types import reader_schema
     from hudi_cdc.errors import DecodeError
-    from hudi_cdc.pipeline import merge_policy
+    from hudi_cdc.policy import merge_policy
     from hudi_cdc.sink.hudi import HudiTable
     from hudi_cdc.sink.options import CHECKPOINT_RESET_KEY
     from hudi_cdc.sources.files import FileSource

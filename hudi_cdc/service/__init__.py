@@ -12,8 +12,9 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from hudi_cdc.service import control
-from hudi_cdc.service.runner import Runner, RunReport, TableState
+from hudi_cdc.service.runner import Runner, RunReport
 from hudi_cdc.service.spec import PipelineSpec, load_pipeline
+from hudi_cdc.service.states import TableState
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -36,15 +36,15 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from hudi_cdc.errors import ConfigError, TransientError
+from hudi_cdc.service.states import STATES
 
 if TYPE_CHECKING:
     from hudi_cdc.pipeline import IngestResult
     from hudi_cdc.service.backlog import Backlog
-    from hudi_cdc.service.runner import TableState
+    from hudi_cdc.service.states import TableState
 
 __all__ = ["PipelineMetrics"]
 
-STATES = ("waiting", "running", "retrying", "failed", "paused", "removed", "done", "dropped")
 _SECONDS = (0.5, 1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 1800)
 
 

@@ -30,7 +30,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -39,6 +39,7 @@ from hudi_cdc.service import control
 from hudi_cdc.service.backlog import BacklogWatch
 from hudi_cdc.service.metrics import PipelineMetrics
 from hudi_cdc.service.spec import PipelineSpec, TableRef, select
+from hudi_cdc.service.states import DONE, DROPPED, FAILED, PAUSED, REMOVED, RETRYING, RUNNING, WAITING, TableState
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -50,53 +51,8 @@ __all__ = ["RunReport", "Runner", "TableState"]
 
 log = logging.getLogger("hudi_cdc.runner")
 
-WAITING, RUNNING, RETRYING, FAILED, PAUSED, REMOVED, DONE, DROPPED = (
-    "waiting",
-    "running",
-    "retrying",
-    "failed",
-    "paused",
-    "removed",
-    "done",
-    "dropped",
-)
 _IDLE_POLL_S = 1.0  # how often control files are read while nothing finishes
 _MAX_BACKOFF_S = 60.0
-
-
-@dataclass
-class TableState:
-    """What the runner knows of one table; what ``status.json`` holds."""
-
-    name: str
-    topic: str
-    target: str
-    state: str = WAITING
-    rounds: int = 0
-    commits: int = 0
-    events: int = 0
-    upserts: int = 0
-    deletes: int = 0
-    stale: int = 0
-    quarantined: int = 0
-    failures: int = 0  # consecutive
-    failures_total: int = 0
-    failing_since: str | None = None
-    last_error: str | None = None
-    last_error_kind: str | None = None  # transient | terminal
-    last_round: dict[str, Any] | None = None
-    last_commit: str | None = None
-    next_round_at: str | None = None
-    dropped_at_source: str | None = None  # the DROP seen on the schema-change topic, with its DDL
-    # runner-only fields, not in the status file
-    config: IngestConfig | None = field(default=None, repr=False)
-    due: float = field(default=0.0, repr=False)
-    failing_since_s: float | None = field(default=None, repr=False)
-    checked: bool = field(default=False, repr=False)
-
-    def to_dict(self) -> dict[str, Any]:
-        hidden = {"config", "due", "failing_since_s", "checked"}
-        return {k: v for k, v in self.__dict__.items() if k not in hidden}
 
 
 @dataclass
@@ -356,7 +312,7 @@ class Runner:
 
     # -- one round of one table (on a worker thread) -------------------------
     def _round(self, table: TableState) -> IngestResult:
-        from hudi_cdc.ops.validate import preflight
+        from hudi_cdc.checks.validate import preflight
         from hudi_cdc.pipeline import ingest_once
 
         assert table.config is not None

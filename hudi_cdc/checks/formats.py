@@ -11,8 +11,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from hudi_cdc.checks.kit import _Context, _fail, _ok, _Outcome, _Skip, _warn
 from hudi_cdc.errors import DecodeError, TransientError
-from hudi_cdc.ops.validate import _Context, _fail, _ok, _Outcome, _Skip, _warn
 
 __all__ = ["check_json_converter", "check_json_messages"]
 
@@ -77,7 +77,7 @@ def _describe(value: bytes, embedded_expected: bool) -> tuple[str, dict[str, Any
 def check_json_messages(ctx: _Context) -> _Outcome:
     from hudi_cdc.envelope.connect_schema import connect_envelope, is_envelope, value_struct
     from hudi_cdc.envelope.unflatten import lacking_fields
-    from hudi_cdc.pipeline import merge_policy
+    from hudi_cdc.policy import merge_policy
 
     c = ctx.config
     given = None

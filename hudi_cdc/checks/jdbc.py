@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from hudi_cdc.checks.kit import _Context, _fail, _ok, _Outcome, _warn
 from hudi_cdc.errors import ConfigError, TransientError
-from hudi_cdc.ops.validate import _Context, _fail, _ok, _Outcome, _warn
 
 if TYPE_CHECKING:
     from hudi_cdc.upstream.database import SourceDatabase
