@@ -2,6 +2,12 @@
 
 Everything named in ``__all__`` is the public API; the rest may change.
 Importing this package starts nothing: no Spark session, no logging handlers.
+
+The modules sit in twelve layers, each importing only from its own layer or the
+ones below, with no loops (``hudi_cdc/ARCHITECTURE.md`` names them; bottom to top:
+ground, the JVM and the session, settings and policies, pure data, the sink,
+upstream of the table, sources, checks, one table's round, many tables, operator
+commands, shells). This module is the top: the Python API's shell.
 """
 
 from __future__ import annotations

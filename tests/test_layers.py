@@ -1,6 +1,6 @@
 """Imports only go down the layers, and no module imports itself back through others.
 
-The layers are the ones ``hudi_cdc/ARCHITECTURE.md`` describes. A module's layer is
+The layers are the ones ``hudi_cdc/ARCHITECTURE.md`` describes (GUIDE.md's twelve, as they fit the code). A module's layer is
 that of the longest prefix below that names it. Every import of a ``hudi_cdc`` or
 ``payloads`` module counts, wherever it sits: at the top, inside a function, or
 under ``TYPE_CHECKING``. Type-only imports are held to the same rule: a type a lower
