@@ -4,7 +4,6 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 export REPO=$(dirname "$HERE")
 export STACK=${HUDI_CDC_STACK_DIR:-$REPO/.stack}
 export PGBIN=${PGBIN:-/usr/lib/postgresql/15/bin}
-export PGDATA=$STACK/pg/data
 export PG_PORT=55432
 export MARIADB_PORT=53306
 export KAFKA_PORT=59092          # broker listener
@@ -12,3 +11,13 @@ export KAFKA_CTRL_PORT=59093     # KRaft controller listener
 export APICURIO_PORT=58080
 export CONNECT_PORT=58083        # Connect REST
 export JAVA=${JAVA:-java}
+
+# The databases run as their own users (postgres, mysql), who cannot enter a checkout under a private
+# directory (root's home, mode 0700). Their folders are .stack/pg and .stack/mariadb, or, when setup.sh
+# found the checkout out of those users' reach, links from there to a per-checkout folder under
+# $HUDI_CDC_STACK_DB_ROOT (stack/dbdirs.sh). Paths handed to those users are the links' targets.
+db_dir() { if [ -L "$STACK/$1" ]; then readlink -m "$STACK/$1"; else echo "$STACK/$1"; fi; }
+db_paths() { PG_DIR=$(db_dir pg); MARIADB_DIR=$(db_dir mariadb); export PG_DIR MARIADB_DIR PGDATA=$PG_DIR/data; }
+db_paths
+# Runs a command as the postgres user, from its own folder: it may not be able to enter the caller's.
+as_postgres() { (cd "$PG_DIR" && su -s /bin/sh postgres -c 'exec "$@"' -- sh "$@"); }

@@ -1,6 +1,9 @@
 #!/bin/bash
 # Wipe the stack's state (Postgres cluster, MariaDB data, Kafka log, Connect offsets, logs); downloaded jars stay.
 . "$(dirname "$0")/env.sh"
+. "$(dirname "$0")/dbdirs.sh"
 "$(dirname "$0")/stop.sh"
 cd "$STACK" 2>/dev/null || exit 0
 rm -rf pg/data pg/run mariadb/data mariadb/run apicurio/db kafka/data kafka/cluster.id connect/data/* kafka/kafka.log apicurio/apicurio.log connect/connect.log connect/supervisor.log
+# The databases' folder outside the checkout, if setup.sh made one: setup.sh chooses again.
+drop_db_home

@@ -2,13 +2,18 @@
 # One-time, idempotent: jars from Maven Central, PostgreSQL from Debian, a Postgres cluster and Kafka storage.
 set -euo pipefail
 . "$(dirname "$0")/env.sh"
-mkdir -p "$STACK"/{kafka,connect/data,plugins,apicurio,pg,mariadb}
+. "$(dirname "$0")/dbdirs.sh"
+mkdir -p "$STACK"/{kafka,connect/data,plugins,apicurio}
 cd "$STACK"
-render() { sed "s|@STACK@|$STACK|g" "$REPO/stack/conf/$1" > "$2"; }
+render() { sed -e "s|@STACK@|$STACK|g" -e "s|@PG_DIR@|$PG_DIR|g" -e "s|@MARIADB_DIR@|$MARIADB_DIR|g" "$REPO/stack/conf/$1" > "$2"; }
 
 # Debian's packages; their services are not started here (the stack runs its own, as their users).
 need=(); [ -x "$PGBIN/initdb" ] || need+=(postgresql-15); [ -x /usr/sbin/mariadbd ] || need+=(mariadb-server)
 if [ ${#need[@]} -gt 0 ]; then apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${need[@]}"; fi
+# Their folders, where their users can enter them (stack/dbdirs.sh): needs the users the packages made.
+place_db_dir pg postgres
+place_db_dir mariadb mysql
+db_paths
 mvn_copy() { mvn -q -B -f "$REPO/jars/$1/pom.xml" dependency:copy-dependencies -DincludeScope=runtime "${@:2}"; }
 [ -d kafka/lib ] || mvn_copy kafka -DoutputDirectory="$STACK/kafka/lib"
 [ -d connect/lib ] || mvn_copy connect -DoutputDirectory="$STACK/connect/lib"
@@ -34,24 +39,24 @@ cp "$REPO/stack/conf/log4j2.properties" connect/
 
 # PostgreSQL refuses to run as root: the cluster belongs to the 'postgres' user.
 if [ ! -f "$PGDATA/PG_VERSION" ]; then
-  mkdir -p pg/run && chown -R postgres:postgres pg
-  su postgres -s /bin/bash -c "$PGBIN/initdb -D $PGDATA -U postgres --auth-local=trust --auth-host=scram-sha-256 -E UTF8 --locale=C.UTF-8" > pg/initdb.log
+  mkdir -p pg/run && chown -R postgres:postgres pg/
+  as_postgres "$PGBIN/initdb" -D "$PGDATA" -U postgres --auth-local=trust --auth-host=scram-sha-256 -E UTF8 --locale=C.UTF-8 > pg/initdb.log
   render postgresql.conf pg/postgresql.stack.conf
   cat pg/postgresql.stack.conf >> "$PGDATA/postgresql.conf"
   echo 'host    replication     all             127.0.0.1/32            scram-sha-256' >> "$PGDATA/pg_hba.conf"
-  su postgres -s /bin/bash -c "$PGBIN/pg_ctl -D $PGDATA -l $STACK/pg/postgres.log -w -t 60 start" > /dev/null
-  psql -h "$STACK/pg/run" -p $PG_PORT -U postgres -v ON_ERROR_STOP=1 -q -f "$REPO/stack/conf/init.sql"
-  su postgres -s /bin/bash -c "$PGBIN/pg_ctl -D $PGDATA -m fast -w stop" > /dev/null
+  as_postgres "$PGBIN/pg_ctl" -D "$PGDATA" -l "$PG_DIR/postgres.log" -w -t 60 start > /dev/null
+  psql -h "$PG_DIR/run" -p $PG_PORT -U postgres -v ON_ERROR_STOP=1 -q -f "$REPO/stack/conf/init.sql"
+  as_postgres "$PGBIN/pg_ctl" -D "$PGDATA" -m fast -w stop > /dev/null
 fi
 # MariaDB refuses to run as root too: its data belongs to the 'mysql' user; root logs in by its socket.
 render mariadb.cnf mariadb/my.cnf
 if [ ! -d mariadb/data/mysql ]; then
-  mkdir -p mariadb/data mariadb/run && chown -R mysql:mysql mariadb
-  mariadb-install-db --defaults-file="$STACK/mariadb/my.cnf" --user=mysql --skip-test-db > mariadb/install.log 2>&1
-  /usr/sbin/mariadbd --defaults-file="$STACK/mariadb/my.cnf" --user=mysql --skip-networking > /dev/null 2>&1 &
-  for _ in $(seq 1 60); do mariadb --defaults-file="$STACK/mariadb/my.cnf" -uroot -e 'select 1' >/dev/null 2>&1 && break; sleep 0.5; done
-  mariadb --defaults-file="$STACK/mariadb/my.cnf" -uroot < "$REPO/stack/conf/init-mariadb.sql"
-  mariadb-admin --defaults-file="$STACK/mariadb/my.cnf" -uroot shutdown
+  mkdir -p mariadb/data mariadb/run && chown -R mysql:mysql mariadb/
+  (cd "$MARIADB_DIR" && mariadb-install-db --defaults-file="$MARIADB_DIR/my.cnf" --user=mysql --skip-test-db) > mariadb/install.log 2>&1
+  (cd "$MARIADB_DIR" && exec /usr/sbin/mariadbd --defaults-file="$MARIADB_DIR/my.cnf" --user=mysql --skip-networking) > /dev/null 2>&1 &
+  for _ in $(seq 1 60); do mariadb --defaults-file="$MARIADB_DIR/my.cnf" -uroot -e 'select 1' >/dev/null 2>&1 && break; sleep 0.5; done
+  mariadb --defaults-file="$MARIADB_DIR/my.cnf" -uroot < "$REPO/stack/conf/init-mariadb.sql"
+  mariadb-admin --defaults-file="$MARIADB_DIR/my.cnf" -uroot shutdown
   wait
 fi
 if [ ! -f kafka/data/meta.properties ]; then

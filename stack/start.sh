@@ -17,14 +17,14 @@ wait_for() { # name timeout pidfile cmd...
 
 # 1. PostgreSQL (as user postgres)
 if ! $PGBIN/pg_isready -q -h 127.0.0.1 -p $PG_PORT; then
-  su postgres -s /bin/bash -c "$PGBIN/pg_ctl -D $PGDATA -l $STACK/pg/postgres.log -w -t 60 start" >/dev/null
+  as_postgres "$PGBIN/pg_ctl" -D "$PGDATA" -l "$PG_DIR/postgres.log" -w -t 60 start >/dev/null
 fi
 wait_for postgres 30 "" $PGBIN/pg_isready -q -h 127.0.0.1 -p $PG_PORT
 
 # 1b. MariaDB (as user mysql), for the MariaDB connector
-maria_ready() { mariadb-admin --defaults-file="$STACK/mariadb/my.cnf" -uroot status; }
+maria_ready() { mariadb-admin --defaults-file="$MARIADB_DIR/my.cnf" -uroot status; }
 if ! maria_ready >/dev/null 2>&1; then
-  setsid nohup /usr/sbin/mariadbd --defaults-file="$STACK/mariadb/my.cnf" --user=mysql > /dev/null 2>&1 < /dev/null &
+  (cd "$MARIADB_DIR" && exec setsid nohup /usr/sbin/mariadbd --defaults-file="$MARIADB_DIR/my.cnf" --user=mysql) > /dev/null 2>&1 < /dev/null &
 fi
 wait_for mariadb 60 "" maria_ready
 

@@ -13,9 +13,9 @@ for f in connect/supervisor.pid connect/connect.pid apicurio/apicurio.pid kafka/
   fi
   rm -f $f
 done
-if mariadb-admin --defaults-file="$STACK/mariadb/my.cnf" -uroot status >/dev/null 2>&1; then
-  mariadb-admin --defaults-file="$STACK/mariadb/my.cnf" -uroot shutdown && echo "mariadb stopped"
+if mariadb-admin --defaults-file="$MARIADB_DIR/my.cnf" -uroot status >/dev/null 2>&1; then
+  mariadb-admin --defaults-file="$MARIADB_DIR/my.cnf" -uroot shutdown && echo "mariadb stopped"
 fi
 if $PGBIN/pg_isready -q -h 127.0.0.1 -p $PG_PORT; then
-  su postgres -s /bin/bash -c "$PGBIN/pg_ctl -D $PGDATA -m fast -w stop" >/dev/null && echo "postgres stopped"
+  as_postgres "$PGBIN/pg_ctl" -D "$PGDATA" -m fast -w stop >/dev/null && echo "postgres stopped"
 fi
