@@ -50,7 +50,8 @@ def _bash(script: str, stack: Path, db_root: Path) -> subprocess.CompletedProces
 
 
 def _can_enter(user: str, path: Path) -> bool:
-    return subprocess.run(["su", "-s", "/bin/sh", user, "-c", 'cd -- "$1"', "--", "sh", str(path)], stderr=subprocess.DEVNULL).returncode == 0
+    probe = ["su", "-s", "/bin/sh", user, "-c", 'cd -- "$1"', "--", "sh", str(path)]
+    return subprocess.run(probe, stderr=subprocess.DEVNULL).returncode == 0
 
 
 def _home(stack: Path, db_root: Path) -> Path:
