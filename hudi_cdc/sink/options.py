@@ -79,21 +79,7 @@ def write_options(
     ``async_compaction`` (MERGE_ON_READ): the commit schedules a compaction every 5 delta
     commits and ``sink.compaction.AsyncCompactor`` runs it, both under Hudi's in-process lock.
     """
-    clash = sorted(k for k in user_conf if k in _OWNED or k.startswith(META_PREFIX))
-    if clash:
-        raise ConfigError(
-            f"--hoodie-conf/--props may not set {', '.join(clash)}: hudi-cdc sets them from its own "
-            "options (--target-table, --table-type, --record-key-field) and its merge semantics"
-        )
-    block_format = user_conf.get(LOG_BLOCK_FORMAT, "avro")
-    if block_format.lower() != "avro":
-        # Found by tests/payloads/test_scenarios.py: with Hudi 1.2's Parquet log blocks, an update older
-        # than the stored row replaces it when it shares a batch with newer ones, and compaction keeps it.
-        raise ConfigError(
-            f"--hoodie-conf {LOG_BLOCK_FORMAT}={block_format}: hudi-cdc writes Avro log blocks only; with "
-            "Parquet ones Hudi 1.2 lets an older event replace a newer row (tested), which breaks the "
-            "source order"
-        )
+    _check_user_conf(user_conf)
     composite = len(record_key_fields) > 1
     if partition_path_field:
         keygen = "ComplexKeyGenerator" if composite else "SimpleKeyGenerator"
@@ -137,15 +123,40 @@ def write_options(
     if partition_path_field:
         _check_global_index(options)
     options[RECORD_MERGER_CLASSES] = record_merger(options)
-    metadata_blooms = any(_enabled(user_conf, key) for key in METADATA_BLOOM_INDEX)
-    if BLOOM_FILTER not in user_conf and index_layout(options) != FILE_LOOKUP and not metadata_blooms:
-        # Hudi writes a key bloom filter into every base file's footer (431 kB of a 1 MB file of 25k
-        # keys here) that only its bloom indexes read, and a table with another index cannot be
-        # switched to one (check_index_layout): 10-29% of a COPY_ON_WRITE rewrite's CPU (docs/benchmarks.md
-        # "Bloom filters and dictionary encoding in base files"). The file-lookup indexes keep it: Hudi
-        # 1.2's bloom index fails on a file without one, and a SIMPLE table may be switched to it.
+    if not _keeps_key_blooms(options, user_conf):
         options[BLOOM_FILTER] = "false"
     return options
+
+
+def _check_user_conf(user_conf: Mapping[str, str]) -> None:
+    """Refuse user settings that would change keys hudi-cdc owns, or break the source order."""
+    clash = sorted(k for k in user_conf if k in _OWNED or k.startswith(META_PREFIX))
+    if clash:
+        raise ConfigError(
+            f"--hoodie-conf/--props may not set {', '.join(clash)}: hudi-cdc sets them from its own "
+            "options (--target-table, --table-type, --record-key-field) and its merge semantics"
+        )
+    block_format = user_conf.get(LOG_BLOCK_FORMAT, "avro")
+    if block_format.lower() != "avro":
+        # Found by tests/payloads/test_scenarios.py: with Hudi 1.2's Parquet log blocks, an update older
+        # than the stored row replaces it when it shares a batch with newer ones, and compaction keeps it.
+        raise ConfigError(
+            f"--hoodie-conf {LOG_BLOCK_FORMAT}={block_format}: hudi-cdc writes Avro log blocks only; with "
+            "Parquet ones Hudi 1.2 lets an older event replace a newer row (tested), which breaks the "
+            "source order"
+        )
+
+
+def _keeps_key_blooms(options: Mapping[str, str], user_conf: Mapping[str, str]) -> bool:
+    """Whether base files carry Hudi's key bloom filter: where an index may read it, or the user says so.
+
+    Hudi writes one into every base file's footer (431 kB of a 1 MB file of 25k keys here) that only its
+    bloom indexes read, and a table with another index cannot be switched to one (check_index_layout):
+    10-29% of a COPY_ON_WRITE rewrite's CPU. The file-lookup indexes keep it: Hudi 1.2's bloom index
+    fails on a file without one, and a SIMPLE table may be switched to it.
+    """
+    metadata_blooms = any(_enabled(user_conf, key) for key in METADATA_BLOOM_INDEX)
+    return BLOOM_FILTER in user_conf or index_layout(options) == FILE_LOOKUP or metadata_blooms
 
 
 # Indexes whose lookup is per partition: a key never meets a stored row of another partition.
