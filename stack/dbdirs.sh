@@ -44,8 +44,7 @@ place_db_dir() {
   dir=$(db_home)/$name || exit 1
   # No link pointed here: what is left belongs to a .stack since removed, whose data went with it.
   rm -rf "$dir" && mkdir "$dir" && chown "$user:$user" "$dir"
-  can_enter "$user" "$dir" ||
-    db_dirs_fail "the $user user can enter neither $STACK nor $dir: set HUDI_CDC_STACK_DB_ROOT to a directory it can enter (default /var/tmp)"
+  can_enter "$user" "$dir" || { rm -rf "$dir"; db_dirs_fail "the $user user can enter neither $STACK nor $dir: set HUDI_CDC_STACK_DB_ROOT to a directory it can enter (default /var/tmp)"; }
   ln -s "$dir" "$link"
 }
 

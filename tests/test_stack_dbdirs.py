@@ -154,7 +154,7 @@ def test_nowhere_reachable_fails_in_one_line_naming_the_setting(private_stack: P
     assert done.returncode == 1
     assert len(done.stderr.strip().splitlines()) == 1
     assert "HUDI_CDC_STACK_DB_ROOT" in done.stderr and "postgres" in done.stderr
-    assert not (private_stack / "pg").exists()
+    assert not (private_stack / "pg").exists() and not (_home(private_stack, unreachable) / "pg").exists()
 
 
 def test_a_folder_someone_else_made_in_the_shared_root_is_refused(private_stack: Path, db_root: Path) -> None:
