@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from hudi_cdc.sink.compaction import AsyncCompactor
     from hudi_cdc.sink.hudi import CommitInfo
     from hudi_cdc.sources.base import Source
-    from payloads.base import MergePolicy
+    from payloads.base import MergePolicy, WritePlan
 
 __all__ = ["IngestResult", "ingest_once", "load_first", "merge_policy", "run"]
 
@@ -105,6 +105,27 @@ def _starting_checkpoint(stored: CommitInfo | None, source: Source, config: Inge
     return source.parse_checkpoint(stored.extra[opt.CHECKPOINT_KEY])
 
 
+@dataclass
+class _Round:
+    """What one round of one table knows as it goes: the table, its stores, its key, where it starts."""
+
+    config: IngestConfig
+    spark: SparkSession
+    table: HudiTable
+    policy: MergePolicy
+    keys: tuple[str, ...]
+    tombstones: TombstoneStore
+    now: datetime
+    started: float
+    purged: int = 0
+    truncated_at: str | None = None
+    """The newest TRUNCATE the table applied: every commit carries it (see MergePolicy.plan)."""
+    checkpoint: dict[str, Any] | None = None
+
+    def tombstone_store(self, key_fields: tuple[str, ...]) -> TombstoneStore:
+        return TombstoneStore(self.spark, self.config.resolved_tombstone_path, key_fields=key_fields)
+
+
 def ingest_once(
     config: IngestConfig, *, spark: SparkSession | None = None, source: Source | None = None
 ) -> IngestResult:
@@ -116,41 +137,56 @@ def ingest_once(
 
     started = time.monotonic()
     spark = spark or spark_session()
-    now = datetime.now(UTC)
-    table = HudiTable(spark, config.target_base_path)
     source = source or _make_source(spark, config)
-    policy = merge_policy(config)
-    keys = config.record_key_fields or table.record_key_fields()
-
-    def tombstone_store(key_fields: tuple[str, ...]) -> TombstoneStore:
-        return TombstoneStore(spark, config.resolved_tombstone_path, key_fields=key_fields)
-
-    tombstones = tombstone_store(keys)
-
-    purged = tombstones.purge(now - timedelta(hours=config.tombstone_retention_hours))
-    if purged:
-        log.info("purged %d tombstone(s) older than %s hours", purged, config.tombstone_retention_hours)
-
-    last = table.checkpoint_commit()
-    opt.check_index_layout(
-        last.extra.get(opt.INDEX_KEY) if last else None, _write_options(config, keys), config.target_base_path
-    )
-    # The newest TRUNCATE the table applied: every commit carries it (see MergePolicy.plan).
-    truncated_at = last.extra.get(opt.TRUNCATED_AT_KEY) if last else None
-    checkpoint = _starting_checkpoint(last, source, config)
-    batch = source.next_batch(checkpoint)
+    round_, last = _open_round(config, spark, started)
+    round_.checkpoint = _starting_checkpoint(last, source, config)
+    batch = source.next_batch(round_.checkpoint)
     if batch is None:
         log.info("%s: nothing new since the last checkpoint", config.target_table)
         return IngestResult(
             table=config.target_table,
             base_path=config.target_base_path,
             commit_time=None,
-            checkpoint=checkpoint,
-            tombstones_held=tombstones.count(),
-            tombstones_purged=purged,
+            checkpoint=round_.checkpoint,
+            tombstones_held=round_.tombstones.count(),
+            tombstones_purged=round_.purged,
             duration_s=time.monotonic() - started,
         )
     log.info("%s: read %s", config.target_table, batch.description)
+    _settle_keys(round_, batch)
+    # Only a completed commit has anything to read: a writer killed during the table's
+    # first commit leaves .hoodie with a pending instant alone. Asked once per round.
+    committed = round_.table.has_commits()
+    if not batch.parts:  # only Kafka tombstones: nothing to write, but the checkpoint must move
+        return _commit_checkpoint_only(round_, committed, batch)
+    plan = _decide(round_, batch, committed)
+    try:
+        return _write(round_, batch, plan, committed)
+    finally:
+        # In a continuous process the next round needs that memory (see release).
+        release(*plan.materialised, *(part.envelopes for part in batch.parts))
+
+
+def _open_round(config: IngestConfig, spark: SparkSession, started: float) -> tuple[_Round, CommitInfo | None]:
+    """The round's context, with old tombstones purged and the index checked; and the last checkpoint commit."""
+    table = HudiTable(spark, config.target_base_path)
+    keys = config.record_key_fields or table.record_key_fields()
+    tombstones = TombstoneStore(spark, config.resolved_tombstone_path, key_fields=keys)
+    round_ = _Round(config, spark, table, merge_policy(config), keys, tombstones, datetime.now(UTC), started)
+    round_.purged = round_.tombstones.purge(round_.now - timedelta(hours=config.tombstone_retention_hours))
+    if round_.purged:
+        log.info("purged %d tombstone(s) older than %s hours", round_.purged, config.tombstone_retention_hours)
+    last = table.checkpoint_commit()
+    opt.check_index_layout(
+        last.extra.get(opt.INDEX_KEY) if last else None, _write_options(config, keys), config.target_base_path
+    )
+    round_.truncated_at = last.extra.get(opt.TRUNCATED_AT_KEY) if last else None
+    return round_, last
+
+
+def _settle_keys(round_: _Round, batch: Batch) -> None:
+    """The record key: configured, the table's, else the messages' own; a topic keyed otherwise is refused."""
+    config, keys = round_.config, round_.keys
     if keys and batch.key_fields and not config.record_key_fields and set(batch.key_fields) != set(keys):
         # Another table's topic: its Debezium key is not this table's record key.
         raise SourceError(
@@ -158,30 +194,28 @@ def ingest_once(
             f"{config.target_table} by ({', '.join(keys)}): is --topic this table's topic? Nothing was written "
             "(--record-key-field overrides, if the key really changed)"
         )
-    if not keys:
-        keys = batch.key_fields
-        if not keys:
-            raise ConfigError(
-                f"{config.target_table}: no record key: set --record-key-field (the messages carry no key schema)"
-            )
-        log.info("%s: record key from the Debezium key schema: %s", config.target_table, ", ".join(keys))
-        tombstones = tombstone_store(keys)
+    if keys:
+        return
+    if not batch.key_fields:
+        raise ConfigError(
+            f"{config.target_table}: no record key: set --record-key-field (the messages carry no key schema)"
+        )
+    round_.keys = batch.key_fields
+    log.info("%s: record key from the Debezium key schema: %s", config.target_table, ", ".join(round_.keys))
+    round_.tombstones = round_.tombstone_store(round_.keys)
 
-    # Only a completed commit has anything to read: a writer killed during the table's
-    # first commit leaves .hoodie with a pending instant alone. Asked once per round.
-    committed = table.has_commits()
-    if not batch.parts:  # only Kafka tombstones: nothing to write, but the checkpoint must move
-        return _commit_checkpoint_only(table, committed, config, batch, keys, tombstones, purged, started, truncated_at)
 
-    table_schema = table.read().schema if committed else None
+def _decide(round_: _Round, batch: Batch, committed: bool) -> WritePlan:
+    """Flatten the batch and let the merge policy decide each key's change against what the table holds."""
+    config, table, policy, tombstones = round_.config, round_.table, round_.policy, round_.tombstones
     quarantine = config.on_bad_event == "quarantine"
     flat = change_rows(
         batch,
         policy,
-        key_fields=keys,
-        ingested_at=now,
+        key_fields=round_.keys,
+        ingested_at=round_.now,
         behavior=config.schema_change_behavior,
-        table_schema=table_schema,
+        table_schema=table.read().schema if committed else None,
         truncates=config.truncate_behavior,
         keep_raw=quarantine,
     )
@@ -189,13 +223,13 @@ def ingest_once(
         tombstones=lambda: _keys_and_order(tombstones.read()),
         stored_rows=lambda columns: _stored_columns(table, columns) if committed else None,
         past_rows=lambda columns: _past_columns(table, columns) if committed else iter(()),
-        truncated_at=truncated_at,
+        truncated_at=round_.truncated_at,
         fills_placeholders=lambda: _hudi_fills(table, policy, config) if committed else False,
     )
     try:
         # Reading, decoding and deciding run as one Spark job (see MergePolicy.plan).
         log.info("%s: reading, decoding and deciding each key's change", config.target_table)
-        plan = policy.plan(flat, key_fields=keys, stored=stored, quarantine=quarantine)
+        return policy.plan(flat, key_fields=round_.keys, stored=stored, quarantine=quarantine)
     except HudiCdcError:
         raise
     except Exception as exc:  # e.g. corrupt Avro blocks, which surface only when the data is read
@@ -204,90 +238,109 @@ def ingest_once(
         raise DecodeError(
             f"reading, decoding or deciding {batch.description} failed, nothing committed: {java_message(exc)}"
         ) from exc
-    try:
-        if plan.errors:
-            raise DecodeError(
-                f"{config.target_table}: bad change events, nothing committed and the checkpoint did not move "
-                "(--on-bad-event quarantine would set them aside): " + "; ".join(plan.errors)
-            )
-        assert plan.upserts is not None and plan.tombstones is not None  # a plan without errors has them
-        quarantined = 0
-        if plan.quarantined is not None:
-            # Before the commit that moves the checkpoint past them (a replay writes the same rows again).
-            store = QuarantineStore(spark, config.resolved_quarantine_path, target_table=config.target_table)
-            quarantined = store.record(plan.quarantined, key_fields=keys, batch=batch.description)
-            log.warning(
-                "%s: %d bad event(s) quarantined in %s (hudi-cdc quarantine list)",
-                config.target_table,
-                quarantined,
-                store.path,
-            )
-        events = plan.counts.events
-        if plan.truncated_at is not None:
-            log.warning(
-                "%s: TRUNCATE at position %s applied: %d stored row(s) older than it deleted",
-                config.target_table,
-                plan.truncated_at,
-                plan.counts.truncated,
-            )
-            truncated_at = max(truncated_at or "", plan.truncated_at)
-        # e.g. only Kafka tombstones: nothing to write, but the checkpoint must move. A new table
-        # whose first batch was all quarantined is created empty, to hold the checkpoint.
-        if events == 0 and (committed or not quarantined):
-            return _commit_checkpoint_only(
-                table, committed, config, batch, keys, tombstones, purged, started, truncated_at, quarantined
-            )
-        if plan.counts.deletes:
-            tombstones.record(plan.tombstones, stamped_at=now, new_keys=plan.counts.new_tombstones)
-        held = tombstones.count()
-        details = _details(batch, events)
-        stats = {**asdict(plan.counts), "quarantined": quarantined, "tombstones_held": held, **details}
-        log.info(
-            "%s: %d events decided: writing %d upserts and %d deletes to Hudi",
-            config.target_table,
-            events,
-            plan.counts.upserts,
-            plan.counts.deletes,
-        )
-        rows, operation = plan.upserts, None
-        if not committed and plan.counts.upserts and opt.first_commit_bulk_insert(config.hoodie_conf):
-            rows, operation = first_commit_rows(plan.upserts, plan.counts.upserts), "bulk_insert"
-        failures = WriteFailures(spark, config.target_base_path)
-        try:
-            commit_time = _commit(table, config, keys, rows, batch, stats, truncated_at, operation=operation)
-        except SinkError as exc:
-            raise failures.judge(exc, start=json.dumps(checkpoint, sort_keys=True)) from exc.__cause__
-        failures.clear()
-    finally:
-        # In a continuous process the next round needs that memory (see release).
-        release(*plan.materialised, *(part.envelopes for part in batch.parts))
 
+
+def _write(round_: _Round, batch: Batch, plan: WritePlan, committed: bool) -> IngestResult:
+    """Set bad events aside, record tombstones, and commit the plan's rows with the batch's checkpoint."""
+    config = round_.config
+    if plan.errors:
+        raise DecodeError(
+            f"{config.target_table}: bad change events, nothing committed and the checkpoint did not move "
+            "(--on-bad-event quarantine would set them aside): " + "; ".join(plan.errors)
+        )
+    assert plan.upserts is not None and plan.tombstones is not None  # a plan without errors has them
+    quarantined = _quarantine(round_, batch, plan)
+    if plan.truncated_at is not None:
+        log.warning(
+            "%s: TRUNCATE at position %s applied: %d stored row(s) older than it deleted",
+            config.target_table,
+            plan.truncated_at,
+            plan.counts.truncated,
+        )
+        round_.truncated_at = max(round_.truncated_at or "", plan.truncated_at)
+    events = plan.counts.events
+    # e.g. only Kafka tombstones: nothing to write, but the checkpoint must move. A new table
+    # whose first batch was all quarantined is created empty, to hold the checkpoint.
+    if events == 0 and (committed or not quarantined):
+        return _commit_checkpoint_only(round_, committed, batch, quarantined)
+    if plan.counts.deletes:
+        round_.tombstones.record(plan.tombstones, stamped_at=round_.now, new_keys=plan.counts.new_tombstones)
+    held = round_.tombstones.count()
+    details = _details(batch, events)
+    stats = {**asdict(plan.counts), "quarantined": quarantined, "tombstones_held": held, **details}
+    log.info(
+        "%s: %d events decided: writing %d upserts and %d deletes to Hudi",
+        config.target_table,
+        events,
+        plan.counts.upserts,
+        plan.counts.deletes,
+    )
+    rows, operation = plan.upserts, None
+    if not committed and plan.counts.upserts and opt.first_commit_bulk_insert(config.hoodie_conf):
+        rows, operation = first_commit_rows(plan.upserts, plan.counts.upserts), "bulk_insert"
+    failures = WriteFailures(round_.spark, config.target_base_path)
+    try:
+        commit_time = _commit(
+            round_.table, config, round_.keys, rows, batch, stats, round_.truncated_at, operation=operation
+        )
+    except SinkError as exc:
+        raise failures.judge(exc, start=json.dumps(round_.checkpoint, sort_keys=True)) from exc.__cause__
+    failures.clear()
+    return _record(round_, batch, plan, commit_time, held=held, details=details, quarantined=quarantined)
+
+
+def _quarantine(round_: _Round, batch: Batch, plan: WritePlan) -> int:
+    """The plan's bad events into the quarantine table, before the commit that moves the checkpoint past them."""
+    if plan.quarantined is None:
+        return 0
+    config = round_.config
+    store = QuarantineStore(round_.spark, config.resolved_quarantine_path, target_table=config.target_table)
+    # A replay writes the same rows again.
+    quarantined = store.record(plan.quarantined, key_fields=round_.keys, batch=batch.description)
+    log.warning(
+        "%s: %d bad event(s) quarantined in %s (hudi-cdc quarantine list)", config.target_table, quarantined, store.path
+    )
+    return quarantined
+
+
+def _record(
+    round_: _Round,
+    batch: Batch,
+    plan: WritePlan,
+    commit_time: str,
+    *,
+    held: int,
+    details: dict[str, Any],
+    quarantined: int,
+) -> IngestResult:
+    """The committed round's result, logged."""
+    counts = plan.counts
     result = IngestResult(
-        table=config.target_table,
-        base_path=config.target_base_path,
+        table=round_.config.target_table,
+        base_path=round_.config.target_base_path,
         commit_time=commit_time,
         checkpoint=batch.next_checkpoint,
         batch=batch.description,
-        events=events,
-        upserts=plan.counts.upserts,
-        deletes=plan.counts.deletes,
-        stale=plan.counts.stale,
-        superseded=plan.counts.superseded,
-        toast_filled=plan.counts.toast_filled,
+        events=counts.events,
+        upserts=counts.upserts,
+        deletes=counts.deletes,
+        stale=counts.stale,
+        superseded=counts.superseded,
+        toast_filled=counts.toast_filled,
         tombstones_held=held,
-        tombstones_purged=purged,
-        duration_s=time.monotonic() - started,
+        tombstones_purged=round_.purged,
+        duration_s=time.monotonic() - round_.started,
         details=details,
-        source_ts_ms_min=plan.counts.source_ts_ms_min,
-        source_ts_ms_max=plan.counts.source_ts_ms_max,
+        source_ts_ms_min=counts.source_ts_ms_min,
+        source_ts_ms_max=counts.source_ts_ms_max,
         quarantined=quarantined,
-        ops=dict(plan.counts.ops),
+        ops=dict(counts.ops),
     )
     log.info(
         "%s: commit %s: %d events, %d upserts, %d deletes, %d stale, %d superseded (%.1fs)",
         result.table,
         commit_time,
-        events,
+        result.events,
         result.upserts,
         result.deletes,
         result.stale,
@@ -383,34 +436,24 @@ def _write_options(config: IngestConfig, keys: Sequence[str]) -> dict[str, str]:
     )
 
 
-def _commit_checkpoint_only(
-    table: HudiTable,
-    committed: bool,
-    config: IngestConfig,
-    batch: Batch,
-    keys: tuple[str, ...],
-    tombstones: TombstoneStore,
-    purged: int,
-    started: float,
-    truncated_at: str | None,
-    quarantined: int = 0,
-) -> IngestResult:
+def _commit_checkpoint_only(round_: _Round, committed: bool, batch: Batch, quarantined: int = 0) -> IngestResult:
     """Commit no rows with the batch's checkpoint (the table must have a commit to hold it)."""
+    config, table = round_.config, round_.table
     commit_time = None
     if committed:
         current = table.read()
         empty = current.select(*[c for c in current.columns if is_data_column(c)]).limit(0)
         stats = {"events": 0, "quarantined": quarantined, **_details(batch, 0)}
-        commit_time = _commit(table, config, keys, empty, batch, stats, truncated_at)
+        commit_time = _commit(table, config, round_.keys, empty, batch, stats, round_.truncated_at)
     return IngestResult(
         table=config.target_table,
         base_path=config.target_base_path,
         commit_time=commit_time,
         checkpoint=batch.next_checkpoint if commit_time else None,
         batch=batch.description,
-        tombstones_held=tombstones.count(),
-        tombstones_purged=purged,
-        duration_s=time.monotonic() - started,
+        tombstones_held=round_.tombstones.count(),
+        tombstones_purged=round_.purged,
+        duration_s=time.monotonic() - round_.started,
         details=_details(batch, 0),
         quarantined=quarantined,
     )
