@@ -35,6 +35,7 @@ __all__ = [
     "redact",
     "redact_url",
     "redact_jdbc_url",
+    "resolve_password",
 ]
 
 TableType = Literal["COPY_ON_WRITE", "MERGE_ON_READ"]
@@ -245,6 +246,21 @@ def jdbc_url_problem(url: str, setting: str, password_settings: str) -> str | No
         )
     if "password=" in url.lower():
         return f"{setting} carries a password: give it with {password_settings}"
+    return None
+
+
+def resolve_password(file: str | None, env: str | None, *, what: str = "the password") -> str | None:
+    """A password given by reference, read only now: from ``file`` (its trailing newline dropped), else the
+    environment variable ``env``; None when neither is set. The error names the reference, never a value."""
+    if file:
+        try:
+            return Path(file).read_text().rstrip("\r\n")
+        except OSError as exc:
+            raise ConfigError(f"cannot read the password file {file}: {exc.strerror}") from None
+    if env:
+        if env not in os.environ:
+            raise ConfigError(f"environment variable {env} ({what}) is not set")
+        return os.environ[env]
     return None
 
 

@@ -20,7 +20,10 @@ __all__ = [
     "TerminalSinkError",
     "CheckpointError",
     "SchemaChangeError",
+    "retry_backoff_s",
 ]
+
+MAX_BACKOFF_S = 60.0
 
 
 class HudiCdcError(Exception):
@@ -79,3 +82,11 @@ class CheckpointError(TerminalError):
 
 class SchemaChangeError(TerminalError):
     """A column changed type in a way that cannot be applied without losing values."""
+
+
+def retry_backoff_s(attempt: int, remaining_s: float) -> float:
+    """How long to wait before retrying a transient failure for the ``attempt``-th time (1, 2, ...).
+
+    Doubling from 2 s up to a minute, and never past what is left of the retry budget (at least 1 s).
+    """
+    return min(MAX_BACKOFF_S, 2.0**attempt, max(1.0, remaining_s))

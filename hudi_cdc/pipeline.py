@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from hudi_cdc.config import IngestConfig
 from hudi_cdc.envelope.batch import change_rows
-from hudi_cdc.errors import ConfigError, DecodeError, HudiCdcError, SinkError, SourceError
+from hudi_cdc.errors import ConfigError, DecodeError, HudiCdcError, SinkError, SourceError, retry_backoff_s
 from hudi_cdc.policy import merge_policy
 from hudi_cdc.sink import options as opt
 from hudi_cdc.sink.failures import WriteFailures
@@ -555,7 +555,7 @@ def _rounds(
             if not (config.continuous and exc.transient) or failing_for >= config.retry_timeout_seconds:
                 raise
             failures += 1
-            wait = min(60.0, 2.0**failures, max(1.0, config.retry_timeout_seconds - failing_for))
+            wait = retry_backoff_s(failures, config.retry_timeout_seconds - failing_for)
             log.warning(
                 "transient failure (%s), retry %d in %.0fs (failing for %.0fs)", exc, failures, wait, failing_for
             )

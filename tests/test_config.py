@@ -141,3 +141,26 @@ def test_async_compaction_is_asked_for_and_only_for_mor(
     default = load_config(source_path="/in", target_base_path="/o", target_table="t", record_key_fields="id",
                           table_type="mor", continuous=True)  # fmt: skip
     assert not default.async_compaction
+
+
+def test_a_password_is_read_from_its_reference_only(tmp_path, monkeypatch) -> None:  # noqa: ANN001
+    from hudi_cdc.config import resolve_password
+
+    secret = tmp_path / "pw"
+    secret.write_text("s3cret\n")
+    monkeypatch.setenv("HUDI_CDC_TEST_PW", "from-env")
+    assert resolve_password(str(secret), "HUDI_CDC_TEST_PW") == "s3cret"  # the file first, its newline dropped
+    assert resolve_password(None, "HUDI_CDC_TEST_PW") == "from-env"
+    assert resolve_password(None, None) is None
+    with pytest.raises(ConfigError, match=r"environment variable HUDI_CDC_NO_SUCH \(the JDBC password\) is not set"):
+        resolve_password(None, "HUDI_CDC_NO_SUCH", what="the JDBC password")
+    with pytest.raises(ConfigError, match="cannot read the password file .*missing") as refused:
+        resolve_password(str(tmp_path / "missing"), None)
+    assert "s3cret" not in str(refused.value)
+
+
+def test_the_retry_backoff_doubles_to_a_minute_within_the_budget() -> None:
+    from hudi_cdc.errors import retry_backoff_s
+
+    assert [retry_backoff_s(n, 900) for n in (1, 2, 3, 6, 7)] == [2.0, 4.0, 8.0, 60.0, 60.0]
+    assert retry_backoff_s(3, 5.5) == 5.5 and retry_backoff_s(3, -2) == 1.0

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from hudi_cdc.errors import ConfigError, HudiCdcError
+from hudi_cdc.errors import ConfigError, HudiCdcError, retry_backoff_s
 from hudi_cdc.service import control
 from hudi_cdc.service.backlog import BacklogWatch
 from hudi_cdc.service.metrics import PipelineMetrics
@@ -52,7 +52,6 @@ __all__ = ["RunReport", "Runner", "TableState"]
 log = logging.getLogger("hudi_cdc.runner")
 
 _IDLE_POLL_S = 1.0  # how often control files are read while nothing finishes
-_MAX_BACKOFF_S = 60.0
 
 
 @dataclass
@@ -401,7 +400,7 @@ class Runner:
         failing_for = now - table.failing_since_s
         limit = table.config.retry_timeout_seconds
         if transient and failing_for < limit and not self._stop.is_set():
-            backoff = min(_MAX_BACKOFF_S, 2.0**table.failures, max(1.0, limit - failing_for))
+            backoff = retry_backoff_s(table.failures, limit - failing_for)
             table.state, table.due = RETRYING, now + backoff
             log.warning(
                 "failed table=%s kind=transient retry_in_s=%.0f failing_for_s=%.0f error=%s",

@@ -34,12 +34,12 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import re
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlsplit
 
+from hudi_cdc.config import resolve_password
 from hudi_cdc.envelope.events import change_events
 from hudi_cdc.errors import CheckpointError, ConfigError, SourceError, TransientError
 
@@ -128,17 +128,7 @@ class JdbcSource:
 
     def _password(self) -> str | None:
         c = self._config
-        if c.jdbc_password_file:
-            try:
-                with open(c.jdbc_password_file) as f:
-                    return f.read().rstrip("\r\n")
-            except OSError as exc:
-                raise ConfigError(f"cannot read the password file {c.jdbc_password_file}: {exc.strerror}") from None
-        if c.jdbc_password_env:
-            if c.jdbc_password_env not in os.environ:
-                raise ConfigError(f"environment variable {c.jdbc_password_env} (the JDBC password) is not set")
-            return os.environ[c.jdbc_password_env]
-        return None
+        return resolve_password(c.jdbc_password_file, c.jdbc_password_env, what="the JDBC password")
 
     def _read(self, sql: str) -> DataFrame:
         from hudi_cdc._jvm import java_message

@@ -13,11 +13,10 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from hudi_cdc.config import redact_url
+from hudi_cdc.config import redact_url, resolve_password
 from hudi_cdc.errors import ConfigError, TransientError
 
 __all__ = ["SourceDatabase", "redact_url"]
@@ -54,16 +53,8 @@ class SourceDatabase:
         return f"SourceDatabase({self.display!r})"
 
     def _password(self) -> str | None:
-        if self.password_file:
-            try:
-                return Path(self.password_file).read_text().rstrip("\r\n")
-            except OSError as exc:
-                raise ConfigError(f"cannot read the password file {self.password_file}: {exc.strerror}") from None
-        if self.password_env:
-            if self.password_env not in os.environ:
-                raise ConfigError(f"environment variable {self.password_env} (the password) is not set")
-            return os.environ[self.password_env]
-        return None  # the URL; for libpq also PGPASSWORD or ~/.pgpass
+        # None: the URL's; for libpq also PGPASSWORD or ~/.pgpass
+        return resolve_password(self.password_file, self.password_env)
 
     def connect(self, *, application: str = "hudi-cdc") -> Any:
         """An autocommit, read-only DB-API connection (psycopg, or PyMySQL with the session in UTC)."""
