@@ -206,11 +206,9 @@ class _Context:
 
     # -- Kafka ------------------------------------------------------------------------------------------
     def kafka_conf(self) -> dict[str, str]:
-        from hudi_cdc.sources.kafka import client_conf
+        from hudi_cdc.sources.kafka import broker_conf
 
-        conf = client_conf(self.config.hoodie_conf)
-        conf.pop("basic.auth.user.info", None)  # the registry's, not the broker's
-        return conf
+        return broker_conf(self.config.hoodie_conf)
 
     def watermarks(self) -> dict[int, tuple[int, int]]:
         return self.memo("watermarks", self._watermarks)  # type: ignore[no-any-return]

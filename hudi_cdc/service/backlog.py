@@ -33,7 +33,7 @@ from hudi_cdc.errors import HudiCdcError
 from hudi_cdc.sink import options as opt
 from hudi_cdc.sink.hudi import HudiTable
 from hudi_cdc.sources.files import FileSource
-from hudi_cdc.sources.kafka import client_conf, end_offsets, parse_kafka_checkpoint
+from hudi_cdc.sources.kafka import broker_conf, end_offsets, parse_kafka_checkpoint
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -123,8 +123,7 @@ def _files_behind(spark: SparkSession, held: Position) -> tuple[int | None, tupl
 def _kafka_behind(
     spec: PipelineSpec, positions: Mapping[str, Position]
 ) -> dict[str, tuple[int | None, tuple[str, ...]]]:
-    conf = client_conf(spec.defaults.get("hoodie_conf", {}))
-    conf.pop("basic.auth.user.info", None)  # the registry's, not a Kafka client setting (as the sources do)
+    conf = broker_conf(spec.defaults.get("hoodie_conf", {}))
     topics = sorted({p.topic for p in positions.values()})
     try:
         ends = end_offsets(str(spec.source.bootstrap_servers), topics, conf) if topics else {}

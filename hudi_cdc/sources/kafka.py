@@ -39,7 +39,15 @@ if TYPE_CHECKING:
     from hudi_cdc.envelope.events import Batch, BatchPart
     from hudi_cdc.sources.kafka_json import JsonDecoder
 
-__all__ = ["KafkaSource", "OffsetRange", "client_conf", "end_offsets", "plan_ranges", "parse_kafka_checkpoint"]
+__all__ = [
+    "KafkaSource",
+    "OffsetRange",
+    "broker_conf",
+    "client_conf",
+    "end_offsets",
+    "plan_ranges",
+    "parse_kafka_checkpoint",
+]
 
 log = logging.getLogger("hudi_cdc")
 
@@ -69,6 +77,13 @@ class OffsetRange:
 def client_conf(hoodie_conf: Mapping[str, str]) -> dict[str, str]:
     """The Kafka client settings among ``hoodie_conf`` (``kafka.<setting>``), without the prefix."""
     return {k[len(CLIENT_PREFIX) :]: v for k, v in hoodie_conf.items() if k.startswith(CLIENT_PREFIX)}
+
+
+def broker_conf(hoodie_conf: Mapping[str, str]) -> dict[str, str]:
+    """:func:`client_conf` without ``basic.auth.user.info``: the registry's credentials, not a broker setting."""
+    conf = client_conf(hoodie_conf)
+    conf.pop("basic.auth.user.info", None)
+    return conf
 
 
 def end_offsets(
