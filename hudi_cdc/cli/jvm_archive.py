@@ -27,7 +27,7 @@ def jvm_archive(drop: bool, show: bool, driver_memory: str, train: tuple[str, ..
     By default it trains on generated files. `hudi-cdc jvm-archive -- ingest ARGS...`
     trains on one real round of that command instead (it commits like any round),
     and replaces an archive already there: a Kafka round's archive saved more
-    (docs/benchmarks.md).
+    (3.6 s against 3.1 s on a 1M-event Kafka round) than one trained on files.
     """
     from hudi_cdc import jars as jarmod
     from hudi_cdc import jvm_archive as archives
