@@ -130,8 +130,8 @@ class IngestConfig:
     """Where quarantined events live (a Hudi table); default ``<target_base_path>_hudi_cdc_quarantine``."""
     compaction: Compaction = "inline"
     """MERGE_ON_READ: where compactions run. ``inline``: inside the round whose commit schedules one;
-    ``async``: on a thread of their own while later rounds go on (for a continuous process; on 2 shared
-    cores it measured no better than inline, docs/benchmarks.md "Freshness")."""
+    ``async``: on a thread of their own while later rounds go on (for a continuous process with cores to
+    spare: on 2 cores shared with the stack it took the rounds' CPU and its p99 was no better than inline)."""
     hoodie_conf: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:

@@ -5,7 +5,8 @@ COW and a MOR table, two rounds each, or one round of the user's own ``ingest``
 command) in a JVM that dumps the classes it loaded
 (``-XX:ArchiveClassesAtExit``). Later JVMs map that archive instead of reading,
 verifying and linking the classes again: a one-shot round of 1M Kafka events
-took 2.4-3.1 s less here (docs/benchmarks.md).
+took 2.4-3.1 s less on 2 cores, since class loading and verification are a
+large part of a cold JVM's first job.
 
 The archive only fits the Java, Spark, jars and hudi-cdc it was built with, so
 its name is a hash of them; a JVM that finds it does not fit ignores it. Java 17

@@ -89,8 +89,8 @@ class HudiTable:
 
         Hudi 1.2 takes the mode from the table's properties only, fills strings only (not bytes nor
         arrays), and on MERGE_ON_READ fills from whichever log record it merges with, older or not;
-        a partitioned table may move a row to a file group with nothing to merge with (tested:
-        docs/benchmarks.md "TOAST placeholders against a growing table").
+        a partitioned table may move a row to a file group with nothing to merge with (each tried on
+        Hudi 1.2 tables written with hudi-cdc's options).
         """
         client = self._meta_client(fresh=True)  # the properties this may change
         table_config = client.getTableConfig()
