@@ -159,6 +159,18 @@ def test_no_import_loops() -> None:
     assert not loops, "modules that import each other:\n" + "\n".join(" <-> ".join(group) for group in loops)
 
 
+def test_check_areas_stand_on_the_kit_alone() -> None:
+    # One area's check reaching into another's would make the areas a tangle again; what two share goes to the kit.
+    problems = [
+        f"{module}:{line} imports {target}"
+        for module, targets in graph().items()
+        if module.startswith("hudi_cdc.checks.") and module != "hudi_cdc.checks.validate"
+        for line, target in targets
+        if target.startswith("hudi_cdc.checks") and target != "hudi_cdc.checks.kit"
+    ]
+    assert not problems, "check modules that import another area (or the orchestrator):\n" + "\n".join(problems)
+
+
 def test_the_checker_catches_what_it_forbids() -> None:
     known = {"hudi_cdc.errors", "hudi_cdc.pipeline", "hudi_cdc.sources.kafka", "hudi_cdc.sources.files"}
     late = "def f():\n    if True:\n        from hudi_cdc.pipeline import ingest_once\n"

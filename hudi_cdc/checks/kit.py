@@ -1,11 +1,13 @@
-"""The check kit: what a check returns, the report, and the context the checks share.
+"""The check kit: what a check returns, the report, the context the checks share, and what a Debezium envelope needs.
 
 Each check is a small function of a :class:`_Context` that returns an :class:`_Outcome`
 (ok, warn, fail; :class:`_Skip` to skip) with what it found, where, and how to fix a
 problem. The context asks each service once (the Kafka watermarks, the connector's
 state, the database connection, the table's checkpoint); when one cannot be had, the
 first check that needed it fails with the reason and the later ones are skipped
-pointing at it. The modules of the checks import this kit and nothing above it.
+pointing at it. The envelope's needs are here because two areas ask them: a
+file's writer schema and the registry's value schema. The modules of the
+checks import this kit and nothing above it, never each other.
 """
 
 from __future__ import annotations
@@ -376,3 +378,76 @@ def _is_local(path: str) -> bool:
 
 def _local(path: str) -> Path:
     return Path(urlsplit(path).path if path.startswith("file:") else path)
+
+
+# --- what a Debezium envelope needs (a file's writer schema, the registry's value schema) ----------------
+
+
+def _envelope_outcome(ctx: _Context, schema: dict[str, Any], where: str) -> _Outcome:
+    problems = envelope_problems(schema, flavor=ctx.config.flavor, key_fields=ctx.config.record_key_fields)
+    if problems:
+        return _fail(
+            f"{where}: " + "; ".join(problems),
+            "hudi-cdc reads Debezium's envelope (no ExtractNewRecordState/unwrap SMT); check --flavor and "
+            "--record-key-field",
+        )
+    keys = ", ".join(ctx.config.record_key_fields) or "from the key schema"
+    return _ok(f"{where}: a {ctx.config.flavor} Debezium envelope (op, before, after, source); key {keys}")
+
+
+def envelope_problems(schema: Mapping[str, Any], *, flavor: str, key_fields: tuple[str, ...]) -> list[str]:
+    """What an Avro schema lacks to be a Debezium envelope hudi-cdc can order and key (pure)."""
+    from payloads import policy_for
+
+    named: dict[str, Mapping[str, Any]] = {}
+
+    def index(node: Any, namespace: str = "") -> None:
+        if isinstance(node, list):
+            for branch in node:
+                index(branch, namespace)
+        elif isinstance(node, Mapping):
+            if node.get("type") in ("record", "error"):
+                ns = node.get("namespace", namespace)
+                name = node["name"]
+                full = name if "." in name else f"{ns}.{name}" if ns else name
+                named[full] = node
+                named.setdefault(name.rsplit(".", 1)[-1], node)
+                for f in node.get("fields", []):
+                    index(f.get("type"), ns)
+            elif isinstance(node.get("type"), (list, Mapping)):
+                index(node["type"], namespace)
+
+    index(schema)
+
+    def record(node: Any) -> Mapping[str, Any] | None:
+        if isinstance(node, list):
+            return next((r for r in (record(b) for b in node) if r is not None), None)
+        if isinstance(node, str):
+            return named.get(node) or named.get(node.rsplit(".", 1)[-1])
+        if isinstance(node, Mapping):
+            return node if node.get("type") in ("record", "error") else record(node.get("type"))
+        return None
+
+    fields = {f["name"]: f["type"] for f in schema.get("fields", [])}
+    missing = [n for n in ("op", "before", "after", "source") if n not in fields]
+    if missing:
+        return [f"missing envelope field(s) {', '.join(missing)}: not a Debezium change event"]
+    problems = []
+    source = record(fields["source"]) or {}
+    source_fields = {f["name"] for f in source.get("fields", [])}
+    policy = policy_for(flavor)
+    ordering = [name for _, name, _, required in policy.source_meta_columns if required]
+    lacking = [n for n in ordering if n not in source_fields]
+    if lacking:
+        problems.append(
+            f"source has no {', '.join(lacking)}, which orders {flavor} events (is --flavor right? "
+            f"source fields: {', '.join(sorted(source_fields))})"
+        )
+    after = record(fields["after"]) or {}
+    columns = {f["name"] for f in after.get("fields", [])}
+    absent = [k for k in key_fields if k not in columns]
+    if absent:
+        problems.append(
+            f"the row has no column {', '.join(absent)} (--record-key-field); columns: {', '.join(sorted(columns))}"
+        )
+    return problems
