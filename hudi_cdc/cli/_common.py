@@ -1,12 +1,9 @@
-"""What the commands share: the Spark session with its JVM log, the error line, --hoodie-conf, an ingest's options."""
+"""The options the commands share: an ingest's settings, --hoodie-conf, the database password, lists."""
 
 from __future__ import annotations
 
-import os
-import sys
 from collections.abc import Callable
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -15,7 +12,7 @@ from hudi_cdc.errors import ConfigError
 if TYPE_CHECKING:
     from hudi_cdc.config import IngestConfig
 
-__all__ = ["config_options", "fail", "parse_hoodie_conf", "jvm_log", "session"]
+__all__ = ["config_options", "options_config", "parse_hoodie_conf", "password_options", "split_list"]
 
 
 def password_options(command: Callable[..., Any]) -> Callable[..., Any]:
@@ -39,67 +36,6 @@ def parse_hoodie_conf(values: tuple[str, ...]) -> dict[str, str]:
             raise ConfigError(f"--hoodie-conf expects key=value, got {item!r}")
         conf[key.strip()] = value.strip()
     return conf
-
-
-def jvm_log(verbose: int) -> Path | None:
-    """Where the JVM this run starts writes (None with -v, or when a JVM is already running).
-
-    librdkafka's log goes to the same file (without one, and without -v, nowhere: see ``main``).
-    """
-    from pyspark.sql import SparkSession
-
-    from hudi_cdc.console import jvm_log_path, route_kafka_log
-
-    starts_jvm = SparkSession.getActiveSession() is None and "PYSPARK_GATEWAY_PORT" not in os.environ
-    path = jvm_log_path() if starts_jvm and verbose == 0 else None
-    if path is not None:
-        route_kafka_log(path, terminal=False)
-    return path
-
-
-def session(log_path: Path | None, conf: dict[str, str] | None = None):  # noqa: ANN202 - SparkSession
-    """The Spark session, its JVM writing to ``log_path`` (or, without one, stdout sent to stderr).
-
-    stdout belongs to the command's output (--json lines). A JVM started here
-    (and Spark's launcher before it, which prints Ivy's resolution) inherits the
-    log file as its stdout and stderr, or stderr as its stdout; a running one
-    gets System.out pointed at System.err, for libraries inside it (Hudi's
-    shaded JOL) that print there.
-    """
-    from hudi_cdc._jvm import jvm
-    from hudi_cdc.console import stdout_to_stderr
-    from hudi_cdc.spark import spark_session
-
-    if log_path is not None:
-        spark = spark_session(jvm_log=log_path, conf=conf)
-    else:
-        with stdout_to_stderr():
-            spark = spark_session(conf=conf)
-    system = jvm(spark).java.lang.System
-    system.setOut(system.err)
-    return spark
-
-
-OUT_OF_MEMORY_HINT = (
-    "the Spark driver ran out of memory (java.lang.OutOfMemoryError): make the round smaller with a lower "
-    "--source-limit, or give Spark more memory (spark-submit --driver-memory, or PYSPARK_SUBMIT_ARGS="
-    "'--driver-memory 4g pyspark-shell' for a session hudi-cdc starts)"
-)
-
-
-def fail(message: str, code: int, log_path: Path | None) -> NoReturn:
-    if log_path is not None and log_path.exists() and log_path.stat().st_size:
-        if _ran_out_of_memory(log_path):
-            message += f"; {OUT_OF_MEMORY_HINT}"
-        message += f" (Spark's log: {log_path})"
-    click.echo(message, err=True)
-    sys.exit(code)
-
-
-def _ran_out_of_memory(log_path: Path) -> bool:
-    # The JVM's own error rarely reaches Python intact (a dying JVM answers py4j with nothing).
-    with open(log_path, "rb") as log:
-        return any(b"java.lang.OutOfMemoryError" in line for line in log)
 
 
 _F = TypeVar("_F", bound=Callable[..., Any])

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import json
-import logging
-from pathlib import Path
 from typing import Any
 
 import click
 
-from hudi_cdc.cli._common import config_options, fail, jvm_log, options_config, password_options, session
-from hudi_cdc.errors import HudiCdcError
+from hudi_cdc.cli._common import config_options, options_config, password_options
+from hudi_cdc.cli.wrappers import Invocation, command
 
 
 @click.command()
@@ -23,9 +21,9 @@ from hudi_cdc.errors import HudiCdcError
               "one per core, at most 256).")  # fmt: skip
 @click.option("--fetch-size", type=int, default=10_000, show_default=True, help="Rows per JDBC fetch.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as one JSON object.")
-@click.pass_obj
+@command()
 def bootstrap(
-    obj: dict[str, Any] | None,
+    run: Invocation,
     props_file: str | None,
     config_file: str | None,
     hoodie_conf: tuple[str, ...],
@@ -49,24 +47,11 @@ def bootstrap(
     from hudi_cdc.ops.bootstrap import bootstrap as run_bootstrap
     from hudi_cdc.upstream.database import SourceDatabase
 
-    verbose = obj["verbose"] if obj else 0
-    log_path: Path | None = None
-    try:
-        config = options_config(props_file, config_file, hoodie_conf, kw)
-        database = SourceDatabase(source_url, password_file, password_env)
-        log_path = jvm_log(verbose)
-        spark = session(log_path)
-        result = run_bootstrap(
-            config, database, source_table, slot=slot, ranges=ranges, fetch_size=fetch_size, spark=spark
-        )
-    except HudiCdcError as exc:
-        kind = "transient" if exc.transient else "error"
-        fail(f"hudi-cdc: {kind}: {exc}", 75 if exc.transient else 1, log_path)
-    except Exception as exc:
-        from hudi_cdc._jvm import java_message
-
-        logging.getLogger("hudi_cdc").info("unexpected failure", exc_info=True)
-        fail(f"hudi-cdc: unexpected error: {java_message(exc)}", 1, log_path)
+    config = options_config(props_file, config_file, hoodie_conf, kw)
+    database = SourceDatabase(source_url, password_file, password_env)
+    result = run_bootstrap(
+        config, database, source_table, slot=slot, ranges=ranges, fetch_size=fetch_size, spark=run.session()
+    )
     if as_json:
         click.echo(json.dumps(result.to_dict(), sort_keys=True, default=str))
     elif result.already_loaded:
@@ -78,5 +63,3 @@ def bootstrap(
             f"commit {result.commit_time}, slot {result.slot} at {result.consistent_point} "
             f"({result.duration_s:.1f}s). Start the connector with {settings}"
         )
-    if log_path is not None:
-        log_path.unlink(missing_ok=True)

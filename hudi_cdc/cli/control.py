@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import click
 
-from hudi_cdc.errors import HudiCdcError
+from hudi_cdc.cli.wrappers import Invocation, OnFailure, command
+
+# click's own "Error: ..." line, as these commands printed before they ran in the wrapper.
+_ERROR = OnFailure("Error", kinds=False, transient=1)
 
 
 def _command(name: str, doc: str) -> click.Command:
@@ -13,18 +16,16 @@ def _command(name: str, doc: str) -> click.Command:
         "--pipeline", "pipeline_file", required=True, type=click.Path(dir_okay=False), help="The pipeline file."
     )
     @click.argument("tables", nargs=-1, required=True)
-    def command(pipeline_file: str, tables: tuple[str, ...]) -> None:
+    @command(_ERROR)
+    def steer(run: Invocation, pipeline_file: str, tables: tuple[str, ...]) -> None:
         from hudi_cdc import service
 
-        try:
-            spec = service.load_pipeline(pipeline_file)
-            for table in tables:
-                getattr(service, name)(spec, table)
-                click.echo(f"{table}: {name} asked for ({spec.run.state_dir}/control)")
-        except HudiCdcError as exc:
-            raise click.ClickException(str(exc)) from None
+        spec = service.load_pipeline(pipeline_file)
+        for table in tables:
+            getattr(service, name)(spec, table)
+            click.echo(f"{table}: {name} asked for ({spec.run.state_dir}/control)")
 
-    return command
+    return steer
 
 
 pause = _command("pause", "Start no new round of these tables (a round under way finishes).")

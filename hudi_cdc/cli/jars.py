@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import json
 import shlex
-import sys
 
 import click
 
-from hudi_cdc.errors import HudiCdcError
+from hudi_cdc.cli.wrappers import Invocation, command
 
 
 @click.command()
@@ -40,21 +39,18 @@ from hudi_cdc.errors import HudiCdcError
     help="Resolve the coordinates with Spark's Ivy and copy the jars into this folder (for air-gapped clusters).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print everything as one JSON object.")
-def jars(show: str | None, fetch_dir: str | None, as_json: bool) -> None:
+@command()
+def jars(run: Invocation, show: str | None, fetch_dir: str | None, as_json: bool) -> None:
     """Where hudi-cdc's Spark jars come from, and the spark-submit line that uses them."""
     from hudi_cdc import jars as jarmod
     from hudi_cdc import jvm_archive
     from hudi_cdc._jvm import EXECUTOR_OPTIONS_KEY, jvm_conf, jvm_options
     from hudi_cdc.launcher import SCRIPT
 
-    try:
-        if fetch_dir:
-            fetched = jarmod.fetch_jars(fetch_dir)
-            click.echo(f"{len(fetched)} jars in {fetch_dir}; use them with {jarmod.JARS_DIR_ENV}={fetch_dir}", err=True)
-        source = jarmod.resolve_jars()
-    except HudiCdcError as exc:
-        click.echo(f"hudi-cdc: error: {exc}", err=True)
-        sys.exit(75 if exc.transient else 1)
+    if fetch_dir:
+        fetched = jarmod.fetch_jars(fetch_dir)
+        click.echo(f"{len(fetched)} jars in {fetch_dir}; use them with {jarmod.JARS_DIR_ENV}={fetch_dir}", err=True)
+    source = jarmod.resolve_jars()
     submit = " ".join(shlex.quote(a) for a in source.submit_args())
 
     def java_options() -> str:

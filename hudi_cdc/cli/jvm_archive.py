@@ -7,8 +7,7 @@ import time
 
 import click
 
-from hudi_cdc.cli._common import fail
-from hudi_cdc.errors import HudiCdcError
+from hudi_cdc.cli.wrappers import Invocation, command
 
 
 @click.command("jvm-archive", context_settings={"ignore_unknown_options": True})
@@ -16,7 +15,8 @@ from hudi_cdc.errors import HudiCdcError
 @click.option("--status", "show", is_flag=True, help="Only say whether an archive fits the current jars.")
 @click.option("--driver-memory", default="2g", show_default=True, help="The training run's driver memory.")
 @click.argument("train", nargs=-1, type=click.UNPROCESSED)
-def jvm_archive(drop: bool, show: bool, driver_memory: str, train: tuple[str, ...]) -> None:
+@command()
+def jvm_archive(run: Invocation, drop: bool, show: bool, driver_memory: str, train: tuple[str, ...]) -> None:
     """Build the class-data-sharing archive that a JVM hudi-cdc starts maps (about 1 minute, once per install).
 
     It is used by every later session hudi-cdc starts; for spark-submit, add
@@ -33,18 +33,15 @@ def jvm_archive(drop: bool, show: bool, driver_memory: str, train: tuple[str, ..
     from hudi_cdc import jvm_archive as archives
     from hudi_cdc.launcher import SCRIPT
 
-    try:
-        source = jarmod.resolve_jars()
-        if drop:
-            click.echo(json.dumps({"removed": archives.remove(source)}))
-            return
-        found = archives.archive_for(source)
-        if show or (found is not None and not train):
-            click.echo(json.dumps({"archive": str(found) if found else None, "built_now": False}))
-            return
-        started = time.monotonic()
-        built = archives.build(source, train, launcher=SCRIPT, driver_memory=driver_memory)
-    except HudiCdcError as exc:
-        fail(f"hudi-cdc: error: {exc}", 75 if exc.transient else 1, None)
+    source = jarmod.resolve_jars()
+    if drop:
+        click.echo(json.dumps({"removed": archives.remove(source)}))
+        return
+    found = archives.archive_for(source)
+    if show or (found is not None and not train):
+        click.echo(json.dumps({"archive": str(found) if found else None, "built_now": False}))
+        return
+    started = time.monotonic()
+    built = archives.build(source, train, launcher=SCRIPT, driver_memory=driver_memory)
     seconds = round(time.monotonic() - started, 1)
     click.echo(json.dumps({"archive": str(built), "built_now": True, "seconds": seconds}))

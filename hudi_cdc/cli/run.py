@@ -4,16 +4,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import logging
 import signal
-import sys
-from pathlib import Path
 from typing import Any
 
 import click
 
-from hudi_cdc.cli._common import fail, jvm_log, session, split_list
-from hudi_cdc.errors import HudiCdcError
+from hudi_cdc.cli._common import split_list
+from hudi_cdc.cli.wrappers import Invocation, OnFailure, command
 
 
 @click.command()
@@ -29,21 +26,18 @@ from hudi_cdc.errors import HudiCdcError
     "--metrics-port", type=int, help="Continuous mode: serve Prometheus metrics on this port ([run] metrics_port)."
 )
 @click.option("--json", "as_json", is_flag=True, help="One JSON line per round, and the final report as JSON.")
-@click.pass_obj
+@command(OnFailure("hudi-cdc run", terminal=2, unexpected=2))
 def run(
-    obj: dict[str, Any] | None,
+    run: Invocation,
     pipeline_file: str,
     tables: str | None,
     continuous: bool,
     max_rounds: int | None,
     metrics_port: int | None,
     as_json: bool,
-) -> None:
+) -> int:
     """Replicate every table of a pipeline file. Exit 1 if any table failed (the others still ran)."""
     from hudi_cdc.service import FAIR_SCHEDULING, Runner, TableState, load_pipeline
-
-    verbose = obj["verbose"] if obj else 0
-    log_path: Path | None = None
 
     def on_round(table: TableState, result: Any) -> None:  # noqa: ANN401 - IngestResult | None
         if as_json:
@@ -58,28 +52,19 @@ def run(
                 f"{table.name}: commit {result.commit_time}: {result.events} events -> {result.upserts} upserts, "
                 f"{result.deletes} deletes, {result.stale} stale ({result.duration_s:.1f}s)"
             )
-        elif verbose or not continuous:
+        elif run.verbose or not continuous:
             click.echo(f"{table.name}: nothing new")
 
-    try:
-        spec = load_pipeline(pipeline_file)
-        if metrics_port is not None:
-            spec = dataclasses.replace(spec, run=dataclasses.replace(spec.run, metrics_port=metrics_port))
-        wanted = split_list(tables)
-        log_path = jvm_log(verbose)
-        spark = session(log_path, conf=FAIR_SCHEDULING)
-        runner = Runner(spec, spark, tables=wanted, continuous=continuous, max_rounds=max_rounds, on_round=on_round)
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(sig, lambda *_: runner.stop())
-        report = runner.run()
-    except HudiCdcError as exc:
-        kind = "transient" if exc.transient else "error"
-        fail(f"hudi-cdc run: {kind}: {exc}", 75 if exc.transient else 2, log_path)
-    except Exception as exc:  # one line for the shell; the traceback with -v
-        from hudi_cdc._jvm import java_message
-
-        logging.getLogger("hudi_cdc").info("unexpected failure", exc_info=True)
-        fail(f"hudi-cdc run: unexpected error: {java_message(exc)}", 2, log_path)
+    spec = load_pipeline(pipeline_file)
+    if metrics_port is not None:
+        spec = dataclasses.replace(spec, run=dataclasses.replace(spec.run, metrics_port=metrics_port))
+    spark = run.session(conf=FAIR_SCHEDULING)
+    runner = Runner(
+        spec, spark, tables=split_list(tables), continuous=continuous, max_rounds=max_rounds, on_round=on_round
+    )
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: runner.stop())
+    report = runner.run()
     if as_json:
         click.echo(json.dumps({"pipeline": report.pipeline, "failed": report.failed, "dropped": report.dropped,
                                "tables": {n: t.to_dict() for n, t in report.tables.items()}}, sort_keys=True, default=str))  # fmt: skip
@@ -88,6 +73,5 @@ def run(
             click.echo(f"{name}: FAILED: {report.tables[name].last_error}", err=True)
         for name in report.dropped:
             click.echo(f"{name}: DROPPED at the source: {report.tables[name].dropped_at_source}", err=True)
-    if log_path is not None and not report.failed:
-        log_path.unlink(missing_ok=True)
-    sys.exit(report.exit_code)
+    run.keep_log = bool(report.failed)  # the failed tables' errors may need what Spark logged
+    return report.exit_code

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-import sys
-from datetime import UTC
+from datetime import UTC, datetime, timedelta
 
 import click
 
-from hudi_cdc.errors import HudiCdcError
+from hudi_cdc.cli._common import split_list
+from hudi_cdc.cli.wrappers import Invocation, command
 
 
 @click.command()
@@ -20,7 +20,9 @@ from hudi_cdc.errors import HudiCdcError
 )
 @click.option("--purge", is_flag=True, help="Delete tombstones older than the retention.")
 @click.option("--tombstone-retention-hours", type=float, default=168.0, show_default=True)
+@command()
 def tombstones(
+    run: Invocation,
     target_base_path: str,
     target_table: str,
     record_key_field: str,
@@ -29,27 +31,20 @@ def tombstones(
     tombstone_retention_hours: float,
 ) -> None:
     """Show (and with --purge, expire) the delete tombstones of a table."""
-    from datetime import datetime, timedelta
-
     from hudi_cdc.config import IngestConfig
     from hudi_cdc.sink.tombstones import TombstoneStore
-    from hudi_cdc.spark import spark_session
 
-    try:
-        config = IngestConfig(
-            source_path="-",
-            target_base_path=target_base_path,
-            target_table=target_table,
-            record_key_fields=tuple(k.strip() for k in record_key_field.split(",") if k.strip()),
-            tombstone_path=tombstone_path,
-            tombstone_retention_hours=tombstone_retention_hours,
-        )
-        store = TombstoneStore(spark_session(), config.resolved_tombstone_path, key_fields=config.record_key_fields)
-        purged = 0
-        if purge:
-            cutoff = datetime.now(UTC) - timedelta(hours=tombstone_retention_hours)
-            purged = store.purge(cutoff)
-        click.echo(json.dumps({"tombstone_path": store.path, "held": store.count(), "purged": purged}))
-    except HudiCdcError as exc:
-        click.echo(f"hudi-cdc: error: {exc}", err=True)
-        sys.exit(1)
+    config = IngestConfig(
+        source_path="-",
+        target_base_path=target_base_path,
+        target_table=target_table,
+        record_key_fields=split_list(record_key_field),
+        tombstone_path=tombstone_path,
+        tombstone_retention_hours=tombstone_retention_hours,
+    )
+    store = TombstoneStore(run.session(), config.resolved_tombstone_path, key_fields=config.record_key_fields)
+    purged = 0
+    if purge:
+        cutoff = datetime.now(UTC) - timedelta(hours=tombstone_retention_hours)
+        purged = store.purge(cutoff)
+    click.echo(json.dumps({"tombstone_path": store.path, "held": store.count(), "purged": purged}))

@@ -4,20 +4,26 @@ from __future__ import annotations
 
 import json
 import logging
-import sys
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 
-from hudi_cdc.cli._common import config_options, jvm_log, options_config, password_options, session, split_list
-from hudi_cdc.errors import ConfigError, HudiCdcError
+from hudi_cdc.cli._common import config_options, options_config, password_options, split_list
+from hudi_cdc.cli.wrappers import Invocation, OnFailure, command
+from hudi_cdc.errors import ConfigError
 
 if TYPE_CHECKING:
     from hudi_cdc.ops.validate import Check, ValidationReport
 
 # 1: a check failed; 2: the checks could not run at all (bad settings).
 EXIT_FAILED, EXIT_CANNOT_RUN = 1, 2
+_CANNOT_RUN = OnFailure(
+    "hudi-cdc: cannot validate",
+    terminal=EXIT_CANNOT_RUN,
+    transient=EXIT_CANNOT_RUN,
+    unexpected=EXIT_CANNOT_RUN,
+    kinds=False,
+)
 
 
 @click.command()
@@ -35,9 +41,9 @@ EXIT_FAILED, EXIT_CANNOT_RUN = 1, 2
 @click.option("--connect-url", help="Kafka Connect's REST API, e.g. http://connect:8083.")
 @click.option("--connector", help="The Debezium connector's name (default: the one whose topic.prefix is the topic's).")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as one JSON object.")
-@click.pass_obj
+@command(_CANNOT_RUN)
 def validate(
-    obj: dict[str, Any] | None,
+    run: Invocation,
     props_file: str | None,
     config_file: str | None,
     hoodie_conf: tuple[str, ...],
@@ -51,7 +57,7 @@ def validate(
     connector: str | None,
     as_json: bool,
     **kw: Any,
-) -> None:
+) -> int:
     """Check a table's source, services and target before the first ingest (exit 1 if any check fails).
 
     Takes the ingest's own command line, or --pipeline FILE for every table
@@ -60,36 +66,31 @@ def validate(
     """
     from hudi_cdc.upstream.database import SourceDatabase
 
-    verbose = obj["verbose"] if obj else 0
-    try:
-        if pipeline_file is not None:
-            given = [f"--{k.replace('_', '-')}" for k, v in kw.items() if v is not None]
-            given += [o for o, v in (("--props", props_file), ("--config", config_file)) if v is not None]
-            given += ["--hoodie-conf"] * bool(hoodie_conf) + ["--source-table"] * bool(source_table)
-            if given:
-                raise ConfigError(
-                    f"--pipeline takes each table's settings from {pipeline_file}: drop {', '.join(sorted(set(given)))}"
-                )
-        elif tables:
-            raise ConfigError("--tables goes with --pipeline")
-        database = SourceDatabase(source_url, password_file, password_env) if source_url else None
-        target = _pipeline(pipeline_file) if pipeline_file else options_config(props_file, config_file, hoodie_conf, kw)
-    except HudiCdcError as exc:
-        click.echo(f"hudi-cdc: cannot validate: {exc}", err=True)
-        sys.exit(EXIT_CANNOT_RUN)
+    if pipeline_file is not None:
+        given = [f"--{k.replace('_', '-')}" for k, v in kw.items() if v is not None]
+        given += [o for o, v in (("--props", props_file), ("--config", config_file)) if v is not None]
+        given += ["--hoodie-conf"] * bool(hoodie_conf) + ["--source-table"] * bool(source_table)
+        if given:
+            raise ConfigError(
+                f"--pipeline takes each table's settings from {pipeline_file}: drop {', '.join(sorted(set(given)))}"
+            )
+    elif tables:
+        raise ConfigError("--tables goes with --pipeline")
+    database = SourceDatabase(source_url, password_file, password_env) if source_url else None
+    target = _pipeline(pipeline_file) if pipeline_file else options_config(props_file, config_file, hoodie_conf, kw)
 
-    log_path, spark, no_spark = _spark(verbose)
+    spark, no_spark = _spark(run)
     services = {"spark": spark, "database": database, "connect_url": connect_url, "connector": connector}
     if pipeline_file is not None:
         ok = _validate_pipeline(target, services, split_list(tables), no_spark, as_json)
     else:
         ok = _validate_table(target, {**services, "source_table": source_table}, no_spark, as_json)
-    if log_path is not None and no_spark is None:
-        if ok or not log_path.exists():
-            log_path.unlink(missing_ok=True)
-        else:  # what the clients said on the way to a failed check (librdkafka's retries, Spark's warnings)
-            click.echo(f"hudi-cdc: Spark's and the Kafka clients' log: {log_path}", err=True)
-    sys.exit(0 if ok else EXIT_FAILED)
+    # A failed check may need what the clients said on the way (librdkafka's retries, Spark's warnings); a Spark
+    # that did not start is named in its own check.
+    run.keep_log = no_spark is not None or not ok
+    if run.log_path is not None and not ok and no_spark is None and run.log_path.exists():
+        click.echo(f"hudi-cdc: Spark's and the Kafka clients' log: {run.log_path}", err=True)
+    return 0 if ok else EXIT_FAILED
 
 
 def _pipeline(path: str) -> Any:  # noqa: ANN401 - PipelineSpec
@@ -98,26 +99,24 @@ def _pipeline(path: str) -> Any:  # noqa: ANN401 - PipelineSpec
     return load_pipeline(path)
 
 
-def _spark(verbose: int) -> tuple[Path | None, Any, Check | None]:
-    """The log file, the Spark session (None if it did not start), and the failed check saying why not."""
+def _spark(run: Invocation) -> tuple[Any, Check | None]:
+    """The Spark session (None if it did not start), and the failed check saying why not."""
     from hudi_cdc.ops.validate import Check
 
-    log_path: Path | None = None
     try:
-        log_path = jvm_log(verbose)
-        return log_path, session(log_path), None
+        return run.session(), None
     except Exception as exc:  # Java or the jars missing: the checks that need no JVM still run, and say why
         from hudi_cdc._jvm import java_message
 
         logging.getLogger("hudi_cdc").info("no Spark session", exc_info=True)
-        where = f" (Spark's log: {log_path})" if log_path is not None and log_path.exists() else ""
+        where = f" (Spark's log: {run.log_path})" if run.log_path is not None and run.log_path.exists() else ""
         no_spark = Check(
             "env.spark",
             "fail",
             f"the Spark session did not start: {java_message(exc)}{where}",
             "see env.java and env.jars; the checks that need Spark are skipped",
         )
-        return log_path, None, no_spark
+        return None, no_spark
 
 
 def _with(no_spark: Check | None, report: ValidationReport) -> ValidationReport:
@@ -157,11 +156,7 @@ def _validate_pipeline(
     from hudi_cdc.ops.validate import ValidationReport
     from hudi_cdc.ops.validate_pipeline import validate_pipeline
 
-    try:
-        result = validate_pipeline(spec, tables=tables, **services)
-    except HudiCdcError as exc:  # --tables names a table the source does not have
-        click.echo(f"hudi-cdc: cannot validate: {exc}", err=True)
-        sys.exit(EXIT_CANNOT_RUN)
+    result = validate_pipeline(spec, tables=tables, **services)  # raises when --tables names no table of the source
     result = replace(result, tables=tuple(replace(t, report=_with(no_spark, t.report)) for t in result.tables))
     if as_json:
         click.echo(json.dumps(result.to_dict(), sort_keys=True))

@@ -7,17 +7,31 @@ table fed from change files, the folder they replay from (``--source-path``).
 from __future__ import annotations
 
 import json
-import logging
-import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from hudi_cdc.cli._common import jvm_log, password_options, session, split_list
-from hudi_cdc.errors import ConfigError, HudiCdcError
+from hudi_cdc.cli._common import password_options, split_list
+from hudi_cdc.cli.wrappers import Invocation, OnFailure, command
+from hudi_cdc.errors import ConfigError
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from hudi_cdc.ops.verify import VerifyResult
+    from hudi_cdc.upstream.database import SourceDatabase
 
 EQUAL, DIFFERENT, COULD_NOT_RUN = 0, 1, 2
+# Whatever stops the comparison, transient or not, is "could not run": 1 must mean only "different".
+_COULD_NOT_RUN = OnFailure(
+    "hudi-cdc verify: could not run",
+    terminal=COULD_NOT_RUN,
+    transient=COULD_NOT_RUN,
+    unexpected=COULD_NOT_RUN,
+    kinds=False,
+)
 
 
 @click.command()
@@ -60,9 +74,9 @@ EQUAL, DIFFERENT, COULD_NOT_RUN = 0, 1, 2
     "--slot", help="Postgres: the connector's replication slot (default: every logical slot of the database)."
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the result as one JSON object.")
-@click.pass_obj
+@command(_COULD_NOT_RUN)
 def verify(
-    obj: dict[str, Any] | None,
+    run: Invocation,
     target_base_path: str,
     source_url: str | None,
     password_file: str | None,
@@ -79,73 +93,72 @@ def verify(
     bootstrap_servers: str | None,
     slot: str | None,
     as_json: bool,
-) -> None:
+) -> int:
     """Compare a Hudi table with its source: counts, hashes per key bucket, then the differing keys."""
-    from hudi_cdc.config import IngestConfig
     from hudi_cdc.ops import verify as ops
-    from hudi_cdc.sink.hudi import HudiTable
     from hudi_cdc.upstream.database import SourceDatabase
 
-    verbose = obj["verbose"] if obj else 0
-    log_path: Path | None = None
-    try:
-        if source_path and (source_url or source_table):
-            raise ConfigError("give either --source-path, or --source-url with --table, not both")
-        if not source_path and not (source_url and source_table):
-            raise ConfigError("name the source: --source-url and --table, or --source-path")
-        database = None
-        if source_url:
-            database = SourceDatabase(source_url, password_file=password_file, password_env=password_env)
-        log_path = jvm_log(verbose)
-        spark = session(log_path)
-        compare: dict[str, Any] = {"columns": split_list(columns) or None, "where": where, "max_diffs": max_diffs}
-        if source_path:
-            keys = split_list(record_key_field) or HudiTable(spark, target_base_path).record_key_fields()
-            config = IngestConfig(
-                target_base_path=target_base_path,
-                target_table=Path(target_base_path.rstrip("/")).name,
-                source_path=source_path,
-                flavor=flavor,  # type: ignore[arg-type]  # click.Choice
-                record_key_fields=keys,
-            )
-            result = ops.verify_replay(spark, config, **compare)
-        else:
-            assert database is not None and source_table is not None
-            wait = (
-                ops.wait_for_ingest(
-                    spark,
-                    target_base_path,
-                    bootstrap_servers=bootstrap_servers,
-                    slot=slot,
-                    timeout_s=recheck_timeout,
-                    database_kind=database.kind,
-                )
-                if recheck
-                else None
-            )
-            result = ops.verify(
-                spark,
-                target_base_path,
-                database,
-                source_table,
-                key_fields=split_list(record_key_field),
-                recheck=wait,
-                **compare,
-            )
-    except HudiCdcError as exc:
-        _could_not_run(f"{exc}", log_path)
-    except Exception as exc:  # a Spark or database failure: one line, the traceback with -v
-        from hudi_cdc._jvm import java_message
-
-        logging.getLogger("hudi_cdc").info("verify failed", exc_info=True)
-        _could_not_run(java_message(exc), log_path)
+    if source_path and (source_url or source_table):
+        raise ConfigError("give either --source-path, or --source-url with --table, not both")
+    if not source_path and not (source_url and source_table):
+        raise ConfigError("name the source: --source-url and --table, or --source-path")
+    database = (
+        SourceDatabase(source_url, password_file=password_file, password_env=password_env) if source_url else None
+    )
+    spark = run.session()
+    compare: dict[str, Any] = {"columns": split_list(columns) or None, "where": where, "max_diffs": max_diffs}
+    keys = split_list(record_key_field)
+    if source_path:
+        result = _against_files(spark, target_base_path, source_path, flavor, keys, compare)
+    else:
+        assert database is not None and source_table is not None
+        wait = (
+            _recheck(spark, target_base_path, database, bootstrap_servers, slot, recheck_timeout) if recheck else None
+        )
+        result = ops.verify(spark, target_base_path, database, source_table, key_fields=keys, recheck=wait, **compare)
     click.echo(json.dumps(result.to_dict(), sort_keys=True, default=str) if as_json else result.describe())
-    if log_path is not None:
-        log_path.unlink(missing_ok=True)
-    sys.exit(result.exit_code)
+    return result.exit_code
 
 
-def _could_not_run(message: str, log_path: Path | None) -> NoReturn:
-    from hudi_cdc.cli._common import fail
+def _against_files(
+    spark: SparkSession,
+    target_base_path: str,
+    source_path: str,
+    flavor: str,
+    keys: tuple[str, ...],
+    compare: dict[str, Any],
+) -> VerifyResult:
+    """The table against what its change files replay to; the key is the table's own unless given."""
+    from hudi_cdc.config import IngestConfig
+    from hudi_cdc.ops.verify import verify_replay
+    from hudi_cdc.sink.hudi import HudiTable
 
-    fail(f"hudi-cdc verify: could not run: {message}", COULD_NOT_RUN, log_path)
+    config = IngestConfig(
+        target_base_path=target_base_path,
+        target_table=Path(target_base_path.rstrip("/")).name,
+        source_path=source_path,
+        flavor=flavor,  # type: ignore[arg-type]  # click.Choice
+        record_key_fields=keys or HudiTable(spark, target_base_path).record_key_fields(),
+    )
+    return verify_replay(spark, config, **compare)
+
+
+def _recheck(
+    spark: SparkSession,
+    target_base_path: str,
+    database: SourceDatabase,
+    bootstrap_servers: str | None,
+    slot: str | None,
+    timeout_s: float,
+) -> Callable[[Any, str], str]:
+    """The wait before a second pass: until the ingest has passed the source position the first pass saw."""
+    from hudi_cdc.ops.verify import wait_for_ingest
+
+    return wait_for_ingest(
+        spark,
+        target_base_path,
+        bootstrap_servers=bootstrap_servers,
+        slot=slot,
+        timeout_s=timeout_s,
+        database_kind=database.kind,
+    )

@@ -1,0 +1,177 @@
+"""The one wrapper every command runs in: its JVM log and Spark session, and its failure as one line and an exit code.
+
+A command declares what a failure looks like (:class:`OnFailure`) and takes an
+:class:`Invocation` as its first argument::
+
+    @click.command()
+    @click.option(...)
+    @command(OnFailure("hudi-cdc status", terminal=2, transient=2, unexpected=2, kinds=False))
+    def status(run: Invocation, ...) -> None:
+        spark = run.session()
+
+The wrapper maps what escapes the command to ``<prefix>: <kind>: <message>``
+on stderr and the command's exit code, by class (``HudiCdcError.transient``),
+never by message; it names the JVM's log file in that line, and deletes the
+file after a run that did not fail.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Concatenate, NoReturn, ParamSpec
+
+import click
+
+from hudi_cdc.errors import HudiCdcError
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+__all__ = ["EXIT_TRANSIENT", "Invocation", "OnFailure", "command", "fail", "jvm_log", "session"]
+
+EXIT_TRANSIENT = 75
+"""EX_TEMPFAIL, what a command exits with on a :class:`~hudi_cdc.errors.TransientError`: a retry may succeed."""
+
+_P = ParamSpec("_P")
+
+
+@dataclass(frozen=True)
+class OnFailure:
+    """What a command prints and exits with when it fails.
+
+    With ``kinds`` the line is ``<prefix>: error: ...``, ``<prefix>: transient: ...``
+    or ``<prefix>: unexpected error: ...``; without, ``<prefix>: ...``.
+    """
+
+    prefix: str = "hudi-cdc"
+    terminal: int = 1
+    transient: int = EXIT_TRANSIENT
+    unexpected: int = 1
+    kinds: bool = True
+
+    def line(self, exc: Exception) -> tuple[str, int]:
+        """The stderr line and the exit code for ``exc``."""
+        from hudi_cdc._jvm import java_message
+
+        if not isinstance(exc, HudiCdcError):
+            kind, code, text = "unexpected error", self.unexpected, java_message(exc)
+        elif exc.transient:
+            kind, code, text = "transient", self.transient, str(exc)
+        else:
+            kind, code, text = "error", self.terminal, str(exc)
+        return (f"{self.prefix}: {kind}: {text}" if self.kinds else f"{self.prefix}: {text}"), code
+
+
+class Invocation:
+    """What the wrapper hands a command: ``-v``'s count, and the Spark session with the log file of its JVM."""
+
+    def __init__(self, verbose: int) -> None:
+        self.verbose = verbose
+        self.log_path: Path | None = None
+        self.keep_log = False
+        """Set by a command whose run did not fail but whose log a reader needs (a failed table, a failed check)."""
+
+    def session(self, conf: dict[str, str] | None = None) -> SparkSession:
+        """The Spark session; a JVM it starts writes to a log file named in the failure line (with -v: the terminal)."""
+        self.log_path = jvm_log(self.verbose)  # set first: the failure line names it if the JVM does not start
+        return session(self.log_path, conf)
+
+
+def command(
+    on_failure: OnFailure = OnFailure(),
+) -> Callable[[Callable[Concatenate[Invocation, _P], int | None]], Callable[_P, None]]:
+    """Run a click command's body with an :class:`Invocation`; its failures become ``on_failure``'s line and code.
+
+    The body returns None or an exit code. click's own exceptions (usage errors,
+    ``ctx.exit``) and ``sys.exit`` pass through untouched.
+    """
+
+    def decorate(body: Callable[Concatenate[Invocation, _P], int | None]) -> Callable[_P, None]:
+        @functools.wraps(body)
+        def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> None:
+            obj = click.get_current_context().find_root().obj
+            run = Invocation(obj["verbose"] if isinstance(obj, dict) else 0)
+            try:
+                code = body(run, *args, **kwargs)
+            except (click.ClickException, click.exceptions.Exit, click.Abort):
+                raise
+            except Exception as exc:  # one line for the shell; the traceback with -v
+                if not isinstance(exc, HudiCdcError):
+                    logging.getLogger("hudi_cdc").info("%s: unexpected failure", on_failure.prefix, exc_info=True)
+                fail(*on_failure.line(exc), run.log_path)
+            if run.log_path is not None and not run.keep_log:
+                run.log_path.unlink(missing_ok=True)
+            if code:
+                sys.exit(code)
+
+        return wrapper
+
+    return decorate
+
+
+def jvm_log(verbose: int) -> Path | None:
+    """Where the JVM this run starts writes (None with -v, or when a JVM is already running).
+
+    librdkafka's log goes to the same file (without one, and without -v, nowhere: see ``main``).
+    """
+    from pyspark.sql import SparkSession
+
+    from hudi_cdc.console import jvm_log_path, route_kafka_log
+
+    starts_jvm = SparkSession.getActiveSession() is None and "PYSPARK_GATEWAY_PORT" not in os.environ
+    path = jvm_log_path() if starts_jvm and verbose == 0 else None
+    if path is not None:
+        route_kafka_log(path, terminal=False)
+    return path
+
+
+def session(log_path: Path | None, conf: dict[str, str] | None = None) -> SparkSession:
+    """The Spark session, its JVM writing to ``log_path`` (or, without one, stdout sent to stderr).
+
+    stdout belongs to the command's output (--json lines). A JVM started here
+    (and Spark's launcher before it, which prints Ivy's resolution) inherits the
+    log file as its stdout and stderr, or stderr as its stdout; a running one
+    gets System.out pointed at System.err, for libraries inside it (Hudi's
+    shaded JOL) that print there.
+    """
+    from hudi_cdc._jvm import jvm
+    from hudi_cdc.console import stdout_to_stderr
+    from hudi_cdc.spark import spark_session
+
+    if log_path is not None:
+        spark = spark_session(jvm_log=log_path, conf=conf)
+    else:
+        with stdout_to_stderr():
+            spark = spark_session(conf=conf)
+    system = jvm(spark).java.lang.System
+    system.setOut(system.err)
+    return spark
+
+
+OUT_OF_MEMORY_HINT = (
+    "the Spark driver ran out of memory (java.lang.OutOfMemoryError): make the round smaller with a lower "
+    "--source-limit, or give Spark more memory (spark-submit --driver-memory, or PYSPARK_SUBMIT_ARGS="
+    "'--driver-memory 4g pyspark-shell' for a session hudi-cdc starts)"
+)
+
+
+def fail(message: str, code: int, log_path: Path | None) -> NoReturn:
+    """Print ``message`` on stderr, naming the JVM's log if it holds anything, and exit with ``code``."""
+    if log_path is not None and log_path.exists() and log_path.stat().st_size:
+        if _ran_out_of_memory(log_path):
+            message += f"; {OUT_OF_MEMORY_HINT}"
+        message += f" (Spark's log: {log_path})"
+    click.echo(message, err=True)
+    sys.exit(code)
+
+
+def _ran_out_of_memory(log_path: Path) -> bool:
+    # The JVM's own error rarely reaches Python intact (a dying JVM answers py4j with nothing).
+    with open(log_path, "rb") as log:
+        return any(b"java.lang.OutOfMemoryError" in line for line in log)
