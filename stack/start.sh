@@ -60,7 +60,7 @@ wait_for connect-rest 120 connect/connect.pid curl -sf http://127.0.0.1:$CONNECT
 PY=${HUDI_CDC_PYTHON:-$REPO/.venv/bin/python}
 if alive connect/supervisor.pid; then :
 elif [ -x "$PY" ]; then
-  (cd connect; setsid nohup "$PY" -m hudi_cdc.ops.connect supervise --connect-url http://127.0.0.1:$CONNECT_PORT \
+  (cd connect; setsid nohup "$PY" -m hudi_cdc -v connect supervise --connect-url http://127.0.0.1:$CONNECT_PORT \
      --interval 5 --max-backoff 60 >> supervisor.log 2>&1 < /dev/null & echo $! > supervisor.pid)
   wait_for supervisor 30 connect/supervisor.pid grep -q 'supervising Kafka Connect' connect/supervisor.log
 else

@@ -3,9 +3,9 @@
 Kafka Connect never restarts a FAILED task by itself ("will not recover until
 manually restarted"); a converter that cannot reach the schema registry fails
 its task that way. :func:`supervise` is the restart loop the local stack runs
-and users can run beside their own Connect clusters::
+and users can run beside their own Connect clusters, through the CLI::
 
-    python -m hudi_cdc.ops.connect supervise --connect-url http://connect:8083 [--interval 10]
+    hudi-cdc connect supervise --connect-url http://connect:8083 [--interval 10]
 
 Standard library only (urllib), so it runs wherever hudi-cdc is installed. The
 REST client is :mod:`hudi_cdc.upstream.connect`, below the checks that also read
@@ -14,16 +14,13 @@ it; its names are re-exported here.
 
 from __future__ import annotations
 
-import argparse
 import logging
-import signal
-import sys
 import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from hudi_cdc.errors import TerminalError, TransientError
+from hudi_cdc.errors import TransientError
 from hudi_cdc.upstream.connect import (
     ConnectorNotFound,
     ConnectorState,
@@ -43,7 +40,6 @@ __all__ = [
     "SupervisorSummary",
     "TaskState",
     "connector_states",
-    "main",
     "parse_states",
     "restart_failed",
     "supervise",
@@ -134,6 +130,7 @@ def supervise(
     wanted = list(names) if names is not None else None
     cycles = restarts = unreachable = 0
     shown = redact_url(connect_url)
+    log.info("supervising Kafka Connect at %s every %.0fs", shown, interval_s)  # stack/start.sh waits for this line
     while not stop.is_set():
         cycles += 1
         try:
@@ -166,34 +163,3 @@ def supervise(
             break
         stop.wait(interval_s)
     return SupervisorSummary(cycles, restarts, unreachable)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m hudi_cdc.ops.connect", description=__doc__.splitlines()[0])
-    commands = parser.add_subparsers(dest="command", required=True)
-    run = commands.add_parser("supervise", help="restart FAILED connectors and tasks, forever")
-    run.add_argument("--connect-url", required=True, help="Connect REST URL, e.g. http://127.0.0.1:8083")
-    run.add_argument("--interval", type=float, default=10.0, help="seconds between polls (default 10)")
-    run.add_argument("--max-backoff", type=float, default=300.0, help="longest wait between restarts (default 300)")
-    run.add_argument("--connector", action="append", dest="names", help="only this connector (repeatable)")
-    args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
-    stop = threading.Event()
-    # systemd and stack/stop.sh send SIGTERM: finish the current cycle and exit 0.
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    log.info("supervising Kafka Connect at %s every %.0fs", redact_url(args.connect_url), args.interval)
-    try:
-        summary = supervise(
-            args.connect_url, interval_s=args.interval, names=args.names, max_backoff_s=args.max_backoff, stop=stop
-        )
-    except KeyboardInterrupt:
-        return 130
-    except TerminalError as e:
-        log.error("%s", e)
-        return 2
-    log.info("stopped after %d polls, %d restarts", summary.cycles, summary.restarts)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -4,7 +4,7 @@ Kafka Connect fails a task for good when its converter cannot reach the
 registry (issue 14). Here the registry is stopped while a throwaway table gets a
 new column, so the next rows need a schema the converter has never seen: the
 task goes FAILED, the registry comes back through ``stack/start.sh``, and the
-supervisor that script runs (``python -m hudi_cdc.ops.connect supervise``)
+supervisor that script runs (``python -m hudi_cdc -v connect supervise``)
 restarts the task without anyone else asking. Every row, those written during
 the outage too, must then be in Kafka.
 """

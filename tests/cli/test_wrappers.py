@@ -1,0 +1,85 @@
+"""The one wrapper of every command: a failure's class decides its line and exit code; no Spark needed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+import pytest
+from click.testing import CliRunner
+
+from hudi_cdc.cli import main
+from hudi_cdc.cli.wrappers import EXIT_TRANSIENT, Invocation, OnFailure, command
+from hudi_cdc.errors import ConfigError, SinkError, TransientError
+
+
+def _command(raised: Exception | None, on_failure: OnFailure = OnFailure(), log: Path | None = None) -> click.Command:
+    @click.command()
+    @click.option("--name", default="t")
+    @command(on_failure)
+    def probe(run: Invocation, name: str) -> int:
+        run.log_path = log  # as run.session() sets it, without starting a JVM
+        if raised is not None:
+            raise raised
+        click.echo(f"{name}: done")
+        return 0
+
+    return probe
+
+
+def test_a_terminal_error_exits_with_its_code_and_one_line() -> None:
+    done = CliRunner().invoke(_command(ConfigError("--source-path is missing")), [])
+    assert done.exit_code == 1
+    assert done.output.splitlines() == ["hudi-cdc: error: --source-path is missing"]
+
+
+def test_a_transient_error_exits_with_the_transient_code() -> None:
+    for error in (TransientError("broker down"), SinkError("write failed")):
+        done = CliRunner().invoke(_command(error, OnFailure("hudi-cdc run", terminal=2)), [])
+        assert done.exit_code == EXIT_TRANSIENT == 75
+        assert done.output.splitlines() == [f"hudi-cdc run: transient: {error}"]
+
+
+def test_an_unexpected_exception_exits_with_the_generic_code() -> None:
+    done = CliRunner().invoke(_command(KeyError("boom"), OnFailure("hudi-cdc run", terminal=2, unexpected=2)), [])
+    assert done.exit_code == 2
+    assert done.output.splitlines() == ["hudi-cdc run: unexpected error: 'boom'"]
+
+
+def test_without_kinds_the_line_is_the_prefix_and_the_message() -> None:
+    on_failure = OnFailure("hudi-cdc verify: could not run", terminal=2, transient=2, unexpected=2, kinds=False)
+    assert on_failure.line(TransientError("no route")) == ("hudi-cdc verify: could not run: no route", 2)
+    assert on_failure.line(ValueError("bad")) == ("hudi-cdc verify: could not run: bad", 2)
+
+
+def test_clicks_own_errors_pass_through() -> None:
+    done = CliRunner().invoke(_command(click.BadParameter("must be a table")), [])
+    assert done.exit_code == 2 and "Error: Invalid value: must be a table" in done.output
+
+
+def test_the_jvm_log_is_named_on_failure_and_deleted_after_success(tmp_path: Path) -> None:
+    log = tmp_path / "spark.log"
+    log.write_text("WARN something\n")
+    failed = CliRunner().invoke(_command(ConfigError("bad"), log=log), [])
+    assert failed.output.splitlines() == [f"hudi-cdc: error: bad (Spark's log: {log})"] and log.exists()
+    done = CliRunner().invoke(_command(None, log=log), [])
+    assert done.exit_code == 0 and done.output == "t: done\n" and not log.exists()
+
+
+def _leaves(group: click.Group) -> list[click.Command]:
+    found = []
+    for sub in group.commands.values():
+        found += _leaves(sub) if isinstance(sub, click.Group) else [sub]
+    return found
+
+
+@pytest.mark.parametrize("leaf", _leaves(main), ids=lambda c: c.name)
+def test_every_command_runs_in_the_wrapper(leaf: click.Command) -> None:
+    assert getattr(leaf.callback, "__wrapped__", None) is not None, f"{leaf.name}: decorate it with wrappers.command"
+
+
+def test_connect_status_unreachable_is_transient() -> None:
+    done = CliRunner().invoke(main, ["connect", "status", "--connect-url", "http://127.0.0.1:1"])
+    assert done.exit_code == 75
+    (line,) = done.output.splitlines()
+    assert line.startswith("hudi-cdc: transient: Kafka Connect at http://127.0.0.1:1 cannot be reached")
