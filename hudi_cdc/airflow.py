@@ -29,12 +29,11 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
+from hudi_cdc.cli.wrappers import EXIT_TRANSIENT
 from hudi_cdc.config import redact
 
 # HudiCdcIngestOperator is built on first access (module __getattr__), so Airflow is imported only then.
 __all__ = ["EXIT_TRANSIENT", "HudiCdcIngestOperator", "ingest_command", "outcome_of"]  # noqa: F822
-
-EXIT_TRANSIENT = 75  # EX_TEMPFAIL, what `hudi-cdc` exits with on a TransientError
 
 # Option names as ``hudi_cdc.ingest()`` takes them, where the CLI flag differs.
 _FLAG_NAMES = {"record_key_fields": "record-key-field", "props_file": "props", "config_file": "config"}
@@ -88,7 +87,8 @@ def _printable(argv: Sequence[str]) -> str:
     return " ".join(shown)
 
 
-def _build_operator() -> type:
+def _airflow() -> tuple[type, type[Exception], type[Exception]]:
+    """Airflow's ``BaseOperator``, ``AirflowException`` and ``AirflowFailException`` (Airflow 3's, else 2's)."""
     try:
         from airflow.sdk import BaseOperator  # Airflow 3
         from airflow.sdk.exceptions import AirflowException, AirflowFailException
@@ -101,8 +101,48 @@ def _build_operator() -> type:
                 "hudi_cdc.airflow.HudiCdcIngestOperator needs Apache Airflow in the environment that parses the "
                 "DAG: pip install 'hudi-cdc[airflow]' (or apache-airflow)"
             ) from exc
+    return BaseOperator, AirflowException, AirflowFailException
 
-    class HudiCdcIngestOperator(BaseOperator):  # type: ignore[misc, valid-type]
+
+def _start(argv: Sequence[str], env: Mapping[str, str]) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        argv,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **env},
+        start_new_session=True,  # on_kill stops Spark's JVM and Python workers too
+    )
+
+
+def _finish(
+    process: subprocess.Popen[str],
+    log: Any,  # noqa: ANN401 - the task's logger: stdlib's or structlog's
+) -> tuple[int, list[dict[str, Any]], str | None]:
+    """The exit status, the JSON results on stdout, and the last ``hudi-cdc: ...`` line on stderr (relayed to ``log``)."""
+    last_error: list[str] = []
+
+    def relay() -> None:
+        assert process.stderr is not None
+        for line in process.stderr:
+            log.info("%s", line.rstrip())
+            if line.startswith("hudi-cdc: "):
+                last_error[:] = [line.strip()]
+
+    # stderr is drained on a thread of its own: a full pipe would block the child while stdout is read here.
+    relayer = threading.Thread(target=relay, daemon=True)
+    relayer.start()
+    assert process.stdout is not None
+    results = [json.loads(line) for line in process.stdout if line.startswith("{")]
+    returncode = process.wait()
+    relayer.join()
+    return returncode, results, (last_error[0] if last_error else None)
+
+
+def _build_operator() -> type:
+    base_operator, airflow_exception, airflow_fail_exception = _airflow()
+
+    class HudiCdcIngestOperator(base_operator):  # type: ignore[misc, valid-type]
         """One ``hudi-cdc ingest`` round for one table; its result goes to XCom.
 
         ``options`` are the keywords of ``hudi_cdc.ingest`` (``source``,
@@ -134,38 +174,16 @@ def _build_operator() -> type:
         def execute(self, context: Any) -> dict[str, Any]:
             argv = ingest_command(self.options, command=self.command)
             self.log.info("running %s", _printable(argv))
-            process = subprocess.Popen(
-                argv,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-                env={**os.environ, **self.env},
-                start_new_session=True,  # on_kill stops Spark's JVM and Python workers too
-            )
-            self._process = process
-            last_error: list[str] = []
-
-            def relay() -> None:
-                assert process.stderr is not None
-                for line in process.stderr:
-                    self.log.info("%s", line.rstrip())
-                    if line.startswith("hudi-cdc: "):
-                        last_error[:] = [line.strip()]
-
-            relayer = threading.Thread(target=relay, daemon=True)
-            relayer.start()
-            assert process.stdout is not None
-            results = [json.loads(line) for line in process.stdout if line.startswith("{")]
-            returncode = process.wait()
-            relayer.join()
-            reason = last_error[0] if last_error else f"hudi-cdc exited with status {returncode}"
+            self._process = _start(argv, self.env)
+            returncode, results, last_error = _finish(self._process, self.log)
+            reason = last_error or f"hudi-cdc exited with status {returncode}"
             outcome = outcome_of(returncode)
             if outcome == "fail":
-                raise AirflowFailException(reason)
+                raise airflow_fail_exception(reason)
             if outcome == "retry":
-                raise AirflowException(reason)
+                raise airflow_exception(reason)
             if not results:
-                raise AirflowFailException("hudi-cdc exited 0 but printed no result")
+                raise airflow_fail_exception("hudi-cdc exited 0 but printed no result")
             return results[-1]
 
         def on_kill(self) -> None:
