@@ -1,8 +1,10 @@
 """Test and demo helpers: Debezium envelopes without a database, and the local stack's Postgres.
 
-``envelopes`` needs nothing but fastavro. ``postgres`` (workload and table
-comparison) needs ``psycopg`` from the ``test`` extra, and ``kafka`` (framed
-Avro messages and registry schemas) needs a broker; import them explicitly.
+``envelopes`` needs nothing but fastavro. ``workload`` is the sample
+databases' change workload, which ``postgres`` (with the table comparison;
+``psycopg``) and ``mariadb`` (``pymysql``) run in their own dialect. ``kafka``
+(framed Avro messages and registry schemas) needs a broker. Import them
+explicitly.
 """
 
 from hudi_cdc.testing.envelopes import (

@@ -11,6 +11,7 @@ what real replication meets:
   large enough to be stored out of line (TOAST), so updates that leave them
   alone carry Debezium's unavailable-value placeholder.
 
+The workload is :mod:`hudi_cdc.testing.workload`'s, in Postgres' dialect here.
 Needs ``psycopg`` (the ``test`` extra).
 """
 
@@ -18,13 +19,15 @@ from __future__ import annotations
 
 import json
 import random
-import string
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime, timedelta
-from decimal import Decimal
+from datetime import UTC, datetime, timedelta
 from typing import Any
+
+from hudi_cdc.testing import workload
+from hudi_cdc.testing.workload import SAMPLE_KEYS, Dialect, random_text
 
 __all__ = [
     "SAMPLE_KEYS",
@@ -38,12 +41,6 @@ __all__ = [
 
 STACK_DSN = "host=127.0.0.1 port=55432 user=debezium password=dbz dbname=inventory"
 SCHEMA = "inventory"
-SAMPLE_KEYS: dict[str, tuple[str, ...]] = {
-    "customers": ("id",),
-    "orders": ("order_id", "line_no"),
-    "documents": ("doc_id",),
-}
-_ALPHABET = string.ascii_letters + string.digits
 
 
 def connect(dsn: str = STACK_DSN) -> Any:
@@ -56,124 +53,50 @@ def connect(dsn: str = STACK_DSN) -> Any:
 # --- workload ---------------------------------------------------------------------------------------
 
 
-def _text(rng: random.Random, n: int) -> str:
-    # Random letters do not compress, so a value over ~2 kB is moved out of line (TOASTed).
-    return "".join(rng.choices(_ALPHABET, k=n))
+@contextmanager
+def _transaction(conn: Any) -> Iterator[Any]:
+    with conn.transaction(), conn.cursor() as cur:
+        yield cur
 
 
-def _one_of(cur: Any, sql: str, rng: random.Random) -> tuple | None:
-    cur.execute(sql)
-    rows = cur.fetchall()
-    return rng.choice(rows) if rows else None
+def _new_document(rng: random.Random, tag: str, n: int) -> tuple[Any, ...]:
+    return (
+        uuid.uuid5(uuid.NAMESPACE_OID, f"{tag}.{n}.{rng.random()}"),
+        f"doc {tag} {n}",
+        random_text(rng, rng.randint(6_000, 20_000)) if rng.random() < 0.8 else rng.choice([None, "short body"]),
+        rng.randbytes(rng.randint(3_000, 8_000)) if rng.random() < 0.5 else None,
+        [f"t{rng.randint(0, 9)}" for _ in range(rng.randint(0, 3))],
+        json.dumps({"n": n, "tag": tag, "score": rng.randint(0, 100)}),
+        datetime(2026, 1, 1) + timedelta(microseconds=rng.getrandbits(40)),
+    )
 
 
-def _customers(cur: Any, rng: random.Random, tag: str, n: int) -> None:
-    roll = rng.random()
-    if roll < 0.45:
-        cur.execute(
-            "insert into inventory.customers (first_name, last_name, email, balance) values (%s, %s, %s, %s)",
-            (f"first{n}", f"last{n}", f"{tag}.{n}@example.com", Decimal(rng.randint(0, 10**7)) / 100),
-        )
-    elif roll < 0.85:
-        row = _one_of(cur, "select id from inventory.customers", rng)
-        if row:
-            cur.execute(
-                "update inventory.customers set balance = %s, last_name = %s, updated_at = now() where id = %s",
-                (Decimal(rng.randint(0, 10**7)) / 100, f"moved{n}", row[0]),
-            )
-    else:
-        row = _one_of(cur, "select id from inventory.customers", rng)
-        if row:
-            cur.execute("delete from inventory.customers where id = %s", row)
+def _new_body(rng: random.Random) -> str | None:
+    # Over ~2 kB, so the value is stored out of line (TOAST) and the blob beside it arrives as a placeholder.
+    return random_text(rng, rng.randint(6_000, 20_000)) if rng.random() < 0.7 else None
 
 
-def _orders(cur: Any, rng: random.Random, tag: str, n: int) -> None:
-    roll = rng.random()
-    if roll < 0.35:
-        cur.execute("select coalesce(max(order_id), 0) + 1 from inventory.orders")
-        order_id = cur.fetchone()[0]
-        for line in range(1, rng.randint(1, 4) + 1):
-            cur.execute(
-                "insert into inventory.orders (order_id, line_no, customer_id, sku, quantity, unit_price, weight_kg,"
-                " ship_date) values (%s, %s, %s, %s, %s, %s, %s, %s)",
-                (
-                    order_id,
-                    line,
-                    rng.randint(1, 500),
-                    f"SKU-{rng.randint(1, 999):03d}",
-                    rng.randint(1, 20),
-                    Decimal(rng.randint(1, 10**6)) / 100,
-                    rng.random() * 40 if rng.random() < 0.8 else None,
-                    date(2026, 1, 1) + timedelta(days=rng.randint(0, 400)) if rng.random() < 0.5 else None,
-                ),
-            )
-        return
-    row = _one_of(cur, "select order_id, line_no from inventory.orders", rng)
-    if row is None:
-        return
-    if roll < 0.70:
-        cur.execute(
-            "update inventory.orders set quantity = %s, unit_price = %s, shipped = %s where order_id = %s and line_no = %s",
-            (rng.randint(1, 20), Decimal(rng.randint(1, 10**6)) / 100, rng.random() < 0.5, *row),
-        )
-    elif roll < 0.82:
-        # A primary-key update: Debezium emits a delete of the old key and a create of the new one.
-        cur.execute("select max(line_no) + 1 from inventory.orders where order_id = %s", (row[0],))
-        cur.execute(
-            "update inventory.orders set line_no = %s where order_id = %s and line_no = %s",
-            (cur.fetchone()[0] + rng.randint(0, 3), *row),
-        )
-    elif roll < 0.92:
-        cur.execute("delete from inventory.orders where order_id = %s and line_no = %s", row)
-    else:
-        cur.execute("delete from inventory.orders where order_id = %s", (row[0],))
+POSTGRES = Dialect(
+    schema=SCHEMA,
+    now="now()",
+    blob="blob",
+    transaction=_transaction,
+    new_document=_new_document,
+    tags=list,
+    new_body=_new_body,
+)
 
 
-def _documents(cur: Any, rng: random.Random, tag: str, n: int) -> None:
-    roll = rng.random()
-    if roll < 0.35:
-        cur.execute(
-            "insert into inventory.documents (doc_id, title, body, blob, tags, meta, edited_at)"
-            " values (%s, %s, %s, %s, %s, %s, %s)",
-            (
-                uuid.uuid5(uuid.NAMESPACE_OID, f"{tag}.{n}.{rng.random()}"),
-                f"doc {tag} {n}",
-                _text(rng, rng.randint(6_000, 20_000)) if rng.random() < 0.8 else rng.choice([None, "short body"]),
-                rng.randbytes(rng.randint(3_000, 8_000)) if rng.random() < 0.5 else None,
-                [f"t{rng.randint(0, 9)}" for _ in range(rng.randint(0, 3))],
-                json.dumps({"n": n, "tag": tag, "score": rng.randint(0, 100)}),
-                datetime(2026, 1, 1) + timedelta(microseconds=rng.getrandbits(40)),
-            ),
-        )
-        return
-    row = _one_of(cur, "select doc_id from inventory.documents", rng)
-    if row is None:
-        return
-    if roll < 0.75:
-        # body and blob are left alone: their out-of-line values reach Debezium as placeholders.
-        cur.execute(
-            "update inventory.documents set title = %s, version = version + 1, tags = %s where doc_id = %s",
-            (f"edited {tag} {n}", [f"e{rng.randint(0, 9)}"], row[0]),
-        )
-    elif roll < 0.85:
-        body = _text(rng, rng.randint(6_000, 20_000)) if rng.random() < 0.7 else None
-        cur.execute("update inventory.documents set body = %s, version = version + 1 where doc_id = %s", (body, row[0]))
-    else:
-        cur.execute("delete from inventory.documents where doc_id = %s", row)
-
-
-_OPERATIONS = (_customers, _orders, _documents)
-
-
-def run_workload(conn: Any, rng: random.Random, *, transactions: int, tag: str) -> int:
+def run_workload(
+    conn: Any,  # noqa: ANN401
+    rng: random.Random,
+    *,
+    transactions: int,
+    tag: str,
+    tables: Sequence[str] = tuple(SAMPLE_KEYS),
+) -> int:
     """Commit ``transactions`` random transactions of 1-6 changes over the sample tables; returns the changes."""
-    changes = 0
-    for _ in range(transactions):
-        with conn.transaction(), conn.cursor() as cur:
-            for _ in range(rng.randint(1, 6)):
-                rng.choice(_OPERATIONS)(cur, rng, tag, changes)
-                changes += 1
-    return changes
+    return workload.run_workload(POSTGRES, conn, rng, transactions=transactions, tag=tag, tables=tables)
 
 
 # --- comparison -------------------------------------------------------------------------------------
