@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from hudi_cdc.config import IngestConfig
+    from hudi_cdc.pipeline import IngestResult
     from hudi_cdc.upstream.database import SourceDatabase
 
 __all__ = ["BootstrapResult", "bootstrap", "connector_settings"]
@@ -151,11 +152,36 @@ def bootstrap(
     spark: SparkSession | None = None,
 ) -> BootstrapResult:
     """Load ``source_table`` into the (new) Hudi table of ``config`` and leave ``slot`` for Debezium to go on from."""
-    from hudi_cdc.pipeline import load_first
-    from hudi_cdc.sources.snapshot import SnapshotSource
     from hudi_cdc.spark import spark_session
 
     started = time.monotonic()
+    _check_arguments(config, database, slot)
+    spark = spark or spark_session()
+    done = _already_loaded(config, spark, source_table, slot)
+    if done is not None:
+        return replace(done, duration_s=time.monotonic() - started)
+    claim = _Claim(spark, _claim_path(config))
+    replaced = _recover_slot(config, database, claim, slot)
+    lsn, copied_ranges, result = _load(config, database, spark, claim, source_table, slot, ranges, fetch_size)
+    if result.commit_time is not None:  # an empty table commits too: the commit holds the checkpoint
+        claim.remove()
+    return BootstrapResult(
+        table=config.target_table,
+        base_path=config.target_base_path,
+        source_table=source_table,
+        slot=slot,
+        consistent_point=lsn,
+        rows=result.upserts,
+        ranges=copied_ranges,
+        commit_time=result.commit_time,
+        duration_s=time.monotonic() - started,
+        checkpoint=dict(result.checkpoint or {}),
+        replaced_slot=replaced,
+    )
+
+
+def _check_arguments(config: IngestConfig, database: SourceDatabase, slot: str) -> None:
+    """Refuse, before touching anything, what bootstrap cannot hand over: not Postgres to Kafka, a bad slot name."""
     if config.source != "kafka" or config.flavor != "postgres":
         raise ConfigError(
             "bootstrap hands a Postgres table over to its Debezium topic: --source kafka, --flavor postgres"
@@ -164,45 +190,70 @@ def bootstrap(
         raise ConfigError(f"{database.display}: bootstrap reads Postgres (MySQL/MariaDB: not yet)")
     if not _SLOT_NAME.fullmatch(slot):
         raise ConfigError(f"slot name {slot!r}: Postgres takes lower-case letters, digits and _ (at most 63)")
-    spark = spark or spark_session()
 
+
+def _already_loaded(config: IngestConfig, spark: SparkSession, source_table: str, slot: str) -> BootstrapResult | None:
+    """What an earlier run of the same bootstrap loaded (None for a new table); a table loaded otherwise is refused."""
     loaded = _loaded(config, spark)
-    if loaded is not None:
-        if loaded.get("table") != source_table:
-            raise ConfigError(
-                f"{config.target_base_path} already holds a table (not loaded by a bootstrap of {source_table}); "
-                "bootstrap loads a new table"
-            )
-        log.info("%s: already loaded by bootstrap at %s; nothing to do", config.target_table, loaded.get("lsn"))
-        return BootstrapResult(
-            table=config.target_table,
-            base_path=config.target_base_path,
-            source_table=source_table,
-            slot=loaded.get("slot", slot),
-            consistent_point=loaded.get("lsn", ""),
-            rows=int(loaded.get("rows", 0)),
-            ranges=int(loaded.get("ranges", 0)),
-            commit_time=None,
-            duration_s=time.monotonic() - started,
-            already_loaded=True,
+    if loaded is None:
+        return None
+    if loaded.get("table") != source_table:
+        raise ConfigError(
+            f"{config.target_base_path} already holds a table (not loaded by a bootstrap of {source_table}); "
+            "bootstrap loads a new table"
         )
+    log.info("%s: already loaded by bootstrap at %s; nothing to do", config.target_table, loaded.get("lsn"))
+    return BootstrapResult(
+        table=config.target_table,
+        base_path=config.target_base_path,
+        source_table=source_table,
+        slot=loaded.get("slot", slot),
+        consistent_point=loaded.get("lsn", ""),
+        rows=int(loaded.get("rows", 0)),
+        ranges=int(loaded.get("ranges", 0)),
+        commit_time=None,
+        duration_s=0.0,
+        already_loaded=True,
+    )
 
-    claim = _Claim(spark, _claim_path(config))
-    replaced = False
+
+def _recover_slot(config: IngestConfig, database: SourceDatabase, claim: _Claim, slot: str) -> bool:
+    """Drop ``slot`` if an unfinished earlier run of this bootstrap made it (True then); refuse anyone else's."""
     active = _slot_active(database, slot)
-    if active is not None:
-        claimed = claim.read()
-        if not claimed or claimed.get("slot") != slot:
-            raise ConfigError(
-                f"replication slot {slot} already exists and this table's bootstrap did not make it: "
-                "choose another --slot (the copy needs a slot made at the moment of its snapshot)"
-            )
-        if active:
-            raise SourceError(f"replication slot {slot} is in use by a running process: stop it, then run again")
-        with database.connect() as conn:  # an unfinished earlier run's: its snapshot is gone with it
-            conn.execute("select pg_drop_replication_slot(%s)", (slot,))
-        replaced = True
-        log.warning("%s: dropped slot %s left by an unfinished bootstrap", config.target_table, slot)
+    if active is None:
+        return False
+    claimed = claim.read()
+    if not claimed or claimed.get("slot") != slot:
+        raise ConfigError(
+            f"replication slot {slot} already exists and this table's bootstrap did not make it: "
+            "choose another --slot (the copy needs a slot made at the moment of its snapshot)"
+        )
+    if active:
+        raise SourceError(f"replication slot {slot} is in use by a running process: stop it, then run again")
+    with database.connect() as conn:  # an unfinished earlier run's: its snapshot is gone with it
+        conn.execute("select pg_drop_replication_slot(%s)", (slot,))
+    log.warning("%s: dropped slot %s left by an unfinished bootstrap", config.target_table, slot)
+    return True
+
+
+def _load(
+    config: IngestConfig,
+    database: SourceDatabase,
+    spark: SparkSession,
+    claim: _Claim,
+    source_table: str,
+    slot: str,
+    ranges: int | None,
+    fetch_size: int,
+) -> tuple[str, int, IngestResult]:
+    """Make the slot with its exported snapshot, and bulk-insert the table as of that snapshot in one commit.
+
+    Returns the slot's LSN, the key ranges read, and the commit's result. The
+    claim is written before the slot exists, so a run killed in between knows
+    the slot is its own.
+    """
+    from hudi_cdc.pipeline import load_first
+    from hudi_cdc.sources.snapshot import SnapshotSource
 
     checkpoint = _kafka_checkpoint(config)
     claim.write({"slot": slot, "table": source_table})
@@ -226,18 +277,4 @@ def bootstrap(
         result = load_first(bulk, spark=spark, source=source)
     finally:
         replication.close()  # the snapshot ends with this session; the slot stays for Debezium
-    if result.commit_time is not None:  # an empty table commits too: the commit holds the checkpoint
-        claim.remove()
-    return BootstrapResult(
-        table=config.target_table,
-        base_path=config.target_base_path,
-        source_table=source_table,
-        slot=slot,
-        consistent_point=lsn,
-        rows=result.upserts,
-        ranges=len(source.predicates),
-        commit_time=result.commit_time,
-        duration_s=time.monotonic() - started,
-        checkpoint=dict(result.checkpoint or {}),
-        replaced_slot=replaced,
-    )
+    return lsn, len(source.predicates), result

@@ -12,8 +12,10 @@ from hudi_cdc.cli import main
 from hudi_cdc.cli.wrappers import EXIT_TRANSIENT, Invocation, OnFailure, command
 from hudi_cdc.errors import ConfigError, SinkError, TransientError
 
+DEFAULT = OnFailure()
 
-def _command(raised: Exception | None, on_failure: OnFailure = OnFailure(), log: Path | None = None) -> click.Command:
+
+def _command(raised: Exception | None, on_failure: OnFailure = DEFAULT, log: Path | None = None) -> click.Command:
     @click.command()
     @click.option("--name", default="t")
     @command(on_failure)
