@@ -21,6 +21,8 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
     from hudi_cdc.config import IngestConfig
+    from hudi_cdc.envelope.events import Batch
+    from hudi_cdc.sink.hudi import HudiTable
 
 __all__ = [
     "Difference",
@@ -54,20 +56,32 @@ def verify_replay(
     table's columns and its ``_source_*`` columns (the winning event must be the
     same one), not Hudi's meta columns nor ``_ingested_at``.
     """
-    from pyspark.sql import functions as F
+    from hudi_cdc.spark import release
 
-    from hudi_cdc.envelope.batch import change_rows
+    started = time.monotonic()
+    table, batch, result = _replay_scope(spark, config)
+    hudi = table.read()
+    materialised: tuple[DataFrame, ...] = ()
+    try:
+        replayed, materialised = _replayed(batch, config, result.key_fields, hudi)
+        mappings = _replay_mappings(replayed, hudi, columns, result)
+        opts = {"fetch_limit": fetch_limit, "max_diffs": max_diffs, "toast": config.toast_placeholder}
+        plan = Plan(result.key_fields, mappings)
+        diffs = compare(SparkSide(replayed, where, source=True), SparkSide(hudi, where), plan, opts, result)
+    finally:
+        release(*materialised)
+    result.differences = diffs[:max_diffs]
+    result.duration_s = time.monotonic() - started
+    return result
+
+
+def _replay_scope(spark: SparkSession, config: IngestConfig) -> tuple[HudiTable, Batch | None, VerifyResult]:
+    """The table, the batch of the files its checkpoint covers (None: none yet), and a result noting what is left out."""
     from hudi_cdc.envelope.types import reader_schema
-    from hudi_cdc.errors import DecodeError
-    from hudi_cdc.policy import merge_policy
     from hudi_cdc.sink.hudi import HudiTable
     from hudi_cdc.sink.options import CHECKPOINT_RESET_KEY
     from hudi_cdc.sources.files import FileSource
-    from hudi_cdc.spark import release
-    from payloads import StoredState
-    from payloads.base import ACTION_COLUMN, INGESTED_AT_COLUMN, INTERNAL_PREFIX, UPSERT
 
-    started = time.monotonic()
     base_path = config.target_base_path
     table = HudiTable(spark, base_path)
     if not table.has_commits():
@@ -83,53 +97,64 @@ def verify_replay(
         result.notes.append(
             "the table was once started from a given --checkpoint: events before it are in the replay, not the table"
         )
-    hudi = table.read()
+    return table, batch, result
+
+
+def _replayed(
+    batch: Batch | None, config: IngestConfig, keys: tuple[str, ...], hudi: DataFrame
+) -> tuple[DataFrame, tuple[DataFrame, ...]]:
+    """The rows the batch's last changes leave (no deletes), decided from nothing; and what to release afterwards."""
+    from pyspark.sql import functions as F
+
+    from hudi_cdc.envelope.batch import change_rows
+    from hudi_cdc.errors import DecodeError
+    from hudi_cdc.policy import merge_policy
+    from payloads import StoredState
+    from payloads.base import ACTION_COLUMN, UPSERT
+
+    if batch is None:
+        return hudi.limit(0), ()
     policy = merge_policy(config)
+    rows = change_rows(
+        batch,
+        policy,
+        key_fields=keys,
+        ingested_at=datetime.now(UTC),
+        behavior=config.schema_change_behavior,
+        table_schema=hudi.schema,
+        truncates=config.truncate_behavior,
+    )
+    plan = policy.plan(rows, key_fields=keys, stored=StoredState.empty())
+    if plan.errors or plan.decided is None:
+        from hudi_cdc.spark import release
+
+        release(*plan.materialised)  # here: the raise leaves the caller nothing to release
+        raise DecodeError(f"replaying {batch.description}: bad change events: " + "; ".join(plan.errors))
+    return plan.decided.filter(F.col(ACTION_COLUMN) == F.lit(UPSERT)), plan.materialised
+
+
+def _replay_mappings(
+    replayed: DataFrame, hudi: DataFrame, columns: Sequence[str] | None, result: VerifyResult
+) -> tuple[canonical.Mapping, ...]:
+    """How each compared column of the replay and the table meet; records the missing and compared ones in ``result``."""
+    from payloads.base import INGESTED_AT_COLUMN, INTERNAL_PREFIX
 
     def compared(name: str) -> bool:
         return not name.startswith(("_hoodie_", INTERNAL_PREFIX)) and name != INGESTED_AT_COLUMN
 
-    materialised: tuple[DataFrame, ...] = ()
-    try:
-        if batch is None:
-            replayed = hudi.limit(0)
-        else:
-            rows = change_rows(
-                batch,
-                policy,
-                key_fields=keys,
-                ingested_at=datetime.now(UTC),
-                behavior=config.schema_change_behavior,
-                table_schema=hudi.schema,
-                truncates=config.truncate_behavior,
-            )
-            plan = policy.plan(rows, key_fields=keys, stored=StoredState.empty())
-            materialised = plan.materialised
-            if plan.errors or plan.decided is None:
-                raise DecodeError(f"replaying {batch.description}: bad change events: " + "; ".join(plan.errors))
-            replayed = plan.decided.filter(F.col(ACTION_COLUMN) == F.lit(UPSERT))
-        replay_types = {f.name: f.dataType.simpleString() for f in replayed.schema.fields if compared(f.name)}
-        hudi_types = {f.name: f.dataType.simpleString() for f in hudi.schema.fields if compared(f.name)}
-        for name in (*keys, *(columns or ())):
-            if name not in replay_types:
-                raise ConfigError(f"column {name!r} is not in the replayed events (columns: {', '.join(replay_types)})")
-        wanted = list(keys) + [n for n in replay_types if n not in keys and (not columns or n in columns)]
-        result.missing_columns = tuple(n for n in wanted if n not in hudi_types)
-        if any(k in result.missing_columns for k in keys):
-            raise SourceError(f"the Hudi table {base_path} has no key column {', '.join(keys)}")
-        mappings = tuple(
-            canonical.map_spark_column(n, replay_types[n], hudi_types[n]) for n in wanted if n in hudi_types
-        )
-        result.compared_columns = tuple(m.name for m in mappings)
-        opts = {"fetch_limit": fetch_limit, "max_diffs": max_diffs, "toast": config.toast_placeholder}
-        diffs = compare(
-            SparkSide(replayed, where, source=True), SparkSide(hudi, where), Plan(keys, mappings), opts, result
-        )
-    finally:
-        release(*materialised)
-    result.differences = diffs[:max_diffs]
-    result.duration_s = time.monotonic() - started
-    return result
+    keys = result.key_fields
+    replay_types = {f.name: f.dataType.simpleString() for f in replayed.schema.fields if compared(f.name)}
+    hudi_types = {f.name: f.dataType.simpleString() for f in hudi.schema.fields if compared(f.name)}
+    for name in (*keys, *(columns or ())):
+        if name not in replay_types:
+            raise ConfigError(f"column {name!r} is not in the replayed events (columns: {', '.join(replay_types)})")
+    wanted = list(keys) + [n for n in replay_types if n not in keys and (not columns or n in columns)]
+    result.missing_columns = tuple(n for n in wanted if n not in hudi_types)
+    if any(k in result.missing_columns for k in keys):
+        raise SourceError(f"the Hudi table {result.target} has no key column {', '.join(keys)}")
+    mappings = tuple(canonical.map_spark_column(n, replay_types[n], hudi_types[n]) for n in wanted if n in hudi_types)
+    result.compared_columns = tuple(m.name for m in mappings)
+    return mappings
 
 
 # --- waiting for the ingest before the second pass ----------------------------------------------------
