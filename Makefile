@@ -8,7 +8,7 @@ JARS := $(JARS_DIR)/.fetched
 PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help install jars airflow demo demo-files demo-stack test test-nostack bench bench-scale bench-freshness bench-verify bench-first-load bench-pipeline bench-formats bench-rounds bench-commit-cost bench-index bench-toast bench-all chaos test-fast lint clean stack-up stack-down stack-reset
+.PHONY: help install jars airflow demo demo-files demo-stack test test-nostack bench bench-scale bench-freshness bench-verify bench-first-load bench-pipeline bench-formats bench-rounds bench-commit-cost bench-index bench-toast bench-report bench-all chaos test-fast lint clean stack-up stack-down stack-reset
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -68,8 +68,12 @@ lint: install ## ruff and mypy
 clean: ## Remove the venv, fetched jars and demo output
 	rm -rf $(VENV) $(AIRFLOW_VENV) .jars demo-output .pytest_cache .hypothesis
 
-# One writer schema: HoodieStreamer 0.14 fails on a stream with several (docs/benchmarks.md).
+# One writer schema: HoodieStreamer 0.14 converts records of an older writer schema with the newest one
+# and fails the round (ArrayIndexOutOfBoundsException).
 BENCH_ARGS ?= --events 1000000 --keys 100000 --schema-versions 1
+# Every bench target writes one result file per run here (the history), then regenerates the page from them.
+BENCH_RESULTS := bench/results
+REPORT := $(PY) -m bench.report
 
 HS_DIR := .jars/hoodiestreamer
 HS := $(HS_DIR)/.fetched
@@ -81,46 +85,61 @@ $(HS): jars/hoodiestreamer/hudi-0.14-fallback/pom.xml $(INSTALLED)
 	$(PY) -m pip install -q --no-deps --target $(HS_DIR)/pyspark-3.4.4 pyspark==3.4.4
 	touch $@
 
-bench: install stack-up $(HS) ## hudi-cdc vs HoodieStreamer on one Debezium stream; results into docs/benchmarks.md
+bench: install stack-up $(HS) ## hudi-cdc vs HoodieStreamer on one Debezium stream; results into bench/results/
 	$(VENV)/bin/hudi-cdc jvm-archive
-	$(PY) -m bench.run --markdown docs/benchmarks.md $(BENCH_ARGS)
+	$(PY) -m bench.run --results $(BENCH_RESULTS) $(BENCH_ARGS)
+	$(REPORT)
 
 bench-scale: install stack-up ## Cost per event at 100k/1M/5M backlogs, per round as the table grows, memory vs --source-limit
-	$(PY) -m bench.scale --markdown docs/benchmarks.md
-	-$(PY) -m bench.scale --table-type MERGE_ON_READ --backlogs 5000000 --skip-unbounded --markdown docs/benchmarks.md
+	$(PY) -m bench.scale --results $(BENCH_RESULTS)
+	-$(PY) -m bench.scale --table-type MERGE_ON_READ --backlogs 5000000 --skip-unbounded --results $(BENCH_RESULTS)
+	$(REPORT)
 
 bench-pipeline: install stack-up ## 50 tables in one process at 5,000 changes/s: freshness per table, an idle table's cost
-	$(PY) -m bench.pipeline --markdown docs/benchmarks.md
+	$(PY) -m bench.pipeline --results $(BENCH_RESULTS)
+	$(REPORT)
 
 bench-rounds: install stack-up ## Small rounds: continuous rounds of 1, 100 and 10,000 messages, a one-shot run's fixed cost
-	$(PY) -m bench.rounds --markdown docs/benchmarks.md
+	$(PY) -m bench.rounds --results $(BENCH_RESULTS)
+	$(REPORT)
 
 bench-commit-cost: install ## One small Hudi commit under each setting (metadata table, markers, clean, timeline server)
-	$(PY) -m bench.commit_cost --markdown docs/benchmarks.md
+	$(PY) -m bench.commit_cost --results $(BENCH_RESULTS)
+	$(REPORT)
 
 bench-formats: install stack-up ## The same stream as Avro, JSON with schemas and JSON without, ingested side by side
-	$(PY) -m bench.formats --markdown docs/benchmarks.md
+	$(PY) -m bench.formats --results $(BENCH_RESULTS)
+	$(REPORT)
 
-bench-all: bench bench-scale bench-freshness bench-pipeline bench-rounds bench-commit-cost ## The main benchmarks, results into docs/benchmarks.md
+bench-all: bench bench-scale bench-freshness bench-pipeline bench-rounds bench-commit-cost ## The main benchmarks, results into bench/results/
 
 bench-index: install ## An upsert into tables of 1M and 10M rows under each index and record merger, COW and MOR
-	$(PY) -m bench.index_cost --table-rows 1000000 --markdown docs/benchmarks.md
-	$(PY) -m bench.index_cost --table-rows 10000000 --pattern recent --rounds 6 --markdown docs/benchmarks.md
+	$(PY) -m bench.index_cost --table-rows 1000000 --results $(BENCH_RESULTS)
+	$(PY) -m bench.index_cost --table-rows 10000000 --pattern recent --rounds 6 --results $(BENCH_RESULTS)
+	$(REPORT)
 
 bench-toast: install ## Filling TOAST placeholders from the table: a round's cost at 50k and 200k rows of 4 kB values (MOR)
-	$(PY) -m bench.toast_lookup --rows 50000,200000
+	$(PY) -m bench.toast_lookup --rows 50000,200000 --results $(BENCH_RESULTS)
+	$(REPORT)
 
 bench-verify: install stack-up ## How long hudi-cdc verify takes on a 10M-row table (Postgres against a Hudi COW table)
-	$(PY) -m bench.verify --rows 10000000
+	$(PY) -m bench.verify --rows 10000000 --results $(BENCH_RESULTS)
+	$(REPORT)
 
 bench-first-load: install stack-up ## First load of a 10M-row Postgres table by hudi-cdc bootstrap: rows/s, peak memory, COPY as the limit
-	$(PY) -m bench.first_load --rows 10000000 --markdown docs/benchmarks.md
+	$(PY) -m bench.first_load --rows 10000000 --results $(BENCH_RESULTS)
+	$(REPORT)
 
-# MERGE_ON_READ: a compaction every 2nd delta commit, of the one file group with the most log data (docs/operations.md).
+# The bucket index and no metadata table make a round cheaper; on MERGE_ON_READ a compaction every 2nd delta
+# commit of only the file group with the most log data keeps a compaction round short.
 LOW_LATENCY = hoodie.index.type=BUCKET,hoodie.bucket.index.num.buckets=4,hoodie.metadata.enable=false,hoodie.compact.inline.max.delta.commits=2,hoodie.compaction.target.io=1
 bench-freshness: install stack-up ## Postgres commit -> visible in a snapshot query, at 2,000 and 10,000 changes/s, MOR and COW, defaults and low-latency settings
 	$(PY) -m bench.freshness --seconds 90 --variant "hudi-cdc defaults" \
-		--variant "low latency (bucket index, no metadata table, small compactions):$(LOW_LATENCY)" --markdown docs/benchmarks.md
+		--variant "low latency:$(LOW_LATENCY)" --results $(BENCH_RESULTS)
+	$(REPORT)
+
+bench-report: $(INSTALLED) ## Regenerate the benchmark page's result tables and plots from bench/results/
+	$(REPORT)
 
 CHAOS_ARGS ?= --kills 20 --restarts kafka,registry,connect
 

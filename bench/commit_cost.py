@@ -22,6 +22,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from bench import results as result_files
 from bench.run import REPO
 
 VARIANTS: dict[str, dict[str, str]] = {
@@ -77,11 +78,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rows", type=int, default=1000)
     parser.add_argument("--table-rows", type=int, default=20_000)
     parser.add_argument("--work", type=Path, default=REPO / ".bench" / "commit_cost")
-    parser.add_argument("--markdown", type=Path, help="write the results here (docs/benchmarks.md)")
+    parser.add_argument(
+        "--results", type=Path, help="write the result file under this folder (default: .bench/results)"
+    )
     args = parser.parse_args(argv)
     import hudi_cdc
 
     started = f"{datetime.now():%Y-%m-%d %H:%M}"
+    started_utc = result_files.now_utc()
     spark = hudi_cdc.spark_session(
         app_name="commit-cost", conf={"spark.master": "local[2]", "spark.driver.memory": "4g"}
     )
@@ -90,13 +94,41 @@ def main(argv: list[str] | None = None) -> int:
         t: measure(spark, t, args.rounds, args.rows, args.table_rows, args.work)
         for t in ("COPY_ON_WRITE", "MERGE_ON_READ")
     }
-    text = render(results, started, args)
-    print(text)
-    if args.markdown:
-        from bench.markdown import write_section
-
-        write_section(args.markdown, text, section="commit-cost")
+    print(render(results, started, args))
+    result_files.write(
+        "commit-cost",
+        parameters={
+            "rows": args.rows,
+            "table_rows": args.table_rows,
+            "rounds": args.rounds,
+            "measured_rounds": args.rounds - 2,
+        },
+        tables={"commits": result_files.table(COLUMNS, result_rows(results))},
+        directory=args.results or result_files.LOCAL,
+        started_utc=started_utc,
+    )
     return 0
+
+
+COLUMNS = [
+    result_files.column("settings"), result_files.column("hoodie_conf", "--hoodie-conf"),
+    result_files.column("cow_median_s", "COPY_ON_WRITE: median commit", "s"),
+    result_files.column("cow_change_pct", "vs hudi-cdc defaults", "%"),
+    result_files.column("mor_median_s", "MERGE_ON_READ: median commit", "s"),
+    result_files.column("mor_change_pct", "vs hudi-cdc defaults", "%"),
+]  # fmt: skip
+
+
+def result_rows(results: dict[str, dict[str, list[float]]]) -> list[dict[str, Any]]:
+    rows = []
+    for name, conf in VARIANTS.items():
+        row: dict[str, Any] = {"settings": name, "hoodie_conf": ",".join(f"{k}={v}" for k, v in conf.items()) or None}
+        for table_type, short in (("COPY_ON_WRITE", "cow"), ("MERGE_ON_READ", "mor")):
+            if table_type in results:
+                med, base = (statistics.median(results[table_type][n]) for n in (name, "hudi-cdc defaults"))
+                row[f"{short}_median_s"], row[f"{short}_change_pct"] = round(med, 2), round((med / base - 1) * 100)
+        rows.append(row)
+    return rows
 
 
 def render(results: dict[str, dict[str, list[float]]], started: str, args: argparse.Namespace) -> str:

@@ -17,12 +17,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import sys
 import time
 from pathlib import Path
 
-from bench.markdown import write_section
+from bench import results
 from bench.procs import run_measured
 from bench.verify import COLUMNS
 from hudi_cdc.testing.postgres import connect
@@ -66,9 +65,12 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=10_000_000)
     parser.add_argument("--work", type=Path, default=Path("/tmp/hudi-cdc-bench-first-load"))
     parser.add_argument("--table-type", default="cow", choices=["cow", "mor"])
-    parser.add_argument("--markdown", type=Path, help="Write the result into this file's first-load section.")
+    parser.add_argument(
+        "--results", type=Path, help="write the result file under this folder (default: .bench/results)"
+    )
     parser.add_argument("--keep", action="store_true", help="Keep the Postgres table (a rerun skips building it).")
     args = parser.parse_args()
+    started_utc = results.now_utc()
     with connect() as conn:
         found = conn.execute(f"select to_regclass('{SCHEMA}.{TABLE}') is not null").fetchone()[0]
         existing = conn.execute(f"select count(*) from {SCHEMA}.{TABLE}").fetchone()[0] if found else 0
@@ -97,24 +99,34 @@ def main() -> None:
     if not args.keep:
         with connect() as conn:
             conn.execute(f"drop table {SCHEMA}.{TABLE}")
-    row = (
-        f"| {args.rows:,} rows, {len(COLUMNS)} columns, {args.table_type.upper()} | {result['ranges']} "
-        f"| {measured.seconds:.0f} s: {args.rows / measured.seconds:,.0f} rows/s "
-        f"| {result['duration_s']:.0f} s: {args.rows / result['duration_s']:,.0f} rows/s "
-        f"| {measured.peak_rss_mib:,.0f} MiB "
-        f"| {copy_s:.1f} s: {args.rows / copy_s:,.0f} rows/s ({copy_bytes / 2**20:,.0f} MiB) |"
+    row = {
+        "rows": args.rows, "columns": len(COLUMNS), "table_type": args.table_type.upper(), "ranges": result["ranges"],
+        "seconds": round(measured.seconds), "rows_per_s": round(args.rows / measured.seconds),
+        "load_s": round(result["duration_s"]), "load_rows_per_s": round(args.rows / result["duration_s"]),
+        "peak_rss_mib": round(measured.peak_rss_mib), "copy_s": round(copy_s, 1),
+        "copy_rows_per_s": round(args.rows / copy_s), "copy_mib": round(copy_bytes / 2**20),
+        "build_s": round(build_s),
+    }  # fmt: skip
+    print(json.dumps(row))
+    results.write(
+        "first-load",
+        parameters={"rows": args.rows, "table_type": args.table_type, "postgres_table_reused": build_s == 0.0},
+        tables={"load": results.table(COLUMNS_OUT, [row])},
+        directory=args.results or results.LOCAL,
+        started_utc=started_utc,
     )
-    print(row)
-    if args.markdown:
-        header = (
-            "| table | ranges | `hudi-cdc bootstrap`, end to end | of which the load (no JVM start) "
-            "| peak RSS (process tree) | `COPY ... TO STDOUT`, the limit |\n| --- | --- | --- | --- | --- | --- |\n"
-        )
-        note = (
-            f"\nMeasured {time.strftime('%Y-%m-%d')} on {platform.node()} ({os.cpu_count()} cores); "
-            f"Postgres table built in {build_s:.0f} s (0 = reused).\n"
-        )
-        write_section(args.markdown, header + row + "\n" + note, section="first-load")
+
+
+COLUMNS_OUT = [
+    results.column("rows", "table", "rows"), results.column("columns", unit="columns"),
+    results.column("table_type", "type"), results.column("ranges", unit="ranges"),
+    results.column("seconds", "`hudi-cdc bootstrap`, end to end", "s"), results.column("rows_per_s", "rate", "rows/s"),
+    results.column("load_s", "of which the load (no JVM start)", "s"),
+    results.column("load_rows_per_s", "its rate", "rows/s"),
+    results.column("peak_rss_mib", "peak RSS (process tree)", "MiB"),
+    results.column("copy_s", "`COPY ... TO STDOUT`, the limit", "s"), results.column("copy_rows_per_s", "its rate", "rows/s"),
+    results.column("copy_mib", "bytes copied", "MiB"), results.column("build_s", "Postgres table built (0: reused)", "s"),
+]  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """`make bench-formats`: the same change stream as Avro and as JsonConverter JSON, ingested side by side.
 
-    python -m bench.formats --events 500000 --keys 50000 [--markdown docs/benchmarks.md]
+    python -m bench.formats --events 500000 --keys 50000 [--results bench/results]
 
 One workload (bench/workload.py: inserts, updates, deletes, TOAST placeholders,
 three schema versions) is produced three times: Avro in the Confluent wire
@@ -24,6 +24,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+from bench import results as result_files
 from bench.run import BOOTSTRAP, DRIVER_MEMORY, REGISTRY, REPO, Run, machine, run_hudi_cdc, verify, versions
 from bench.workload import VERSIONS, Workload
 from hudi_cdc.testing import envelope_schema
@@ -104,12 +105,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keys", type=int, default=50_000)
     parser.add_argument("--partitions", type=int, default=4)
     parser.add_argument("--work", type=Path, default=REPO / ".bench")
-    parser.add_argument("--markdown", type=Path, help="write the results here (docs/benchmarks.md)")
+    parser.add_argument(
+        "--results", type=Path, help="write the result file under this folder (default: .bench/results)"
+    )
     args = parser.parse_args(argv)
 
     import hudi_cdc
 
     started_at = f"{datetime.now():%Y-%m-%d %H:%M}"
+    started_utc = result_files.now_utc()
     work = args.work / ("formats-" + datetime.now().strftime("%Y%m%dT%H%M%S"))
     work.mkdir(parents=True, exist_ok=True)
     run_id = uuid.uuid4().hex[:8]
@@ -153,12 +157,20 @@ def main(argv: list[str] | None = None) -> int:
     report = {"started": started_at, "machine": machine(), "versions": versions(), "events": args.events,
               "keys": args.keys, "partitions": args.partitions, "produce_s": produce_s, "runs": results}  # fmt: skip
     (work / "report.json").write_text(json.dumps(report, indent=2, default=str))
-    text = render(report)
-    print(text)
-    if args.markdown:
-        from bench.markdown import write_section
-
-        write_section(args.markdown, text, section="formats")
+    print(render(report))
+    result_files.write(
+        "formats",
+        parameters={
+            "events": args.events,
+            "keys": args.keys,
+            "partitions": args.partitions,
+            "schema_versions": len(VERSIONS),
+            "driver_memory": DRIVER_MEMORY,
+        },  # fmt: skip
+        tables={"runs": result_files.table(COLUMNS, result_rows(results))},
+        directory=args.results or result_files.LOCAL,
+        started_utc=started_utc,
+    )
     return 0 if all(r["rows_ok"] for r in results) else 1
 
 
@@ -180,6 +192,25 @@ def _row(label: str, run: Run, events: int, size: int) -> dict[str, Any]:
     return {"format": label, "table_type": run.table_type, "seconds": run.measured.seconds,
             "events_per_s": events / run.measured.seconds, "peak_rss_mib": run.measured.peak_rss_mib,
             "topic_mib": size / 2**20, "rows_ok": run.rows_ok, "note": run.note}  # fmt: skip
+
+
+COLUMNS = [
+    result_files.column("format"), result_files.column("table_type", "table"),
+    result_files.column("topic_mib", "topic", "MiB"), result_files.column("seconds", "wall", "s"),
+    result_files.column("events_per_s", "rate", "events/s"), result_files.column("vs_avro", "time vs Avro", "x"),
+    result_files.column("peak_rss_mib", "peak RSS", "MiB"), result_files.column("rows_ok", "table right"),
+    result_files.column("note"),
+]  # fmt: skip
+
+
+def result_rows(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    avro = {r["table_type"]: r["seconds"] for r in runs if r["format"] == "avro"}
+    return [
+        {**r, "topic_mib": round(r["topic_mib"]), "seconds": round(r["seconds"], 1),
+         "events_per_s": round(r["events_per_s"]), "peak_rss_mib": round(r["peak_rss_mib"]),
+         "vs_avro": round(r["seconds"] / avro[r["table_type"]], 2) if r["table_type"] in avro else None}
+        for r in runs
+    ]  # fmt: skip
 
 
 def render(report: dict[str, Any]) -> str:

@@ -44,6 +44,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from bench import results as result_files
 from bench.run import BOOTSTRAP, LAUNCHER, REGISTRY, REPO, hudi_cdc_jars, spark_submit, variant
 
 
@@ -280,6 +281,7 @@ def measure(
     result = {
         "table_type": table_type, "compaction": compaction, "rate": rate, "seconds": seconds, "transactions": len(latencies), "not_visible": len(missing),
         "p50_s": round(statistics.median(latencies), 2) if latencies else None,
+        "p90_s": round(latencies[max(0, int(len(latencies) * 0.9) - 1)], 2) if latencies else None,
         "p99_s": round(latencies[_p99_rank(len(latencies))], 2) if latencies else None,
         "max_s": round(latencies[-1], 2) if latencies else None, "load_behind_s": round(load.behind_s, 2),
         "commits": len(seen),
@@ -320,10 +322,13 @@ def main(argv: list[str] | None = None) -> int:
         help="label or label:key=value,...: runs with these Hudi settings (repeatable; hudi-cdc's defaults when not given)",
     )  # fmt: skip
     parser.add_argument("--work", type=Path, default=REPO / ".bench" / "freshness")
-    parser.add_argument("--markdown", type=Path, help="write the results here (docs/benchmarks.md)")
+    parser.add_argument(
+        "--results", type=Path, help="write the result file under this folder (default: .bench/results)"
+    )
     args = parser.parse_args(argv)
     args.work.mkdir(parents=True, exist_ok=True)
     started = f"{datetime.now():%Y-%m-%d %H:%M}"
+    started_utc = result_files.now_utc()
     results = [
         {
             "settings": label,
@@ -335,13 +340,58 @@ def main(argv: list[str] | None = None) -> int:
         for compaction in (args.compaction if table_type == "mor" else ["inline"])
     ]
     (args.work / "freshness.json").write_text(json.dumps(results, indent=2))
-    text = render(results, started, args.rows, args.variant or [])
-    print(text)
-    if args.markdown:
-        from bench.markdown import write_section
-
-        write_section(args.markdown, text, section="freshness")
+    print(render(results, started, args.rows, args.variant or []))
+    result_files.write(
+        "freshness",
+        parameters={
+            "seconds": args.seconds, "warmup": args.warmup, "rows": args.rows, "rates": args.rates,
+            "table_types": args.table_types, "compaction": args.compaction,
+            "variants": {label: conf for label, conf in args.variant or [("hudi-cdc defaults", {})]},
+        },
+        tables=result_tables(results),
+        directory=args.results or result_files.LOCAL,
+        started_utc=started_utc,
+    )  # fmt: skip
     return 0 if all(r["not_visible"] == 0 for r in results) else 1
+
+
+_KEYS = [
+    result_files.column("settings"), result_files.column("table_type", "table"), result_files.column("compaction"),
+    result_files.column("rate", "changes/s", "changes/s"),
+]  # fmt: skip
+LATENCY_COLUMNS = [
+    *_KEYS, result_files.column("seconds", "measured window", "s"), result_files.column("transactions", unit="#"),
+    result_files.column("commits", unit="#"), result_files.column("p50_s", "p50", "s"),
+    result_files.column("p90_s", "p90", "s"), result_files.column("p99_s", "p99", "s"),
+    result_files.column("max_s", "max", "s"), result_files.column("not_visible", "not visible", "#"),
+    result_files.column("load_behind_s", "load behind", "s"),
+]  # fmt: skip
+PROFILE_COLUMNS = [
+    *_KEYS, result_files.column("capture_p50_s", "capture p50", "s"),
+    result_files.column("queue_p50_s", "queue p50", "s"), result_files.column("round_p50_s", "round p50", "s"),
+    result_files.column("tail_capture_s", "slowest 1%: capture", "s"),
+    result_files.column("tail_queue_s", "+ queue", "s"), result_files.column("tail_round_s", "+ round", "s"),
+    result_files.column("capture_p99_s", "capture p99", "s"), result_files.column("rounds", unit="#"),
+    result_files.column("round_median_s", "round median", "s"),
+    result_files.column("compactions", "compaction rounds", "#"),
+    result_files.column("compaction_round_median_s", "their median", "s"),
+]  # fmt: skip
+NAMES = {"mor": "MERGE_ON_READ", "cow": "COPY_ON_WRITE"}
+
+
+def result_tables(results: list[dict[str, Any]]) -> dict[str, Any]:
+    rows = [{**r, "table_type": NAMES[r["table_type"]],
+             "compaction": r["compaction"] if r["table_type"] == "mor" else None} for r in results]  # fmt: skip
+    return {
+        "latency": result_files.table(LATENCY_COLUMNS, rows),
+        "profile": result_files.table(
+            PROFILE_COLUMNS,
+            [{**r, **r["profile"]} for r in rows if r.get("profile")],
+            title="Where the time goes: capture = Postgres commit -> in Kafka; queue = in Kafka -> the start of "
+            "the round that read it; round = that round's start -> visible (medians, then the mean of each part "
+            "over the slowest 1%)",
+        ),
+    }
 
 
 def _seconds(value: float | None) -> str:

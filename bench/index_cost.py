@@ -26,6 +26,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from bench import results as result_files
 from bench.run import REPO, variant
 
 AVRO_MERGER = {
@@ -161,13 +162,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--types", default="COPY_ON_WRITE,MERGE_ON_READ")
     parser.add_argument("--variant", action="append", type=variant, help="label:key=value,... (default: all five)")
     parser.add_argument("--work", type=Path, default=REPO / ".bench" / "index_cost")
-    parser.add_argument("--markdown", type=Path, help="write the results here (docs/benchmarks.md)")
+    parser.add_argument(
+        "--results", type=Path, help="write the result file under this folder (default: .bench/results)"
+    )
     args = parser.parse_args(argv)
     import hudi_cdc
 
     buckets = args.buckets or max(4, args.table_rows // 250_000)
     variants = dict(args.variant) if args.variant else default_variants(buckets)
     started = f"{datetime.now():%Y-%m-%d %H:%M}"
+    started_utc = result_files.now_utc()
     spark = hudi_cdc.spark_session(
         app_name="index-cost", conf={"spark.master": "local[2]", "spark.driver.memory": "4g"}
     )
@@ -175,13 +179,56 @@ def main(argv: list[str] | None = None) -> int:
     work = Workload(spark, args.table_rows, args.rows, args.pattern)
     results = {t: measure(spark, t, variants, work, args.rounds, args.work) for t in args.types.split(",")}
     shutil.rmtree(args.work, ignore_errors=True)
-    text = render(results, started, args)
-    print(text)
-    if args.markdown:
-        from bench.markdown import write_section
-
-        write_section(args.markdown, text, section=f"index-{args.table_rows}-{args.pattern}", target="bench-index")
+    print(render(results, started, args))
+    result_files.write(
+        "index",
+        series=f"{args.table_rows:,} rows, {args.pattern} updates",
+        parameters={
+            "table_rows": args.table_rows,
+            "rows": args.rows,
+            "rounds": args.rounds,
+            "pattern": args.pattern,
+            "buckets": buckets,
+            "types": args.types,
+            "variants": variants,
+        },  # fmt: skip
+        tables=result_tables(results),
+        directory=args.results or result_files.LOCAL,
+        started_utc=started_utc,
+    )
     return 0
+
+
+UPSERT_COLUMNS = [
+    result_files.column("table_type", "table"), result_files.column("settings"),
+    result_files.column("first_commit_s", "first commit", "s"), result_files.column("first_operation", "as"),
+    result_files.column("round_median_s", "upsert round: median", "s"), result_files.column("round_min_s", "min", "s"),
+    result_files.column("round_max_s", "max", "s"), result_files.column("round_mean_s", "mean", "s"),
+    result_files.column("data_files", "data files", "files"), result_files.column("data_mib", "their size", "MiB"),
+]  # fmt: skip
+ROUND_COLUMNS = [
+    result_files.column("table_type", "table"), result_files.column("settings"),
+    result_files.column("round", unit="#"), result_files.column("seconds", unit="s"),
+]  # fmt: skip
+
+
+def result_tables(results: dict[str, dict[str, dict[str, Any]]]) -> dict[str, Any]:
+    """The first round is left out of the statistics (as in the printed table); every round is in ``round_times``."""
+    upserts, times = [], []
+    for table_type, per in results.items():
+        for name, r in per.items():
+            rounds = r["rounds"][1:]
+            upserts.append({
+                "table_type": table_type, "settings": name, "first_commit_s": round(r["build"], 1),
+                "first_operation": r["first"].replace("_", " "), "round_median_s": round(statistics.median(rounds), 2),
+                "round_min_s": round(min(rounds), 2), "round_max_s": round(max(rounds), 2),
+                "round_mean_s": round(statistics.fmean(rounds), 2), "data_files": r["files"],
+                "data_mib": round(r["bytes"] / 2**20),
+            })  # fmt: skip
+            times += [{"table_type": table_type, "settings": name, "round": i, "seconds": round(t, 2)}
+                      for i, t in enumerate(r["rounds"], 1)]  # fmt: skip
+    return {"upserts": result_files.table(UPSERT_COLUMNS, upserts),
+            "round_times": result_files.table(ROUND_COLUMNS, times)}  # fmt: skip
 
 
 def render(results: dict[str, dict[str, dict[str, Any]]], started: str, args: argparse.Namespace) -> str:

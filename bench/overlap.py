@@ -40,6 +40,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from bench import results as result_files
 from bench.run import BOOTSTRAP, REGISTRY, machine, variant, versions
 
 ROWS = 100_000
@@ -265,12 +266,43 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rate", type=int, default=2000)
     parser.add_argument("--warmup-seconds", type=float, default=30.0, help="sequential rounds first, not measured")
     parser.add_argument("--work", default="/tmp/hudi-cdc-bench-overlap")
+    parser.add_argument(
+        "--results", type=Path, help="write the result file under this folder (default: .bench/results)"
+    )
     args = parser.parse_args(argv)
+    started_utc = result_files.now_utc()
     print(json.dumps({"machine": machine(), **versions()}), flush=True)
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
-    run(args.table_type, args.modes, args.seconds, args.rate, work, args.warmup_seconds)
+    summaries = run(args.table_type, args.modes, args.seconds, args.rate, work, args.warmup_seconds)
+    passes: dict[str, int] = {}
+    for s in summaries:
+        passes[s["mode"]] = s["pass"] = passes.get(s["mode"], 0) + 1
+    result_files.write(
+        "overlap",
+        series=args.table_type,
+        parameters={
+            "table_type": args.table_type,
+            "modes": args.modes,
+            "seconds": args.seconds,
+            "rate": args.rate,
+            "warmup_seconds": args.warmup_seconds,
+            "hoodie_conf": LOW_LATENCY,
+        },  # fmt: skip
+        tables={"modes": result_files.table(COLUMNS, summaries)},
+        directory=args.results or result_files.LOCAL,
+        started_utc=started_utc,
+    )
     return 0
+
+
+COLUMNS = [
+    result_files.column("mode"), result_files.column("pass", unit="#"), result_files.column("p50_s", "p50", "s"),
+    result_files.column("p99_s", "p99", "s"), result_files.column("max_s", "max", "s"),
+    result_files.column("commit_interval_median_s", "commit interval (median)", "s"),
+    result_files.column("round_median_s", "read to commit (median)", "s"), result_files.column("commits", unit="#"),
+    result_files.column("batches", "producer batches", "#"),
+]  # fmt: skip
 
 
 if __name__ == "__main__":

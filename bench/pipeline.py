@@ -36,6 +36,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from bench import results
 from bench.run import BOOTSTRAP, LAUNCHER, REGISTRY, REPO, hudi_cdc_jars, spark_submit, variant
 
 
@@ -266,21 +267,49 @@ def main(argv: list[str] | None = None) -> int:
         help="label or label:key=value,...: a run with these Hudi settings on every table (repeatable; "
         "one run with hudi-cdc's defaults when not given)",
     )
-    parser.add_argument("--markdown", type=Path, help="write the results here (docs/benchmarks.md)")
+    parser.add_argument(
+        "--results", type=Path, help="write the result file under this folder (default: .bench/results)"
+    )
     args = parser.parse_args(argv)
     args.work.mkdir(parents=True, exist_ok=True)
     started = f"{datetime.now():%Y-%m-%d %H:%M}"
+    started_utc = results.now_utc()
     runs = []
     for label, conf in args.variant or [("hudi-cdc defaults", {})]:
         result = measure(args.tables, args.rate, args.seconds, args.warmup, args.idle_seconds, args.work, conf)
         runs.append((label, conf, result))
-    text = render(runs, started)
-    print(text)
-    if args.markdown:
-        from bench.markdown import write_section
-
-        write_section(args.markdown, text, section="pipeline")
+    print(render(runs, started))
+    results.write(
+        "pipeline",
+        parameters={
+            "tables": args.tables, "rate": args.rate, "seconds": args.seconds, "warmup": args.warmup,
+            "idle_seconds": args.idle_seconds, "max_concurrent_tables": 4, "driver_memory": "6g",
+            "variants": {label: conf for label, conf, _ in runs},
+        },
+        tables={"runs": results.table(RUN_COLUMNS, [{"settings": label, **r} for label, _, r in runs])},
+        directory=args.results or results.LOCAL,
+        started_utc=started_utc,
+    )  # fmt: skip
     return 0 if all(r["not_visible"] == 0 for _, _, r in runs) else 1
+
+
+RUN_COLUMNS = [
+    results.column("settings", "Hudi settings"), results.column("tables", unit="tables"),
+    results.column("rate", "load", "changes/s"), results.column("seconds", "measured", "s"),
+    results.column("changes", unit="changes"), results.column("load_behind_s", "load behind at most", "s"),
+    results.column("p50_s", "freshness p50, all tables", "s"), results.column("p99_s", "freshness p99, all tables", "s"),
+    results.column("table_p99_median_s", "per-table p99: median", "s"),
+    results.column("table_p99_max_s", "per-table p99: worst", "s"),
+    results.column("tables_p99_within_15s", "tables with p99 <= 15 s", "tables"),
+    results.column("not_visible", "transactions never visible", "#"),
+    results.column("caught_up_after_load_s", "caught up after the load stopped", "s"),
+    results.column("first_commits_s", "first commit of every table", "s"),
+    results.column("committed_rounds", "committed rounds", "#"),
+    results.column("idle_round_mean_s", "an idle table's round: mean", "s"),
+    results.column("idle_round_p50_s", "an idle table's round: median", "s"),
+    results.column("idle_rounds", "idle rounds", "#"),
+    results.column("idle_rounds_per_table_s", "idle rounds per table a second", "1/s"),
+]  # fmt: skip
 
 
 def render(runs: list[tuple[str, dict[str, str], dict[str, Any]]], started: str) -> str:

@@ -37,6 +37,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from bench import results as result_files
 from bench.run import BOOTSTRAP, LAUNCHER, REGISTRY, REPO, Run, hudi_cdc_jars, run_hudi_cdc, spark_submit
 
 SIZES = (1, 100, 10_000)
@@ -177,20 +178,75 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keys", type=int, default=100_000)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--work", type=Path, default=REPO / ".bench" / "rounds")
-    parser.add_argument("--markdown", type=Path, help="write the results here (docs/benchmarks.md)")
+    parser.add_argument(
+        "--results", type=Path, help="write the result file under this folder (default: .bench/results)"
+    )
     args = parser.parse_args(argv)
     args.work.mkdir(parents=True, exist_ok=True)
     started = f"{datetime.now():%Y-%m-%d %H:%M}"
+    started_utc = result_files.now_utc()
     results = [measure(t.strip(), args.keys, args.repeats, args.work) for t in args.table_types.split(",")]
     for r in results:
         print(json.dumps(r), flush=True)
-    text = render(results, started)
-    print(text)
-    if args.markdown:
-        from bench.markdown import write_section
-
-        write_section(args.markdown, text, section="rounds")
+    print(render(results, started))
+    result_files.write(
+        "rounds",
+        parameters={
+            "keys": args.keys,
+            "table_rows": results[0]["rows"] if results else None,
+            "repeats": args.repeats,
+            "interval_s": INTERVAL_S,
+            "partitions": PARTITIONS,
+        },  # fmt: skip
+        tables=result_tables(results),
+        directory=args.results or result_files.LOCAL,
+        started_utc=started_utc,
+    )
     return 0 if all(r["correct"] for r in results) else 1
+
+
+ROUND_COLUMNS = [
+    result_files.column("table_type", "table"), result_files.column("case"),
+    result_files.column("median_s", "median", "s"), result_files.column("min_s", "min", "s"),
+    result_files.column("max_s", "max", "s"), result_files.column("round_s", "of which the round (median)", "s"),
+    result_files.column("start_stop_s", "starting and stopping (median)", "s"),
+]  # fmt: skip
+OUTCOME_COLUMNS = [
+    result_files.column("table_type", "table"), result_files.column("split", "batches split over two rounds", "#"),
+    result_files.column("one_shot_failed", "one-shot runs that failed", "#"),
+    result_files.column("correct", "table equals the stream's final state"),
+]  # fmt: skip
+TYPES = {"cow": "COPY_ON_WRITE", "mor": "MERGE_ON_READ"}
+
+
+def result_tables(results: list[dict[str, Any]]) -> dict[str, Any]:
+    def stats(values: list[float]) -> dict[str, float | None]:
+        if not values:
+            return {"median_s": None, "min_s": None, "max_s": None}
+        return {"median_s": round(statistics.median(values), 2), "min_s": round(min(values), 2),
+                "max_s": round(max(values), 2)}  # fmt: skip
+
+    rows = []
+    for r in results:
+        table_type = TYPES.get(r["table_type"], r["table_type"])
+        for size in map(str, SIZES):
+            rows.append({"table_type": table_type, "case": f"continuous, a round of {int(size):,} message(s)",
+                         **stats(r["continuous"][size])})  # fmt: skip
+        rows.append({"table_type": table_type, "case": "continuous, a round with nothing new", **stats(r["idle"])})
+        for case in ("nothing new", "1 message"):
+            runs = r["one_shot"][case]
+            rows.append({
+                "table_type": table_type, "case": f"one-shot `hudi-cdc ingest`, {case}: wall",
+                **stats([w for w, _ in runs]),
+                "round_s": round(statistics.median([d for _, d in runs]), 2) if runs else None,
+                "start_stop_s": round(statistics.median([w - d for w, d in runs]), 2) if runs else None,
+            })  # fmt: skip
+    outcome = [
+        {"table_type": TYPES.get(r["table_type"], r["table_type"]), "split": sum(r["split"].values()),
+         "one_shot_failed": len(r["failed"]), "correct": r["correct"]}
+        for r in results
+    ]  # fmt: skip
+    return {"rounds": result_files.table(ROUND_COLUMNS, rows), "outcome": result_files.table(OUTCOME_COLUMNS, outcome)}
 
 
 def _med(values: list[float]) -> str:

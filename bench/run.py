@@ -1,6 +1,6 @@
 """`make bench`: hudi-cdc side by side with Hudi's HoodieStreamer on one Debezium change stream.
 
-    python -m bench.run --events 1000000 --keys 100000 [--markdown docs/benchmarks.md]
+    python -m bench.run --events 1000000 --keys 100000 [--results bench/results]
 
 One run: produce the stream into a fresh topic of the local stack; measure the
 decode-only rate of each decoding design; ingest the topic with hudi-cdc, with
@@ -10,7 +10,7 @@ with the same Hudi settings on both and once with each tool's defaults, every
 run a `spark-submit --master local[2]` with the same driver memory; time a
 plain Parquet write of the final rows; check every table equals the stream's
 final state (a wrong table fails the run); print events/s, ratios and peak
-memory, and write them to the markdown file.
+memory, and write them as a result file (``bench/results.py``).
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from bench import results
 from bench.procs import Measured, run_measured
 from bench.workload import COLUMNS, PLACEHOLDER, Workload
 from hudi_cdc.launcher import SCRIPT as LAUNCHER
@@ -234,25 +235,21 @@ def main(argv: list[str] | None = None) -> int:
         help="writer schema versions in the stream (HoodieStreamer 0.14 fails on more than one)",
     )  # fmt: skip
     parser.add_argument("--work", type=Path, default=REPO / ".bench")
-    parser.add_argument("--markdown", type=Path, help="write the results here (docs/benchmarks.md)")
+    parser.add_argument("--results", type=Path, help="write the result file under this folder (default: WORK/results)")
     parser.add_argument("--skip-hoodiestreamer", action="store_true")
     parser.add_argument("--skip-anchor", action="store_true", help="skip the hand-written Hudi 1.2 job")
     parser.add_argument("--only-same-settings", action="store_true", help="skip the runs with each tool's defaults")
-    parser.add_argument("--render", type=Path, help="only render an earlier run's report.json (to --markdown)")
+    parser.add_argument("--render", type=Path, help="only print an earlier run's report.json as markdown")
     args = parser.parse_args(argv)
     if args.render:
-        text = render(json.loads(args.render.read_text()))
-        print(text)
-        if args.markdown:
-            from bench.markdown import write_section
-
-            write_section(args.markdown, text)
+        print(render(json.loads(args.render.read_text())))
         return 0
 
     import hudi_cdc
     from bench.decode import measure
 
     started_at = f"{datetime.now():%Y-%m-%d %H:%M}"
+    started_utc = results.now_utc()
     work = args.work / datetime.now().strftime("%Y%m%dT%H%M%S")
     topic = f"bench.t{uuid.uuid4().hex[:8]}.customers"
     workload = Workload(topic, args.events, args.keys, args.partitions, args.schema_versions)
@@ -317,14 +314,86 @@ def main(argv: list[str] | None = None) -> int:
     }  # fmt: skip
     work.mkdir(parents=True, exist_ok=True)
     (work / "report.json").write_text(json.dumps(report, indent=2, default=str))
-    text = render(report)
-    print(text)
-    if args.markdown:
-        from bench.markdown import write_section
-
-        write_section(args.markdown, text)
+    print(render(report))
+    results.write(
+        "bench",
+        parameters={
+            "events": args.events, "keys": args.keys, "partitions": args.partitions,
+            "schema_versions": args.schema_versions, "cores": CORES, "driver_memory": DRIVER_MEMORY,
+            "jvm_archive": bool(archive), "final_rows": len(expected), "mix": workload.counts,
+            "same_settings": SAME_SETTINGS,
+        },
+        tables=result_tables(report),
+        directory=args.results or args.work / "results",
+        started_utc=started_utc,
+    )  # fmt: skip
     # A wrong hudi-cdc table fails the run; a wrong table of an anchor is a finding, reported above.
     return 0 if all(r.rows_ok for r in runs if r.tool == "hudi-cdc") else 1
+
+
+RUN_COLUMNS = [
+    results.column("tool"), results.column("table_type", "table"), results.column("settings", "Hudi settings"),
+    results.column("seconds", "wall", "s"), results.column("events_per_s", "rate", "events/s"),
+    results.column("peak_rss_mib", "peak RSS", "MiB"), results.column("rows_ok", "table equals source"),
+    results.column("note"),
+]  # fmt: skip
+RATIO_COLUMNS = [
+    results.column("anchor", "hudi-cdc against"), results.column("table_type", "table"),
+    results.column("settings", "Hudi settings"), results.column("ratio", "hudi-cdc events/s ÷ theirs", "x"),
+]  # fmt: skip
+LIMIT_COLUMNS = [
+    results.column("limit"), results.column("seconds", "time", "s"),
+    results.column("events_per_s", "stream events/s", "events/s"),
+]  # fmt: skip
+DECODE_LIMIT, PARQUET_LIMIT = "decode-only limit", "plain Parquet write limit"
+
+
+def ratios(report: dict[str, Any]) -> list[dict[str, Any]]:
+    """hudi-cdc's events/s over each anchor's (same table type and settings) and over the two limits."""
+    events = report["events"]
+    by = {(r["tool"], r["table_type"], r["settings"]): r["seconds"] for r in report["runs"]}
+    out = []
+    for anchor in (f"HoodieStreamer {HOODIESTREAMER_VERSION}", ANCHOR):
+        for settings in ("same", "defaults"):
+            for table_type in ("COPY_ON_WRITE", "MERGE_ON_READ"):
+                ours, theirs = by.get(("hudi-cdc", table_type, settings)), by.get((anchor, table_type, settings))
+                if ours and theirs:
+                    out.append({"anchor": anchor, "table_type": table_type, "settings": settings,
+                                "ratio": round(theirs / ours, 2)})  # fmt: skip
+    decode = report["decode"]
+    # The limit is the fastest design that builds rows (the count-only one builds none).
+    best_decode = max(d["events_per_s"] for name, d in decode.items() if not name.endswith("_count"))
+    for table_type in ("COPY_ON_WRITE", "MERGE_ON_READ"):
+        ours = by.get(("hudi-cdc", table_type, "same"))
+        if ours:
+            out.append({"anchor": DECODE_LIMIT, "table_type": table_type, "settings": "same",
+                        "ratio": round(events / ours / best_decode, 2)})  # fmt: skip
+            if report["parquet_write_s"] == report["parquet_write_s"]:
+                out.append({"anchor": PARQUET_LIMIT, "table_type": table_type, "settings": "same",
+                            "ratio": round(report["parquet_write_s"] / ours, 2)})  # fmt: skip
+    return out
+
+
+def result_tables(report: dict[str, Any]) -> dict[str, Any]:
+    events = report["events"]
+    runs = [
+        {**r, "seconds": round(r["seconds"], 1), "events_per_s": round(events / r["seconds"]),
+         "peak_rss_mib": round(r["peak_rss_mib"])}
+        for r in report["runs"]
+    ]  # fmt: skip
+    limits = [
+        {"limit": f"decode only, {name}", "seconds": d["seconds"], "events_per_s": d["events_per_s"]}
+        for name, d in report["decode"].items()
+    ]
+    parquet_s = report["parquet_write_s"]
+    if parquet_s == parquet_s:
+        limits.append({"limit": f"plain Parquet write of the final {report['final_rows']:,} rows",
+                       "seconds": round(parquet_s, 1), "events_per_s": round(events / parquet_s)})  # fmt: skip
+    return {
+        "runs": results.table(RUN_COLUMNS, runs),
+        "ratios": results.table(RATIO_COLUMNS, ratios(report)),
+        "limits": results.table(LIMIT_COLUMNS, limits, title="Limits, same machine and Spark resources"),
+    }
 
 
 def render(report: dict[str, Any]) -> str:
@@ -351,27 +420,10 @@ def render(report: dict[str, Any]) -> str:
             f"| {r['tool']} | {r['table_type']} | {r['settings']} | {r['seconds']:.1f} | {events / r['seconds']:,.0f} "
             f"| {r['peak_rss_mib']:,.0f} | {'yes' if r['rows_ok'] else 'NO: ' + r['note']} |"
         )
-    lines += ["", "| ratio | value |", "| --- | ---: |"]
-    by = {(r["tool"], r["table_type"], r["settings"]): r["seconds"] for r in report["runs"]}
-    for anchor in (f"HoodieStreamer {HOODIESTREAMER_VERSION}", ANCHOR):
-        for settings in ("same", "defaults"):
-            for table_type in ("COPY_ON_WRITE", "MERGE_ON_READ"):
-                ours, theirs = by.get(("hudi-cdc", table_type, settings)), by.get((anchor, table_type, settings))
-                if ours and theirs:
-                    lines.append(
-                        f"| hudi-cdc / {anchor} events/s, {table_type}, {settings} settings | {theirs / ours:.2f}x |"
-                    )
+    lines += ["", "| hudi-cdc events/s ÷ theirs | table | settings | ratio |", "| --- | --- | --- | ---: |"]
+    for r in ratios(report):
+        lines.append(f"| {r['anchor']} | {r['table_type']} | {r['settings']} | {r['ratio']:.2f}x |")
     decode = report["decode"]
-    # The limit is the fastest design that builds rows (the count-only one builds none).
-    best_decode = max(d["events_per_s"] for name, d in decode.items() if not name.endswith("_count"))
-    for table_type in ("COPY_ON_WRITE", "MERGE_ON_READ"):
-        ours = by.get(("hudi-cdc", table_type, "same"))
-        if ours:
-            lines.append(f"| hudi-cdc / decode-only limit, {table_type} | {events / ours / best_decode:.2f} |")
-            if report["parquet_write_s"] == report["parquet_write_s"]:
-                lines.append(
-                    f"| hudi-cdc / plain Parquet write limit, {table_type} | {report['parquet_write_s'] / ours:.2f} |"
-                )
     lines += ["", "Limits (same machine, same Spark resources):", ""]
     for name, d in decode.items():
         lines.append(f"- decode only, {name}: {d['events_per_s']:,} events/s ({d['seconds']} s)")

@@ -25,6 +25,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from bench import results
 from bench.procs import run_measured
 from bench.run import (
     BOOTSTRAP,
@@ -143,6 +144,40 @@ def run_backlog(
     return result
 
 
+RUN_COLUMNS = [
+    results.column("run"), results.column("events", "backlog", "events"), results.column("keys", unit="keys"),
+    results.column("source_limit", "--source-limit", "messages"), results.column("rounds", unit="rounds"),
+    results.column("rounds_planned", "of", "rounds"), results.column("seconds", "wall", "s"),
+    results.column("events_per_s", "rate", "events/s"), results.column("us_per_event", "cost", "µs/event"),
+    results.column("peak_rss_mib", "peak RSS", "MiB"), results.column("rows_ok", "table correct"),
+    results.column("note"),
+]  # fmt: skip
+ROUND_COLUMNS = [
+    results.column("backlog", unit="events"), results.column("round", unit="#"),
+    results.column("events", unit="events"), results.column("seconds", unit="s"),
+    results.column("events_per_s", "rate", "events/s"), results.column("table_rows_after", "table rows after", "rows"),
+]  # fmt: skip
+
+
+def result_tables(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    label = {"bounded": "rounds of --source-limit", "unbounded": "one batch"}
+    return {
+        "runs": results.table(
+            RUN_COLUMNS, [{**r, "run": label.get(r["label"], r["label"]), "rounds": len(r["rounds"])} for r in runs]
+        ),
+        "rounds": results.table(
+            ROUND_COLUMNS,
+            [
+                {"backlog": r["events"], "round": i, **rnd}
+                for r in runs
+                if r["source_limit"]
+                for i, rnd in enumerate(r["rounds"], 1)
+            ],  # fmt: skip
+            title="Per round, as the table grows (the bounded runs)",
+        ),
+    }
+
+
 def render(report: dict[str, Any]) -> str:
     lines = [
         f"Scale run of {report['started']} on {report['machine']}; "
@@ -185,7 +220,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--driver-java-options", help="spark-submit's --driver-java-options for every ingest")
     parser.add_argument("--topic", help="reuse the topic an earlier run of one backlog produced (same generator)")
     parser.add_argument("--work", type=Path, default=REPO / ".bench" / "scale")
-    parser.add_argument("--markdown", type=Path)
+    parser.add_argument(
+        "--results", type=Path, help="write the result file under this folder (default: .bench/results)"
+    )
     args = parser.parse_args(argv)
     if args.topic and len(args.backlogs) != 1:
         parser.error("--topic needs exactly one backlog size, the one it was produced with")
@@ -195,6 +232,7 @@ def main(argv: list[str] | None = None) -> int:
     from bench.run import machine, versions
 
     started = f"{datetime.now():%Y-%m-%d %H:%M}"
+    started_utc = results.now_utc()
     work = args.work / datetime.now().strftime("%Y%m%dT%H%M%S")
     # The checks collect whole tables (450k rows of 3 kB notes at 5M events) into the driver.
     spark = hudi_cdc.spark_session(
@@ -232,13 +270,19 @@ def main(argv: list[str] | None = None) -> int:
         "runs": runs,
     }
     (work / "scale.json").write_text(json.dumps(report, indent=2))
-    text = render(report)
-    print(text)
-    if args.markdown:
-        from bench.markdown import write_section
-
-        section = "scale" if args.table_type == "COPY_ON_WRITE" else "scale-mor"
-        write_section(args.markdown, text, section=section, target="bench-scale")
+    print(render(report))
+    results.write(
+        "scale",
+        series=args.table_type,
+        parameters={
+            "table_type": args.table_type, "source_limit": args.source_limit, "backlogs": sorted(args.backlogs),
+            "unbounded_run": not args.skip_unbounded, "cores": CORES, "driver_memory": DRIVER_MEMORY,
+            "hoodie_conf": hoodie_conf, "driver_java_options": args.driver_java_options, "topic_reused": bool(args.topic),
+        },
+        tables=result_tables(runs),
+        directory=args.results or results.LOCAL,
+        started_utc=started_utc,
+    )  # fmt: skip
     # The one-batch run may fail (that is what it shows); a bounded run may not.
     return 0 if all(r["rows_ok"] for r in runs if r["label"] == "bounded") else 1
 

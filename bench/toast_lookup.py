@@ -25,13 +25,14 @@ import statistics
 import time
 from pathlib import Path
 
+from bench import results
 from bench.run import REPO, machine, versions
 
 PLACEHOLDER = "__debezium_unavailable_value"
 UPDATES = 1_000
 
 
-def measure(spark, rows: int, table_type: str, width: int, rounds: int, work: Path) -> dict[str, list[float]]:  # noqa: ANN001
+def measure(spark, rows: int, table_type: str, width: int, rounds: int, work: Path) -> dict[str, list]:  # noqa: ANN001
     from hudi_cdc.config import load_config
     from hudi_cdc.pipeline import ingest_once
     from hudi_cdc.sink.hudi import HudiTable
@@ -61,7 +62,7 @@ def measure(spark, rows: int, table_type: str, width: int, rounds: int, work: Pa
     started = time.monotonic()
     ingest_once(config, spark=spark)
     print(f"{rows:,} rows written in {time.monotonic() - started:.1f} s", flush=True)
-    times: dict[str, list[float]] = {"value": [], "placeholder": []}
+    times: dict[str, list] = {"value": [], "placeholder": [], "all": []}
     table = HudiTable(spark, str(root / "table"))
 
     def compactions() -> int:
@@ -82,6 +83,7 @@ def measure(spark, rows: int, table_type: str, width: int, rounds: int, work: Pa
         apart = " (warm-up)" if i == 0 else " (compaction)" if compactions() > done else ""
         if not apart:
             times[kind].append(seconds)
+        times["all"].append({"rows": rows, "round": i, "kind": kind, "seconds": seconds, "apart": apart.strip(" ()")})
         print(f"  round {i}: {kind}, {result.toast_filled} filled, {seconds} s{apart}", flush=True)
     read = spark.read.format("hudi").load(str(root / "table"))
     left = read.filter(f"bio = '{PLACEHOLDER}' or bio is null").count()
@@ -98,22 +100,56 @@ def main() -> None:
     parser.add_argument("--width", type=int, default=4_000, help="characters of each row's out-of-line value")
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--work", default=str(REPO / ".bench" / "toast-lookup"))
+    parser.add_argument(
+        "--results", type=Path, help="write the result file under this folder (default: .bench/results)"
+    )
     args = parser.parse_args()
+    started_utc = results.now_utc()
 
     from hudi_cdc.spark import spark_session
 
     spark = spark_session()
     print(f"{machine()}; {', '.join(f'{k} {v}' for k, v in versions().items())}")
     print(f"{args.table_type}, {UPDATES:,} updates a round, {args.width:,}-character values; round seconds:")
+    lookups, rounds = [], []
     for rows in (int(r) for r in args.rows.split(",")):
         times = measure(spark, rows, args.table_type, args.width, args.rounds, Path(args.work))
         value, placeholder = (statistics.median(times[k]) for k in ("value", "placeholder"))
+        lookups.append({"rows": rows, "value_mb": round(rows * args.width / 1e6), "value_median_s": round(value, 2),
+                        "placeholder_median_s": round(placeholder, 2), "lookup_s": round(placeholder - value, 2)})  # fmt: skip
+        rounds += times["all"]
         print(
             f"{rows:,} rows, rounds without a compaction: with the value {times['value']} (median {value:.2f}), "
             f"with the placeholder {times['placeholder']} (median {placeholder:.2f}): the lookup "
             f"{placeholder - value:.2f} s",
             flush=True,
         )
+    results.write(
+        "toast",
+        series=args.table_type,
+        parameters={
+            "table_type": args.table_type,
+            "rows": args.rows,
+            "width": args.width,
+            "rounds": args.rounds,
+            "updates": UPDATES,
+        },  # fmt: skip
+        tables={"lookup": results.table(LOOKUP_COLUMNS, lookups), "round_times": results.table(ROUND_COLUMNS, rounds)},
+        directory=args.results or results.LOCAL,
+        started_utc=started_utc,
+    )
+
+
+LOOKUP_COLUMNS = [
+    results.column("rows", "table", "rows"), results.column("value_mb", "out-of-line values", "MB"),
+    results.column("value_median_s", "a round with the value (median)", "s"),
+    results.column("placeholder_median_s", "a round with the placeholder (median)", "s"),
+    results.column("lookup_s", "the lookup", "s"),
+]  # fmt: skip
+ROUND_COLUMNS = [
+    results.column("rows", "table", "rows"), results.column("round", unit="#"), results.column("kind"),
+    results.column("seconds", unit="s"), results.column("apart", "left out as"),
+]  # fmt: skip
 
 
 if __name__ == "__main__":

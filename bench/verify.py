@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import time
 from pathlib import Path
 
+from bench import results
 from hudi_cdc.ops.verify import verify
 from hudi_cdc.sink import options as opt
 from hudi_cdc.testing.postgres import connect
@@ -101,7 +101,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=int, default=10_000_000)
     parser.add_argument("--work", type=Path, default=Path("/tmp/hudi-cdc-bench-verify"))
+    parser.add_argument(
+        "--results", type=Path, help="write the result file under this folder (default: .bench/results)"
+    )
     args = parser.parse_args()
+    started_utc = results.now_utc()
     spark = spark_session(app_name="hudi-cdc-bench-verify", conf={"spark.driver.memory": "4g"})
     base = str(args.work / TABLE)
     timings = build(spark, args.rows, base)
@@ -119,11 +123,24 @@ def main() -> None:
     assert found == {("17", "changed"), ("4242", "missing"), ("-1", "extra")}, different.describe()
     with connect() as conn:
         conn.execute(f"drop table {SCHEMA}.{TABLE}")
-    print(
-        f"| {args.rows:,} rows, {len(COLUMNS)} columns | {timings['verify_equal_s']:.0f} s "
-        f"| {timings['verify_different_s']:.0f} s (3 differences named) | Postgres load {timings['postgres_load_s']:.0f} s, "
-        f"Hudi bulk insert {timings['hudi_load_s']:.0f} s | {platform.node()}, {os.cpu_count()} cores |"
+    row = {"rows": args.rows, "columns": len(COLUMNS), **{k: round(v, 1) for k, v in timings.items()}}
+    print(row)
+    results.write(
+        "verify",
+        parameters={"rows": args.rows, "columns": len(COLUMNS), "driver_memory": "4g"},
+        tables={"verify": results.table(RESULT_COLUMNS, [row])},
+        directory=args.results or results.LOCAL,
+        started_utc=started_utc,
     )
+
+
+RESULT_COLUMNS = [
+    results.column("rows", "table", "rows"), results.column("columns", unit="columns"),
+    results.column("verify_equal_s", "verify, equal tables", "s"),
+    results.column("verify_different_s", "verify, a changed, a deleted and an added row (all named)", "s"),
+    results.column("postgres_load_s", "building them: Postgres load", "s"),
+    results.column("hudi_load_s", "building them: Hudi bulk insert", "s"),
+]  # fmt: skip
 
 
 if __name__ == "__main__":
