@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 from hudi_cdc._jvm import hadoop_conf, java_message, jvm
 from hudi_cdc.envelope.flatten import ORIGIN_COLUMN
-from hudi_cdc.errors import CheckpointError, DecodeError, SourceError
+from hudi_cdc.errors import DecodeError, SourceError
+from hudi_cdc.sources.base import json_checkpoint
 from payloads.base import ARRIVAL_COLUMN
 
 if TYPE_CHECKING:
@@ -76,16 +77,7 @@ class FileSource:
     def parse_checkpoint(self, text: str) -> dict[str, Any]:
         if text.strip().lower() == "earliest":
             return {"kind": CHECKPOINT_KIND, "folders": {}, "max_mtime_ms": -1}
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise CheckpointError(f"files checkpoint is not JSON ({exc}): {text[:200]!r}") from None
-        if not isinstance(data, dict) or data.get("kind") != CHECKPOINT_KIND:
-            raise CheckpointError(
-                f"checkpoint {text[:200]!r} is not a files checkpoint ({CHECKPOINT_KIND}); was this table "
-                "fed by another source? Pass --checkpoint earliest to start over"
-            )
-        return data
+        return json_checkpoint(text, source="files", kind=CHECKPOINT_KIND)
 
     # -- listing ---------------------------------------------------------
     def _list(self) -> list[ListedFile]:

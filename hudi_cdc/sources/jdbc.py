@@ -32,7 +32,6 @@ cursor (:class:`payloads.jdbc.JdbcPolicy` orders them by it).
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 from datetime import timedelta
@@ -42,6 +41,7 @@ from urllib.parse import quote, urlsplit
 from hudi_cdc.config import resolve_password
 from hudi_cdc.envelope.events import change_events
 from hudi_cdc.errors import CheckpointError, ConfigError, SourceError, TransientError
+from hudi_cdc.sources.base import json_checkpoint
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -158,15 +158,7 @@ class JdbcSource:
     def parse_checkpoint(self, text: str) -> dict[str, Any]:
         if text.strip().lower() == "earliest":
             return {"kind": CHECKPOINT_KIND, "mode": self._config.jdbc_mode}
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise CheckpointError(f"JDBC checkpoint is not JSON ({exc}): {text[:200]!r}") from None
-        if not isinstance(data, dict) or data.get("kind") != CHECKPOINT_KIND:
-            raise CheckpointError(
-                f"checkpoint {text[:200]!r} is not a JDBC checkpoint; was this table fed by another source? "
-                "Pass --checkpoint earliest to start over"
-            )
+        data = json_checkpoint(text, source="JDBC", kind=CHECKPOINT_KIND)
         if data.get("mode") != self._config.jdbc_mode:
             raise CheckpointError(
                 f"the table's JDBC cursor is of mode {data.get('mode')!r}, not {self._config.jdbc_mode!r}: "

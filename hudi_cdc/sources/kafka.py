@@ -27,6 +27,7 @@ from hudi_cdc.console import kafka_logger
 from hudi_cdc.envelope.avro_schemas import merged_reader_schema
 from hudi_cdc.envelope.flatten import ORIGIN_COLUMN
 from hudi_cdc.errors import CheckpointError, DecodeError, SourceError, TransientError
+from hudi_cdc.sources.base import json_checkpoint
 from hudi_cdc.sources.kafka_json import SAMPLED
 from hudi_cdc.sources.kafka_json import key_fields as json_key_fields
 from hudi_cdc.sources.registry import SchemaRegistry
@@ -134,14 +135,7 @@ def parse_kafka_checkpoint(text: str, topic: str) -> dict[str, Any]:
     if text.lower() in ("earliest", "latest"):
         return {"kind": CHECKPOINT_KIND, "topic": topic, "start": text.lower(), "offsets": {}}
     if text.startswith("{"):
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise CheckpointError(f"kafka checkpoint is not JSON ({exc}): {text[:200]!r}") from None
-        if data.get("kind") != CHECKPOINT_KIND:
-            raise CheckpointError(
-                f"checkpoint {text[:200]!r} is not a Kafka checkpoint: was this table fed by another source?"
-            )
+        data = json_checkpoint(text, source="Kafka", kind=CHECKPOINT_KIND)
     else:
         name, _, rest = text.partition(",")
         try:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from hudi_cdc.envelope.flatten import ORIGIN_COLUMN
 from hudi_cdc.errors import ConfigError
+from hudi_cdc.sources.base import json_checkpoint
 from payloads.base import ARRIVAL_COLUMN, RAW_COLUMN
 
 if TYPE_CHECKING:
@@ -35,8 +36,8 @@ class QuarantinedEvents:
         self._where = where
 
     def parse_checkpoint(self, text: str) -> dict[str, Any]:
-        parsed: dict[str, Any] = json.loads(text)
-        return parsed
+        # The table's own checkpoint, whichever source left it: re-applying leaves it where it is.
+        return json_checkpoint(text, source="the table's")
 
     def next_batch(self, checkpoint: dict[str, Any] | None) -> Batch | None:
         from pyspark.sql import functions as F
