@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -42,7 +43,8 @@ class Airflow:
             HUDI_CDC_LAKE=str(home / "lake"),
             **env,
         )
-        self("db", "migrate")
+        if not (home / "airflow.db").exists():
+            self("db", "migrate")
 
     def __call__(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
         done = subprocess.run(
@@ -63,13 +65,22 @@ class Airflow:
             return {task: json.loads(value) for task, value in rows}
 
 
-@pytest.fixture
-def airflow_home(tmp_path: Path) -> Path:
+@pytest.fixture(scope="module")
+def migrated_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An empty Airflow metadata database, migrated once: each test starts from a copy of it."""
     if not AIRFLOW.exists():
         if os.environ.get("CI") == "true":
             pytest.fail("CI=true but .venv-airflow is missing: run `make airflow`")
         pytest.skip("no .venv-airflow: make airflow")
+    home = tmp_path_factory.mktemp("airflow-template")
+    Airflow(home, home)
+    return home / "airflow.db"
+
+
+@pytest.fixture
+def airflow_home(tmp_path: Path, migrated_db: Path) -> Path:
     (tmp_path / "home").mkdir()
+    shutil.copyfile(migrated_db, tmp_path / "home" / "airflow.db")
     return tmp_path / "home"
 
 
