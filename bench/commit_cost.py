@@ -112,9 +112,9 @@ def main(argv: list[str] | None = None) -> int:
 
 COLUMNS = [
     result_files.column("settings"), result_files.column("hoodie_conf", "--hoodie-conf"),
-    result_files.column("cow_median_s", "COPY_ON_WRITE: median commit", "s"),
+    result_files.column("cow_median_s", "COW: median commit", "s"),
     result_files.column("cow_change_pct", "vs hudi-cdc defaults", "%"),
-    result_files.column("mor_median_s", "MERGE_ON_READ: median commit", "s"),
+    result_files.column("mor_median_s", "MOR: median commit", "s"),
     result_files.column("mor_change_pct", "vs hudi-cdc defaults", "%"),
 ]  # fmt: skip
 

@@ -204,7 +204,7 @@ UPSERT_COLUMNS = [
     result_files.column("first_commit_s", "first commit", "s"), result_files.column("first_operation", "as"),
     result_files.column("round_median_s", "upsert round: median", "s"), result_files.column("round_min_s", "min", "s"),
     result_files.column("round_max_s", "max", "s"), result_files.column("round_mean_s", "mean", "s"),
-    result_files.column("data_files", "data files", "files"), result_files.column("data_mib", "their size", "MiB"),
+    result_files.column("data_files", "data files", "#"), result_files.column("data_mib", "data files' size", "MiB"),
 ]  # fmt: skip
 ROUND_COLUMNS = [
     result_files.column("table_type", "table"), result_files.column("settings"),

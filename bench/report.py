@@ -19,6 +19,7 @@ import os
 import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,21 +29,35 @@ REPO = Path(__file__).resolve().parent.parent
 DOC = REPO / "docs" / "benchmarks.md"
 IMG = REPO / "docs" / "img"
 
-# The tables each benchmark shows on the page, and whether one is shown turned (a column per run);
-# the others stay in the result files.
-SHOW: dict[str, list[tuple[str, bool]]] = {
-    "bench": [("runs", False), ("ratios", False), ("limits", False)],
-    "scale": [("runs", False)],
-    "freshness": [("latency", False), ("profile", False)],
-    "pipeline": [("runs", True)],
-    "rounds": [("rounds", False), ("outcome", False)],
-    "commit-cost": [("commits", False)],
-    "index": [("upserts", False)],
-    "formats": [("runs", False)],
-    "toast": [("lookup", False)],
-    "verify": [("verify", False)],
-    "first-load": [("load", False)],
-    "overlap": [("modes", False)],
+
+# The page writes the table types short (its introduction says so).
+TYPES = {"COPY_ON_WRITE": "COW", "MERGE_ON_READ": "MOR", "cow": "COW", "mor": "MOR"}
+
+
+@dataclass(frozen=True)
+class Shown:
+    """A table of a result as the page shows it: turned (a column per row), some columns left to the file."""
+
+    table: str
+    turned: bool = False
+    hide: tuple[str, ...] = ()
+
+
+# The tables each benchmark shows on the page (none: the benchmark is not on the page); the others, and the
+# hidden columns, stay in the result files.
+SHOW: dict[str, list[Shown]] = {
+    "bench": [Shown("runs", hide=("note",))],
+    "scale": [Shown("runs", hide=("keys", "rounds_planned", "note"))],
+    "freshness": [Shown("latency", hide=("compaction", "seconds"))],
+    "pipeline": [Shown("runs", turned=True, hide=("idle_rounds_per_table_s",))],
+    "rounds": [Shown("rounds"), Shown("outcome")],
+    "commit-cost": [Shown("commits")],
+    "index": [Shown("upserts", hide=("round_min_s", "data_files"))],
+    "formats": [Shown("runs", hide=("note",))],
+    "toast": [Shown("lookup")],
+    "verify": [Shown("verify", turned=True)],
+    "first-load": [Shown("load", turned=True)],
+    "overlap": [],  # an experiment on a design hudi-cdc does not have; tuning.md says what it found
 }
 
 
@@ -71,9 +86,11 @@ def _when(result: Mapping[str, Any]) -> tuple[str, str]:
     return result["environment"]["time_utc"], Path(str(result.get("path", ""))).name
 
 
-def cell(value: Any) -> str:
+def cell(value: Any, unit: str | None = None) -> str:
     if value is None:
         return "-"
+    if unit == "x" and isinstance(value, int | float) and not isinstance(value, bool):
+        return f"{value:.2f}x"
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, int):
@@ -84,29 +101,39 @@ def cell(value: Any) -> str:
         return f"{value:,}"
     if isinstance(value, Mapping):
         return ", ".join(f"`{k}={v}`" for k, v in value.items()) or "-"
-    return str(value).replace("|", "\\|").replace("\n", " ")
+    return TYPES.get(str(value), str(value)).replace("|", "\\|").replace("\n", " ")
 
 
 def _header(column: Mapping[str, Any]) -> str:
-    return f"{column['title']} ({column['unit']})" if column.get("unit") else column["title"]
+    unit = column.get("unit")
+    return f"{column['title']} ({unit})" if unit and unit not in ("#", "x", column["title"]) else column["title"]
 
 
-def render_table(table: Mapping[str, Any], turned: bool = False) -> str:
-    """A markdown table; a column no row has a value for is left out (an older run that did not measure it)."""
+def render_table(table: Mapping[str, Any], turned: bool = False, hide: Sequence[str] = ()) -> str:
+    """A markdown table; a column no row has a value for is left out (an older run that did not measure it).
+
+    Turned, the first column's values head the columns and every other column is a row.
+    """
     rows = table["rows"]
-    columns = [c for c in table["columns"] if any(r.get(c["key"]) is not None for r in rows)]
+    columns = [c for c in table["columns"] if c["key"] not in hide and any(r.get(c["key"]) is not None for r in rows)]
     lines = [f"{table['title']}:", ""] if table.get("title") else []
     if turned:
-        lines.append("| | " + " | ".join(f"run {i}" if len(rows) > 1 else "" for i in range(1, len(rows) + 1)) + " |")
+        first, rest = columns[0], columns[1:]
+        lines.append(f"| {first['title']} | " + " | ".join(cell(r.get(first["key"])) for r in rows) + " |")
         lines.append("| --- |" + " ---: |" * len(rows))
-        for c in columns:
-            lines.append(f"| {_header(c)} | " + " | ".join(cell(r.get(c["key"])) for r in rows) + " |")
+        for c in rest:
+            lines.append(f"| {_header(c)} | " + " | ".join(cell(r.get(c["key"]), c.get("unit")) for r in rows) + " |")
     else:
         lines.append("| " + " | ".join(_header(c) for c in columns) + " |")
         lines.append("| " + " | ".join("---:" if c.get("unit") else "---" for c in columns) + " |")
         for r in rows:
-            lines.append("| " + " | ".join(cell(r.get(c["key"])) for c in columns) + " |")
+            lines.append("| " + " | ".join(cell(r.get(c["key"]), c.get("unit")) for c in columns) + " |")
     return "\n".join(lines) + "\n"
+
+
+def _cpu(machine: Mapping[str, Any]) -> str | None:
+    """The CPU model without trademark signs: "Intel(R) Xeon(R) Processor" -> "Intel Xeon"."""
+    return re.sub(r"\((R|TM)\)| (CPU|Processor)\b", "", machine.get("cpu") or "").strip() or None
 
 
 def caption(result: Mapping[str, Any], earlier: int = 0, relative_to: Path = DOC.parent) -> str:
@@ -114,29 +141,26 @@ def caption(result: Mapping[str, Any], earlier: int = 0, relative_to: Path = DOC
     m, v, g = env["machine"], env["versions"], env["git"]
     when = env["time_utc"].replace("T", " ").replace("Z", " UTC")
     box = ", ".join(
-        x for x in (f"{m['cores']} cores" if m.get("cores") else None, m.get("cpu"),
+        x for x in (f"{m['cores']} cores" if m.get("cores") else None, _cpu(m),
                     f"{m['memory_gib']} GiB" if m.get("memory_gib") else None) if x
     )  # fmt: skip
     names = {"python": "Python", "java": "Java", "pyspark": "PySpark", "hudi": "Hudi", "hudi_cdc": "hudi-cdc"}
     stack = ", ".join(f"{names.get(k, k)} {x}" for k, x in v.items() if x)
-    commit = g.get("commit") or "not recorded"
+    commit = f"commit {g['commit']}" if g.get("commit") else "commit not recorded"
     if g.get("dirty"):
-        commit += " (with uncommitted changes)"
-    params = ", ".join(
-        f"{k.replace('_', ' ')} {cell(x)}" for k, x in result["parameters"].items() if isinstance(x, int | float | str)
-    )
+        commit += " + uncommitted changes"
     path = Path(str(result.get("path", "")))
     link = f"[data]({os.path.relpath(path, relative_to)})" if path.name else ""
-    parts = [f"**{result['series']}**" if result["series"] != result["benchmark"] else None,
-             f"Run of {when.strip()}", box or None, stack or None, f"commit {commit}",
-             params or None]  # fmt: skip
-    text = "; ".join(p for p in parts if p) + "."
+    name = TYPES.get(result["series"], result["series"])
+    series = f"**{name}**: " if result["series"] != result["benchmark"] else ""
+    text = series + " · ".join(
+        p for p in (f"{'run' if series else 'Run'} of {when.strip()}", box, stack, commit, link) if p
+    )
     if result.get("imported_from"):
-        text += f" Imported from {result['imported_from']}."
+        text += " (imported)"
     if earlier:
-        text += f" {earlier} earlier run{'s' if earlier > 1 else ''} in bench/results/{result['benchmark']}/."
-    if link:
-        text += f" {link}"
+        text += f"; {earlier} earlier run{'s' if earlier > 1 else ''} in bench/results/{result['benchmark']}/"
+    text += "."
     if result.get("notes"):
         text += f"\n\n{result['notes']}"
     return text + "\n"
@@ -148,11 +172,10 @@ def render_benchmark(name: str, newest: Sequence[Mapping[str, Any]], counts: Map
     for result in newest:
         earlier = counts.get((name, result["series"]), 1) - 1
         parts = [caption(result, earlier, relative_to)]
-        shown = SHOW.get(name) or [(t, False) for t in result["tables"]]
-        for table_name, turned in shown:
-            table = result["tables"].get(table_name)
+        for shown in SHOW.get(name) or [Shown(t) for t in result["tables"]]:
+            table = result["tables"].get(shown.table)
             if table and table["rows"]:
-                parts.append(render_table(table, turned))
+                parts.append(render_table(table, shown.turned, shown.hide))
         blocks.append("\n".join(parts))
     return "\n".join(blocks)
 
@@ -197,12 +220,8 @@ def _save(fig: Any, plt: Any, path: Path) -> Path:
 def _source(result: Mapping[str, Any]) -> str:
     env = result["environment"]
     m = env["machine"]
-    return (
-        f"{env['time_utc'][:10]}, {m.get('cores')} cores {m.get('cpu') or ''}, commit {env['git'].get('commit') or '?'}"
-    )
-
-
-TYPES = {"COPY_ON_WRITE": "COW", "MERGE_ON_READ": "MOR", "cow": "COW", "mor": "MOR"}
+    box = ", ".join(str(x) for x in (f"{m['cores']} cores" if m.get("cores") else None, _cpu(m)) if x)
+    return f"{env['time_utc'][:10]}, {box}, commit {env['git'].get('commit') or 'not recorded'}"
 
 
 def plot_ratios(result: Mapping[str, Any], path: Path) -> Path:
@@ -228,9 +247,9 @@ def plot_ratios(result: Mapping[str, Any], path: Path) -> Path:
     ax.set_yticks(range(len(groups)), groups)
     ax.invert_yaxis()
     ax.set_xlabel("hudi-cdc events/s ÷ the anchor's (1.0 = as fast)")
-    ax.set_xlim(0, max([r["ratio"] for r in rows] + [1.0]) * 1.2)
-    ax.legend(loc="lower right", frameon=False)
-    ax.set_title(f"make bench: {result['parameters'].get('events', 0):,} events ({_source(result)})", fontsize=8)
+    ax.set_xlim(0, max([r["ratio"] for r in rows] + [1.0]) * 1.15)
+    ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=len(anchors), frameon=False)
+    fig.suptitle(f"make bench: {result['parameters'].get('events', 0):,} events ({_source(result)})", fontsize=8)
     return _save(fig, plt, path)
 
 
@@ -252,7 +271,7 @@ def plot_freshness(result: Mapping[str, Any], path: Path) -> Path:
     left.set_yticks(list(ys), labels)
     left.invert_yaxis()
     left.set_xlabel("Postgres commit -> visible in a snapshot query (s)")
-    left.legend(loc="lower right", frameon=False)
+    left.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=3, frameon=False)
     left.grid(axis="x", linewidth=0.3)
     parts = (("tail_capture_s", "capture"), ("tail_queue_s", "queue"), ("tail_round_s", "round"))
     start = [0.0] * len(latency)
@@ -261,7 +280,7 @@ def plot_freshness(result: Mapping[str, Any], path: Path) -> Path:
         right.barh(list(ys), widths, left=start, label=name, color=f"C{i + 3}", height=0.7)
         start = [a + b for a, b in zip(start, widths, strict=True)]
     right.set_xlabel("slowest 1%: where it waited (s)")
-    right.legend(loc="lower right", frameon=False)
+    right.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=3, frameon=False)
     fig.suptitle(f"make bench-freshness ({_source(result)})", fontsize=8)
     return _save(fig, plt, path)
 
@@ -291,13 +310,18 @@ def plot_scale(results: Sequence[Mapping[str, Any]], path: Path) -> Path:
             ax.plot([x for x, _ in points], [y for _, y in points], style, color=f"C{i}", label=label)
             for x, y in points:
                 ax.annotate(f"{y:g}", (x, y), textcoords="offset points", xytext=(4, 4))
+    backlogs = sorted({r["events"] for result in results for r in result["tables"]["runs"]["rows"]})
     ax.set_xscale("log")
+    ax.set_xticks(backlogs, [f"{b / 1e6:g}M" if b >= 1e6 else f"{b / 1e3:g}k" for b in backlogs])
+    ax.minorticks_off()
+    if backlogs:
+        ax.set_xlim(backlogs[0] / 1.6, backlogs[-1] * 1.6)
     ax.set_xlabel("backlog (events)")
     ax.set_ylabel("wall time per event (µs)")
     ax.set_ylim(bottom=0)
     ax.legend(frameon=False)
-    ax.set_title("make bench-scale: " + "; ".join(f"{TYPES.get(r['series'], r['series'])} {_source(r)}"
-                                                 for r in results), fontsize=8)  # fmt: skip
+    sources = "\n".join(f"{TYPES.get(r['series'], r['series'])}: {_source(r)}" for r in results)
+    fig.suptitle(f"make bench-scale\n{sources}", fontsize=7)
     return _save(fig, plt, path)
 
 
@@ -315,7 +339,8 @@ def render(results_dir: Path = RESULTS, doc: Path = DOC, img: Path = IMG) -> lis
     for r in results:
         counts[(r["benchmark"], r["series"])] = counts.get((r["benchmark"], r["series"]), 0) + 1
     newest = latest(results)
-    update_doc(doc, {name: render_benchmark(name, rs, counts, doc.parent) for name, rs in newest.items()})
+    shown = {name: rs for name, rs in newest.items() if SHOW.get(name, True)}
+    update_doc(doc, {name: render_benchmark(name, rs, counts, doc.parent) for name, rs in shown.items()})
     written = [doc]
     for name, (file, draw) in PLOTS.items():
         if newest.get(name):

@@ -230,13 +230,13 @@ def result_tables(results: list[dict[str, Any]]) -> dict[str, Any]:
     for r in results:
         table_type = TYPES.get(r["table_type"], r["table_type"])
         for size in map(str, SIZES):
-            rows.append({"table_type": table_type, "case": f"continuous, a round of {int(size):,} message(s)",
+            rows.append({"table_type": table_type, "case": f"continuous, {int(size):,} message(s)",
                          **stats(r["continuous"][size])})  # fmt: skip
-        rows.append({"table_type": table_type, "case": "continuous, a round with nothing new", **stats(r["idle"])})
+        rows.append({"table_type": table_type, "case": "continuous, nothing new", **stats(r["idle"])})
         for case in ("nothing new", "1 message"):
             runs = r["one_shot"][case]
             rows.append({
-                "table_type": table_type, "case": f"one-shot `hudi-cdc ingest`, {case}: wall",
+                "table_type": table_type, "case": f"one-shot, {case} (wall)",
                 **stats([w for w, _ in runs]),
                 "round_s": round(statistics.median([d for _, d in runs]), 2) if runs else None,
                 "start_stop_s": round(statistics.median([w - d for w, d in runs]), 2) if runs else None,

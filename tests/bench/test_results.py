@@ -1,0 +1,140 @@
+"""Benchmark results as data: the writer's files, the page and plots made from them, and the stored history."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from bench import report, results
+
+REPO = Path(__file__).resolve().parents[2]
+PNG = b"\x89PNG\r\n\x1a\n"
+COLUMNS = [results.column("run"), results.column("events", "backlog", "events"),
+           results.column("us_per_event", "cost", "µs/event"), results.column("source_limit", unit="messages")]  # fmt: skip
+
+
+def _result(directory: Path, benchmark: str, time_utc: str, tables: dict, series: str | None = None) -> Path:
+    """A result file as an earlier run would have left it (the environment given, not measured)."""
+    data = {
+        "schema": results.SCHEMA, "benchmark": benchmark, "series": series or benchmark, "parameters": {"events": 10},
+        "tables": tables, "notes": None, "imported_from": None,
+        "environment": {
+            "machine": {"cores": 2, "memory_gib": 24, "cpu": "Intel(R) Xeon(R) Processor", "os": "Linux"},
+            "versions": {"python": "3.11.7", "java": "17.0.15", "pyspark": "3.5.7", "hudi": "1.2.0", "hudi_cdc": "0.1"},
+            "git": {"commit": "abc1234", "dirty": False}, "time_utc": time_utc,
+        },
+    }  # fmt: skip
+    assert results.check(data) == []
+    path = directory / benchmark / results.file_name(data)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data))
+    return path
+
+
+def test_the_writer_writes_one_whole_file_per_run(tmp_path: Path) -> None:
+    table = results.table(COLUMNS, [{"run": "bounded", "events": 100, "us_per_event": 2.5, "extra": "dropped"}])
+    path = results.write("scale", parameters={"source_limit": 50}, tables={"runs": table}, series="COPY_ON_WRITE",
+                         directory=tmp_path, started_utc="2026-11-27T10:00:00Z")  # fmt: skip
+    again = results.write("scale", parameters={}, tables={"runs": table}, directory=tmp_path,
+                          started_utc="2026-11-27T10:00:00Z")  # fmt: skip
+
+    data = json.loads(path.read_text())
+    assert path.parent == tmp_path / "scale" and path.name.startswith("20261127T100000Z-")
+    assert again != path and again.exists()  # the same second and commit: a second file, not an overwrite
+    assert results.check(data) == []
+    assert data["benchmark"] == "scale" and data["series"] == "COPY_ON_WRITE"
+    assert data["parameters"] == {"source_limit": 50}
+    # Every column has a value in every row (None when not measured); keys of no column are left out.
+    assert data["tables"]["runs"]["rows"] == [
+        {"run": "bounded", "events": 100, "us_per_event": 2.5, "source_limit": None}
+    ]
+    assert data["tables"]["runs"]["columns"][2] == {"key": "us_per_event", "title": "cost", "unit": "µs/event"}
+    env = data["environment"]
+    assert env["time_utc"] == "2026-11-27T10:00:00Z"
+    assert set(env["machine"]) == set(results.MACHINE) and env["machine"]["cores"] >= 1
+    assert set(env["versions"]) == set(results.VERSIONS) and env["versions"]["hudi"] == "1.2.0"
+    assert set(env["git"]) == {"commit", "dirty"}
+
+
+def test_the_writer_refuses_a_result_without_numbers(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="no tables"):
+        results.write("scale", parameters={}, tables={}, directory=tmp_path)
+    assert not (tmp_path / "scale").exists()
+
+
+def test_the_report_renders_the_newest_run_of_each_series_and_draws_the_plots(tmp_path: Path) -> None:
+    data, img, doc = tmp_path / "results", tmp_path / "img", tmp_path / "docs" / "benchmarks.md"
+    doc.parent.mkdir()
+    doc.write_text(
+        "# Benchmarks\n\nProse stays.\n\n<!-- results:scale:begin (old) -->\nold table\n<!-- results:scale:end -->\n\nMore prose.\n"
+    )
+    runs = {"runs": results.table(COLUMNS, [
+        {"run": "bounded", "events": 100_000, "us_per_event": 261.4, "source_limit": 500_000},
+        {"run": "bounded", "events": 1_000_000, "us_per_event": 79.6, "source_limit": 500_000},
+        {"run": "one batch", "events": 1_000_000, "us_per_event": 26.4, "source_limit": None},
+    ])}  # fmt: skip
+    older = {"runs": results.table(COLUMNS, [{"run": "bounded", "events": 5, "us_per_event": 999.0}])}
+    _result(data, "scale", "2026-11-20T10:00Z", older, series="COPY_ON_WRITE")
+    _result(data, "scale", "2026-11-21T10:00Z", runs, series="COPY_ON_WRITE")
+    _result(data, "scale", "2026-11-19", runs, series="MERGE_ON_READ")
+    ratios = [{"anchor": a, "table_type": t, "settings": "same", "ratio": r}
+              for a, t, r in (("HoodieStreamer 0.14.0", "COPY_ON_WRITE", 1.5), ("decode-only limit", "COPY_ON_WRITE", 0.37))]  # fmt: skip
+    _result(data, "bench", "2026-11-27T00:49Z", {"ratios": results.table(
+        [results.column("anchor"), results.column("table_type"), results.column("settings"),
+         results.column("ratio", unit="x")], ratios)})  # fmt: skip
+    latency = [{"settings": "defaults", "table_type": "MERGE_ON_READ", "rate": 2000, "p50_s": 5.0, "p99_s": 10.5,
+                "max_s": 11.0}]  # fmt: skip
+    profile = [{"settings": "defaults", "table_type": "MERGE_ON_READ", "rate": 2000, "tail_capture_s": 0.6,
+                "tail_queue_s": 7.0, "tail_round_s": 3.4}]  # fmt: skip
+    _result(data, "freshness", "2026-11-26T17:38Z", {
+        "latency": results.table([results.column(k) for k in latency[0]], latency),
+        "profile": results.table([results.column(k) for k in profile[0]], profile),
+    })  # fmt: skip
+
+    written = report.render(data, doc, img)
+
+    text = doc.read_text()
+    assert "Prose stays." in text and "More prose." in text and "old table" not in text
+    block = text.split("<!-- results:scale:begin", 1)[1].split("<!-- results:scale:end -->", 1)[0]
+    assert "| run | backlog (events) | cost (µs/event) | source limit (messages) |" in block
+    assert "| bounded | 100,000 | 261.4 | 500,000 |" in block and "| one batch | 1,000,000 | 26.4 | - |" in block
+    assert "999" not in block  # the older run of the series is history, not the current table
+    assert "**COW**: run of 2026-11-21 10:00 UTC · 2 cores, Intel Xeon, 24 GiB" in block
+    assert "commit abc1234" in block and "1 earlier run in bench/results/scale/" in block
+    assert "**MOR**: run of 2026-11-19 ·" in block
+    assert "](../results/scale/20261121T1000Z-abc1234.json)" in block  # the data link, relative to the doc
+    assert "## bench" in text and "## freshness" in text  # benchmarks without a block yet get a section
+    for name in ("bench-ratios.png", "freshness.png", "scale-cost-per-event.png"):
+        png = img / name
+        assert png in written and png.read_bytes().startswith(PNG) and png.stat().st_size < 100_000
+
+    before = {p: p.read_bytes() for p in [doc, *img.iterdir()]}
+    report.render(data, doc, img)
+    assert {p: p.read_bytes() for p in [doc, *img.iterdir()]} == before  # the same files, the same output
+
+
+@pytest.mark.parametrize(
+    "path", sorted((REPO / "bench" / "results").glob("*/*.json")), ids=lambda p: p.parent.name + "/" + p.name
+)
+def test_every_stored_result_is_whole(path: Path) -> None:
+    data = json.loads(path.read_text())
+    assert results.check(data) == [], path
+    assert path.parent.name == data["benchmark"]
+    assert path.name.startswith(results.file_name(data).removesuffix(".json"))
+    for table in data["tables"].values():
+        assert table["rows"], f"{path}: a table without rows"
+        for column in table["columns"]:
+            assert set(column) == {"key", "title", "unit"}
+    if data.get("imported_from"):
+        assert data["imported_from"].startswith("docs/benchmarks.md@")
+
+
+def test_the_history_is_not_empty_and_the_page_shows_every_benchmark_of_it() -> None:
+    stored = results.load_all()
+    assert {r["benchmark"] for r in stored} >= {"bench", "scale", "freshness", "pipeline", "rounds", "commit-cost",
+                                                "index", "formats", "toast", "verify", "first-load"}  # fmt: skip
+    page = (REPO / "docs" / "benchmarks.md").read_text()
+    for name in {r["benchmark"] for r in stored}:
+        assert (f"<!-- results:{name}:begin" in page) == bool(report.SHOW.get(name, True)), name
