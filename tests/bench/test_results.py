@@ -138,3 +138,52 @@ def test_the_history_is_not_empty_and_the_page_shows_every_benchmark_of_it() -> 
     page = (REPO / "docs" / "benchmarks.md").read_text()
     for name in {r["benchmark"] for r in stored}:
         assert (f"<!-- results:{name}:begin" in page) == bool(report.SHOW.get(name, True)), name
+
+
+def _whole(tables: dict) -> None:
+    data = {"schema": 1, "benchmark": "b", "series": "b", "parameters": {}, "tables": tables,
+            "environment": {"machine": dict.fromkeys(results.MACHINE), "versions": dict.fromkeys(results.VERSIONS),
+                            "git": {"commit": None, "dirty": None}, "time_utc": "2026-11-27"}}  # fmt: skip
+    assert results.check(data) == []
+    json.dumps(data)
+
+
+def test_each_benchmark_turns_its_own_numbers_into_tables() -> None:
+    """The conversion each entry point runs at the end, on numbers shaped as its run makes them (no stack)."""
+    from bench import commit_cost, formats, freshness, index_cost, rounds, run, scale
+
+    runs = [{"tool": t, "table_type": "COPY_ON_WRITE", "settings": "same", "seconds": s, "peak_rss_mib": 3000.4,
+             "rows_ok": t == "hudi-cdc", "note": ""} for t, s in (("hudi-cdc", 40.0), (run.ANCHOR, 48.0))]  # fmt: skip
+    report_ = {"events": 1000, "final_rows": 99, "runs": runs, "parquet_write_s": 1.0,
+               "decode": {"spark_from_avro": {"events_per_s": 100, "seconds": 10.0},
+                          "python_fastavro_count": {"events_per_s": 500, "seconds": 2.0}}}  # fmt: skip
+    tables = run.result_tables(report_)
+    _whole(tables)
+    assert {(r["anchor"], r["ratio"]) for r in tables["ratios"]["rows"]} == {
+        (run.ANCHOR, 1.2), (run.DECODE_LIMIT, 0.25), (run.PARQUET_LIMIT, 0.03)}  # fmt: skip
+
+    bounded = {"label": "bounded", "events": 10, "keys": 1, "messages": 11, "source_limit": 5, "rounds_planned": 2,
+               "rounds": [{"events": 5, "seconds": 1.0, "events_per_s": 5, "table_rows_after": 1}], "seconds": 2.0,
+               "events_per_s": 5, "us_per_event": 2e5, "peak_rss_mib": 100, "rows_ok": True, "note": ""}  # fmt: skip
+    _whole(scale.result_tables([bounded, {**bounded, "label": "unbounded", "source_limit": None}]))
+
+    profile = {"capture_p50_s": 0.5, "tail_queue_s": 1.0}
+    fresh = [{"settings": "defaults", "table_type": t, "compaction": "inline", "rate": 2000, "seconds": 90,
+              "transactions": 9, "not_visible": 0, "p50_s": 1.0, "p90_s": 2.0, "p99_s": 3.0, "max_s": 4.0,
+              "load_behind_s": 0.0, "commits": 3, "profile": profile} for t in ("mor", "cow")]  # fmt: skip
+    tables = freshness.result_tables(fresh)
+    _whole(tables)
+    assert [r["compaction"] for r in tables["latency"]["rows"]] == ["inline", None]
+
+    measured = {"table_type": "cow", "keys": 5, "rows": 9, "repeats": 2, "continuous": {"1": [4.0, 5.0], "100": [],
+                "10000": [6.0]}, "idle": [0.1], "split": {"1": 0, "100": 2, "10000": 0},
+                "one_shot": {"nothing new": [(10.0, 6.0)], "1 message": []}, "failed": [], "correct": True}  # fmt: skip
+    _whole(rounds.result_tables([measured]))
+
+    _whole({"commits": results.table(commit_cost.COLUMNS, commit_cost.result_rows(
+        {"COPY_ON_WRITE": {name: [1.0, 2.0] for name in commit_cost.VARIANTS}}))})  # fmt: skip
+    _whole(index_cost.result_tables({"MERGE_ON_READ": {"bloom": {"build": 5.0, "first": "bulk_insert",
+                                                                 "rounds": [9.0, 1.0, 2.0], "files": 3, "bytes": 2**21}}}))  # fmt: skip
+    _whole({"runs": results.table(formats.COLUMNS, formats.result_rows(
+        [{"format": f, "table_type": "COPY_ON_WRITE", "seconds": s, "events_per_s": 10.0, "peak_rss_mib": 1.0,
+          "topic_mib": 1.0, "rows_ok": True, "note": ""} for f, s in (("avro", 10.0), ("json-embedded", 15.0))]))})  # fmt: skip
