@@ -34,6 +34,7 @@ __all__ = ["KNOWN_OPS", "ORIGIN_COLUMN", "flatten"]
 KNOWN_OPS = ("c", "u", "d", "r")
 
 ENVELOPE_FIELDS = ("before", "after", "source", "op")
+_IMAGE = INTERNAL_PREFIX + "image"  # the row image an event carries: ``before`` for a delete, else ``after``
 
 
 def flatten(
@@ -59,6 +60,33 @@ def flatten(
     names the batch in error messages.
     """
     from pyspark.sql import functions as F
+
+    value_fields = _value_fields(envelopes, key_fields, where)
+    op = F.col("op")
+    image = F.when(op == F.lit("d"), F.col("before")).otherwise(F.col("after"))
+    rows = envelopes.select(
+        *[c for c in envelopes.columns if c.startswith(INTERNAL_PREFIX)],
+        op.alias(OP_COLUMN),
+        image.alias(_IMAGE),
+        *_source_meta(envelopes, source_meta_columns, where),
+    )
+    if truncates == "ignore":
+        rows = rows.where(F.col(OP_COLUMN).isNull() | (F.col(OP_COLUMN) != F.lit("t")))
+    error = _event_error(key_fields, truncates)
+    if ERROR_COLUMN in envelopes.columns:  # the source's own finding (e.g. undecodable bytes) explains the rest
+        error = F.coalesce(F.col(ERROR_COLUMN), error)
+    conversions = value_conversions or {}
+    return rows.select(
+        *[_typed(f, conversions) for f in value_fields],
+        *[c for c in rows.columns if c not in (_IMAGE, ERROR_COLUMN)],
+        (F.col(OP_COLUMN) == F.lit("d")).alias(DELETED_COLUMN),
+        F.lit(ingested_at).cast("timestamp").alias(INGESTED_AT_COLUMN),
+        error.alias(ERROR_COLUMN),
+    )
+
+
+def _value_fields(envelopes: DataFrame, key_fields: Sequence[str], where: str) -> list[str]:
+    """The changed table's columns: the fields of the envelopes' ``after`` record, which must hold the key."""
     from pyspark.sql.types import StructType
 
     names = set(envelopes.columns)
@@ -80,6 +108,16 @@ def flatten(
             f"{where}: record key field(s) {', '.join(absent_keys)} not in the table's columns "
             f"({', '.join(value_fields)}); check --record-key-field"
         )
+    return value_fields
+
+
+def _source_meta(
+    envelopes: DataFrame, source_meta_columns: Sequence[tuple[str, str, str, bool]], where: str
+) -> list[Column]:
+    """The ``_source_*`` columns from the envelope's ``source`` block: the policy's, then the commit time and
+    the snapshot flag, which every flavor's connector may send."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import StructType
 
     source_type = envelopes.schema["source"].dataType
     source_fields = {f.name for f in source_type.fields} if isinstance(source_type, StructType) else set()
@@ -98,18 +136,15 @@ def flatten(
     for field, (column, ddl) in optional_source.items():
         value = F.col("source")[field] if field in source_fields else F.lit(None)
         meta.append(value.cast(ddl).alias(column))
+    return meta
 
-    op = F.col("op")
-    image = F.when(op == F.lit("d"), F.col("before")).otherwise(F.col("after"))
-    rows = envelopes.select(
-        *[c for c in envelopes.columns if c.startswith(INTERNAL_PREFIX)],
-        op.alias(OP_COLUMN),
-        image.alias(INTERNAL_PREFIX + "image"),
-        *meta,
-    )
+
+def _event_error(key_fields: Sequence[str], truncates: str) -> Column:
+    """Why a row's event is unusable, or NULL: no op or an unknown one, a missing image, a null key, or a
+    TRUNCATE the settings do not apply."""
+    from pyspark.sql import functions as F
+
     op = F.col(OP_COLUMN)
-    if truncates == "ignore":
-        rows = rows.where(op.isNull() | (op != F.lit("t")))
     error = F.when(op.isNull(), F.lit("envelope has no op"))
     if truncates == "apply":
         error = error.when(op == F.lit("t"), F.lit(None))  # no key, no image: the policy applies it
@@ -120,24 +155,18 @@ def flatten(
         )
     error = (
         error.when(~op.isin(*KNOWN_OPS), F.concat(F.lit("unknown op '"), op, F.lit("'")))
-        .when((op == F.lit("d")) & F.col(INTERNAL_PREFIX + "image").isNull(), F.lit("delete without a before image"))
-        .when(F.col(INTERNAL_PREFIX + "image").isNull(), F.concat(F.lit("op '"), op, F.lit("' without an after image")))
+        .when((op == F.lit("d")) & F.col(_IMAGE).isNull(), F.lit("delete without a before image"))
+        .when(F.col(_IMAGE).isNull(), F.concat(F.lit("op '"), op, F.lit("' without an after image")))
     )
     for key in key_fields:
-        error = error.when(F.col(INTERNAL_PREFIX + "image")[key].isNull(), F.lit(f"record key field '{key}' is null"))
-    if ERROR_COLUMN in names:  # the source's own finding (e.g. undecodable bytes) explains the rest
-        error = F.coalesce(F.col(ERROR_COLUMN), error)
-    conversions = value_conversions or {}
+        error = error.when(F.col(_IMAGE)[key].isNull(), F.lit(f"record key field '{key}' is null"))
+    return error
 
-    def typed(name: str) -> Column:
-        physical = F.col(INTERNAL_PREFIX + "image")[name]
-        convert = conversions[name].expr if name in conversions else None
-        return (convert(physical) if convert is not None else physical).alias(name)
 
-    return rows.select(
-        *[typed(f) for f in value_fields],
-        *[c for c in rows.columns if c not in (INTERNAL_PREFIX + "image", ERROR_COLUMN)],
-        (F.col(OP_COLUMN) == F.lit("d")).alias(DELETED_COLUMN),
-        F.lit(ingested_at).cast("timestamp").alias(INGESTED_AT_COLUMN),
-        error.alias(ERROR_COLUMN),
-    )
+def _typed(name: str, conversions: Mapping[str, Conversion]) -> Column:
+    """Column ``name`` of the row's image, in its logical type."""
+    from pyspark.sql import functions as F
+
+    physical = F.col(_IMAGE)[name]
+    convert = conversions[name].expr if name in conversions else None
+    return (convert(physical) if convert is not None else physical).alias(name)
