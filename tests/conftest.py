@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -36,6 +37,23 @@ def spark() -> Iterator[object]:
     )
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    """A Spark standalone cluster (a master, a worker) for the whole run: its URL and its folder.
+
+    Started once for the cluster tests and the Airflow cluster DAG; each finds its
+    own executors by the application folders that appear under ``worker/``.
+    """
+    from hudi_cdc.testing.cluster import standalone_cluster
+
+    work = tmp_path_factory.mktemp("standalone")
+    try:
+        with standalone_cluster(work) as url:
+            yield url, work
+    finally:
+        shutil.rmtree(work, ignore_errors=True)  # each app's executor folder holds a copy of the jars
 
 
 @pytest.fixture

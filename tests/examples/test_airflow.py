@@ -163,24 +163,25 @@ def test_the_dag_replicates_the_stack_inventory_database(spark, airflow_home: Pa
             assert comparison.equal, comparison.describe()
 
 
-def test_the_cluster_dag_submits_to_a_standalone_cluster(spark, airflow_home: Path) -> None:
-    from hudi_cdc.testing.cluster import standalone_cluster
-
+def test_the_cluster_dag_submits_to_a_standalone_cluster(
+    spark, airflow_home: Path, spark_cluster: tuple[str, Path]
+) -> None:
+    url, cluster = spark_cluster
     sample = SampleCustomers(airflow_home / "events", topic="dbserver1.inventory.customers")
     sample.snapshot()
     sample.changes(seed=4)
-    with standalone_cluster(airflow_home / "cluster") as url:
-        host, port = url.rsplit(":", 1)
-        airflow = Airflow(
-            airflow_home,
-            INVENTORY_DAGS,
-            HUDI_CDC_EVENTS=str(airflow_home / "events"),
-            AIRFLOW_CONN_SPARK_CLUSTER=json.dumps({"conn_type": "spark", "host": host, "port": int(port)}),
-        )
-        # The Spark provider runs `spark-submit` from PATH.
-        airflow.env["PATH"] = f"{Path(sys.executable).parent}:{airflow.env['PATH']}"
-        airflow("dags", "test", "hudi_cdc_inventory_cluster")
-        executors = list((airflow_home / "cluster" / "worker").glob("app-*/*/stderr"))
+    executors_before = set((cluster / "worker").glob("app-*/*/stderr"))
+    host, port = url.rsplit(":", 1)
+    airflow = Airflow(
+        airflow_home,
+        INVENTORY_DAGS,
+        HUDI_CDC_EVENTS=str(airflow_home / "events"),
+        AIRFLOW_CONN_SPARK_CLUSTER=json.dumps({"conn_type": "spark", "host": host, "port": int(port)}),
+    )
+    # The Spark provider runs `spark-submit` from PATH.
+    airflow.env["PATH"] = f"{Path(sys.executable).parent}:{airflow.env['PATH']}"
+    airflow("dags", "test", "hudi_cdc_inventory_cluster")
+    executors = set((cluster / "worker").glob("app-*/*/stderr")) - executors_before
     assert airflow.task_instances("hudi_cdc_inventory_cluster") == {"customers": ("success", 1)}
     assert executors, "no executor ran on the worker"
     frame = spark.read.format("hudi").load(str(airflow_home / "lake" / "customers"))

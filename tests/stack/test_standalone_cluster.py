@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,7 +19,7 @@ from hudi_cdc._jvm import GC_LOCKER_RETRIES, jvm_options
 from hudi_cdc.jars import resolve_jars
 from hudi_cdc.launcher import SCRIPT
 from hudi_cdc.testing import pg_event
-from hudi_cdc.testing.cluster import spark_bin, standalone_cluster
+from hudi_cdc.testing.cluster import spark_bin
 from hudi_cdc.testing.samples import SampleCustomers
 from tests.stack.conftest import BOOTSTRAP, REGISTRY
 from tests.stack.test_kafka_source import Topic, row
@@ -30,14 +28,9 @@ from tests.support import apply_events
 pytestmark = [pytest.mark.kafka, pytest.mark.hudi]
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
-    work = tmp_path_factory.mktemp("standalone")
-    try:
-        with standalone_cluster(work) as url:
-            yield url, work
-    finally:
-        shutil.rmtree(work, ignore_errors=True)  # each app's executor folder holds a copy of the jars
+@pytest.fixture
+def cluster(spark_cluster: tuple[str, Path]) -> tuple[str, Path]:
+    return spark_cluster  # one cluster for the run (tests/conftest.py), shared with the Airflow cluster DAG
 
 
 def submit(master: str, *args: object) -> dict:
