@@ -239,203 +239,118 @@ class MergePolicy(ABC):
         placeholder, after the aggregation.
         """
         from pyspark.sql import functions as F
-        from pyspark.sql.types import StringType
 
-        keys = list(key_fields)
-        columns = [c for c in batch.columns if c not in (ERROR_COLUMN, RAW_COLUMN)]
-        others = [c for c in columns if c not in keys]
-        is_delete = F.col(OP_COLUMN) == F.lit("d")
-        toastable = {
-            name: test
-            for name, dtype in ((f.name, f.dataType) for f in batch.schema.fields)
-            if name not in keys and not name.startswith(("_source_", "_hoodie_", INTERNAL_PREFIX))
-            for test in [self.placeholder_test(name, dtype)]
-            if test is not None
-        }
-        # Column expressions by name: evaluated again after the fill, they tell what is left.
-        any_placeholder = _any_of(toastable.values())
-        has_placeholder = any_placeholder & ~is_delete
-
-        position = F.struct(F.col(ORDER_COLUMN), F.col(ARRIVAL_COLUMN))
-        has_errors = ERROR_COLUMN in batch.columns
-        good = F.col(ERROR_COLUMN).isNull() if quarantine and has_errors else F.lit(True)
-        pick = _picker(batch.schema, position)
-        aggregates = [
-            pick(F.struct(*[F.col(f"`{c}`") for c in others]), good).alias(_WINNER),
-            F.count(F.when(good, F.lit(1))).alias(_EVENTS),
-            F.struct(
-                *[F.count(F.when(good & (F.col(OP_COLUMN) == F.lit(op)), F.lit(1))).alias(op) for op in _COUNTED_OPS]
-            ).alias(_OPS),
-        ]
-        if has_errors:
-            error = F.col(ERROR_COLUMN)
-            first_error = F.struct(F.col(ORIGIN_COLUMN).alias("origin"), F.col(OP_COLUMN).alias("op"), error.alias("e"))
-            aggregates.append(pick(first_error, error.isNotNull(), oldest=True).alias(_FIRST_ERROR))
-        else:
-            aggregates.append(F.lit(None).alias(_FIRST_ERROR))
-        known = {name: f"{_KNOWN}{i}" for i, name in enumerate(toastable)}
-        for name, test in toastable.items():
-            # A struct, so that a real NULL is a value and not "nothing known"; with its position.
-            newest_real = F.struct(F.col(f"`{name}`").alias("v"), F.col(ORDER_COLUMN).alias("o"))
-            aggregates.append(pick(newest_real, ~test & ~is_delete & good).alias(known[name]))
-        winners = (
-            batch.groupBy(*keys)
-            .agg(*aggregates)
-            .select(
-                *keys,
-                *[F.col(f"{_WINNER}.`{c}`").alias(c) for c in others],
-                _EVENTS,
-                _OPS,
-                _FIRST_ERROR,
-                *known.values(),
-            )
-        )
-        # Whether the lookups below are needed at all (each is a job or two).
-        checks = [
-            F.count(_FIRST_ERROR).alias("errors"),
-            (F.count(F.when(has_placeholder, F.lit(1))) if toastable else F.lit(0)).alias("placeholders"),
-        ]
+        events = _Events.of(self, batch, key_fields, quarantine=quarantine)
         tombstones = stored.tombstones()
-        early_counts = None
-        if tombstones is None and not self.apply_truncates:
-            # Without a tombstone store or a TRUNCATE to apply, a key with no error and no placeholder needs
-            # nothing from the table: its action is known now, and the materialising job below tallies the
-            # actions and the checks as it goes (kept when no key has an error or a placeholder).
-            early_stale = F.col(ORDER_COLUMN) <= F.lit(stored.truncated_at) if stored.truncated_at else F.lit(False)
-            early_action = F.when(early_stale, F.lit(STALE)).when(is_delete, F.lit(DELETE)).otherwise(F.lit(UPSERT))
-            observed = _ObservedTally(
-                winners, action=early_action, had_placeholder=has_placeholder, no_tombstone=F.lit(True), extra=checks
-            )
-            # Materialise, cutting the lineage: everything after reads this, not the source again
-            # (and Spark 3.5 deadlocked, on this machine, when cached plans and broadcast joins nested).
-            winners = observed.frame.localCheckpoint(eager=True)
-            early_counts, found = observed.result()
-        else:
-            winners = winners.localCheckpoint(eager=True)
-            row = winners.agg(*checks).first()
-            assert row is not None  # a global aggregate has one row
-            found = row.asDict()
+        winners, early_counts, found = self._materialise(events, _per_key(events), stored, tombstones)
         checkpointed = winners
         errors = (
-            winners.filter(F.col(_FIRST_ERROR).isNotNull()).select(*keys, _FIRST_ERROR).limit(5).collect()
+            winners.filter(F.col(_FIRST_ERROR).isNotNull()).select(*events.keys, _FIRST_ERROR).limit(5).collect()
             if found["errors"]
             else []
         )
         if errors and not quarantine:
-            return WritePlan.failed([_describe_error(row, keys) for row in errors], [checkpointed])
+            return WritePlan.failed([_describe_error(row, events.keys) for row in errors], [checkpointed])
         # Set aside, read again from the source only when there are any.
         quarantined = batch.filter(F.col(ERROR_COLUMN).isNotNull()) if errors else None
         if errors:
             winners = winners.filter(F.col(_EVENTS) > 0)  # keys with bad events only
 
-        truncated_at, truncates = None, 0
-        if self.apply_truncates:
-            # Truncates have no key: they are the NULL key's group, whose winner is the newest one.
-            is_truncate = F.col(OP_COLUMN) == F.lit("t")
-            newest = winners.filter(is_truncate).agg(F.max(ORDER_COLUMN), F.sum(_EVENTS)).first()
-            truncated_at, truncates = (newest[0], int(newest[1] or 0)) if newest is not None else (None, 0)
-            winners = winners.filter(~F.coalesce(is_truncate, F.lit(False)))
+        winners, truncated_at, truncates = self._take_truncates(winners)
         floor = max((o for o in (stored.truncated_at, truncated_at) if o), default=None)
-
-        winners = winners.withColumn(_HAD_PLACEHOLDER, has_placeholder)
-        stored_order = F.lit(None).cast("string")
-        from_table: dict[str, str] = {}
-        joined_table = False
-        by_table: set[str] = set()
-        if toastable:
-            pending = winners.filter(has_placeholder).select(*keys)
-            if found["placeholders"] and stored.fills_placeholders():
-                # Strings whose placeholder the table's merge fills when a stored row holds the value: no
-                # values read for them, and a placeholder left in them is an error only without a stored row.
-                strings = {f.name for f in batch.schema.fields if isinstance(f.dataType, StringType)}
-                by_table = {name for name in toastable if name in strings}
-            # ``found`` counted before the filters above, which drop only keys whose winner holds no
-            # placeholder (keys with bad events only have none; nor has a TRUNCATE): no job to ask again.
-            looked_up = [name for name in toastable if name not in by_table]
-            table_rows = None if not found["placeholders"] else stored.stored_rows([*keys, ORDER_COLUMN, *looked_up])
-            if table_rows is not None and floor is not None:  # rows from before a TRUNCATE are gone
-                table_rows = table_rows.where(F.col(ORDER_COLUMN) > F.lit(floor))
-            if table_rows is not None:  # None before the first commit
-                from_table = {name: f"{_STORED}{known[name]}" for name in toastable if name in table_rows.columns}
-                # Hints, not estimates: the keys are small, the stored rows may be large (TOAST values);
-                # left to itself Spark broadcast them and ran out of memory at 450k stored rows.
-                rows = table_rows.join(F.broadcast(pending), on=keys, how="left_semi").select(
-                    *keys,
-                    F.col(ORDER_COLUMN).alias(_STORED_ORDER),
-                    *[F.col(f"`{name}`").alias(alias) for name, alias in from_table.items()],
-                )
-                winners = winners.join(rows.hint("merge"), on=keys, how="left")
-                stored_order = F.col(_STORED_ORDER)
-                joined_table = True
-        for name, is_placeholder in toastable.items():
-            # The newest real value before the placeholder: the batch's, or the stored row's
-            # when that sits later in the key's chain (on equal positions the batch's is newer).
-            fill = F.col(known[name])
-            value = F.when(is_placeholder & fill.isNotNull(), fill["v"])
-            stored_is_newer = stored_order.isNotNull() & (fill.isNull() | (stored_order > fill["o"]))
-            if name in from_table:
-                value = F.when(is_placeholder & stored_is_newer, F.col(from_table[name])).when(
-                    is_placeholder & fill.isNotNull(), fill["v"]
-                )
-            elif name in by_table:  # the stored row's value is the newer one: Hudi's merge takes it
-                value = F.when(is_placeholder & fill.isNotNull() & ~stored_is_newer, fill["v"])
-            winners = winners.withColumn(name, value.otherwise(F.col(f"`{name}`")))
-
-        is_stale = ~is_delete & stored_order.isNotNull() & (F.col(ORDER_COLUMN) < stored_order)
-        no_tombstone = F.lit(True)
-        if tombstones is not None:
-            winners = winners.join(
-                tombstones.select(*keys, F.col(ORDER_COLUMN).alias(_TOMB_ORDER)), on=keys, how="left"
-            )
-            is_stale = is_stale | (
-                ~is_delete & F.col(_TOMB_ORDER).isNotNull() & (F.col(ORDER_COLUMN) <= F.col(_TOMB_ORDER))
-            )
-            no_tombstone = F.col(_TOMB_ORDER).isNull()
-
-        if floor is not None:  # at or before a TRUNCATE the table has applied, or this batch's
-            is_stale = is_stale | (F.col(ORDER_COLUMN) <= F.lit(floor))
-        unfilled = _any_of(test for name, test in toastable.items() if name not in by_table)
-        if by_table:
-            unfilled = unfilled | (_any_of(toastable[name] for name in by_table) & stored_order.isNull())
-        action = (
-            F.when(is_stale, F.lit(STALE))
-            .when(is_delete, F.lit(DELETE))
-            .when(unfilled, F.lit(ERROR))
-            .otherwise(F.lit(UPSERT))
-        )
-        decided = winners.withColumn(ACTION_COLUMN, action).select(
-            *columns, ACTION_COLUMN, _HAD_PLACEHOLDER, _EVENTS, _OPS, no_tombstone.alias(_NO_TOMBSTONE)
-        )
-        materialised = [checkpointed]
-        if joined_table or tombstones is not None:
-            # Joined with what the table holds: materialised, so the write reads it once more at most.
-            decided = decided.localCheckpoint(eager=True)
-            # The per-key results are in ``decided`` now: free their first copy before Hudi's merge
-            # handles, which take heap outside Spark's memory pool, need it.
-            from hudi_cdc.spark import release
-
-            release(checkpointed)
-            materialised = [decided]
+        winners = winners.withColumn(_HAD_PLACEHOLDER, events.has_placeholder)
+        winners, lookup = _look_up_stored(events, winners, stored, found, floor)
+        decided = _decide(events, _fill_placeholders(events, winners, lookup), lookup, tombstones, floor)
+        decided, materialised = _keep_decided(decided, checkpointed, lookup.joined or tombstones is not None)
 
         # Only a placeholder makes an ERROR action; the tally counts them, so a plan without one looks no further.
         nothing_looked_up = not found["errors"] and not found["placeholders"]
         counts = early_counts if nothing_looked_up else None
         tally = {} if counts is not None else self._tally(decided)  # no ERROR action without a placeholder
-        unresolved = (
-            decided.filter(F.col(ACTION_COLUMN) == F.lit(ERROR)).select(*keys).limit(5).collect()
-            if ERROR in tally
-            else []
+        if ERROR in tally:
+            decided, quarantined = self._resolve_unfilled(events, decided, stored, materialised, quarantined)
+            tally = self._tally(decided)  # ``decided`` changed: filled from elsewhere, or the unfillable set aside
+        counts = self._count(tally) if counts is None else counts
+        if truncated_at is not None:  # the truncate events are events of the batch too
+            counts = dataclasses.replace(counts, events=counts.events + truncates, ops={**counts.ops, "t": truncates})
+        return self._write_plan(
+            decided, events.keys, stored, counts, materialised, truncated_at=truncated_at, quarantined=quarantined
         )
-        if unresolved:
-            from hudi_cdc.spark import release
 
+    # -- the phases of a plan ------------------------------------------------
+    def _materialise(
+        self, events: _Events, winners: DataFrame, stored: StoredState, tombstones: DataFrame | None
+    ) -> tuple[DataFrame, PlanCounts | None, dict[str, Any]]:
+        """``winners`` materialised, how many keys have an error and how many winners a placeholder (``found``),
+        and the counts when the materialising job could tally them as it went.
+
+        The two checks say whether the lookups after are needed at all (each is a job or two).
+        """
+        from pyspark.sql import functions as F
+
+        checks = [
+            F.count(_FIRST_ERROR).alias("errors"),
+            (F.count(F.when(events.has_placeholder, F.lit(1))) if events.toastable else F.lit(0)).alias("placeholders"),
+        ]
+        if tombstones is None and not self.apply_truncates:
+            # Without a tombstone store or a TRUNCATE to apply, a key with no error and no placeholder needs
+            # nothing from the table: its action is known now, and the materialising job below tallies the
+            # actions and the checks as it goes (kept when no key has an error or a placeholder).
+            early_stale = F.col(ORDER_COLUMN) <= F.lit(stored.truncated_at) if stored.truncated_at else F.lit(False)
+            early_action = F.when(early_stale, F.lit(STALE)).when(_is_delete(), F.lit(DELETE)).otherwise(F.lit(UPSERT))
+            observed = _ObservedTally(
+                winners,
+                action=early_action,
+                had_placeholder=events.has_placeholder,
+                no_tombstone=F.lit(True),
+                extra=checks,
+            )
+            # Materialise, cutting the lineage: everything after reads this, not the source again
+            # (and Spark 3.5 deadlocked, on this machine, when cached plans and broadcast joins nested).
+            materialised = observed.frame.localCheckpoint(eager=True)
+            early_counts, found = observed.result()
+            return materialised, early_counts, found
+        materialised = winners.localCheckpoint(eager=True)
+        row = materialised.agg(*checks).first()
+        assert row is not None  # a global aggregate has one row
+        return materialised, None, row.asDict()
+
+    def _take_truncates(self, winners: DataFrame) -> tuple[DataFrame, str | None, int]:
+        """``winners`` without the TRUNCATE events, the newest one's position, and how many there were."""
+        from pyspark.sql import functions as F
+
+        if not self.apply_truncates:
+            return winners, None, 0
+        # Truncates have no key: they are the NULL key's group, whose winner is the newest one.
+        is_truncate = F.col(OP_COLUMN) == F.lit("t")
+        newest = winners.filter(is_truncate).agg(F.max(ORDER_COLUMN), F.sum(_EVENTS)).first()
+        truncated_at, truncates = (newest[0], int(newest[1] or 0)) if newest is not None else (None, 0)
+        return winners.filter(~F.coalesce(is_truncate, F.lit(False))), truncated_at, truncates
+
+    def _resolve_unfilled(
+        self,
+        events: _Events,
+        decided: DataFrame,
+        stored: StoredState,
+        materialised: list[DataFrame],
+        quarantined: DataFrame | None,
+    ) -> tuple[DataFrame, DataFrame | None]:
+        """Placeholders neither the batch nor the stored row could fill: from the old key of a moved row;
+        what is still unfilled is set aside with ``quarantine``, else a MergeError."""
+        from pyspark.sql import functions as F
+
+        from hudi_cdc.spark import release
+
+        keys = events.keys
+        unresolved = decided.filter(F.col(ACTION_COLUMN) == F.lit(ERROR)).select(*keys).limit(5).collect()
+        if unresolved:
             scratch: list[DataFrame] = []
-            moved = self._fill_moved(batch.filter(good), decided, keys, toastable, stored, scratch)
+            moved = self._fill_moved(events.frame.filter(events.good), decided, keys, events.toastable, stored, scratch)
             decided = moved.localCheckpoint(eager=True)
             release(*scratch)  # in a continuous process, left-over blocks add up round after round
             materialised.append(decided)
             unresolved = decided.filter(F.col(ACTION_COLUMN) == F.lit(ERROR)).select(*keys).limit(5).collect()
-        if unresolved and quarantine:
+        if unresolved and events.quarantine:
             # Every event of such a key waits: none of them can be written without the value.
             bad_keys = decided.filter(F.col(ACTION_COLUMN) == F.lit(ERROR)).select(*keys)
             reason = (
@@ -443,11 +358,12 @@ class MergePolicy(ABC):
                 "seen this key's unchanged value"
             )
             unplaced = (
-                batch.filter(good).join(bad_keys, on=keys, how="left_semi").withColumn(ERROR_COLUMN, F.lit(reason))
+                events.frame.filter(events.good)
+                .join(bad_keys, on=keys, how="left_semi")
+                .withColumn(ERROR_COLUMN, F.lit(reason))
             )
             quarantined = unplaced if quarantined is None else quarantined.unionByName(unplaced)
-            decided = decided.filter(F.col(ACTION_COLUMN) != F.lit(ERROR))
-            unresolved = []
+            return decided.filter(F.col(ACTION_COLUMN) != F.lit(ERROR)), quarantined
         if unresolved:
             from hudi_cdc.errors import MergeError
 
@@ -456,11 +372,22 @@ class MergePolicy(ABC):
                 "that the table has never seen: the unchanged value is unknown, so the record cannot be "
                 "written; nothing was written and the checkpoint did not move"
             )
-        if ERROR in tally:  # ``decided`` changed above: filled from elsewhere, or the unfillable set aside
-            tally = self._tally(decided)
-        counts = self._count(tally) if counts is None else counts
-        if truncated_at is not None:  # the truncate events are events of the batch too
-            counts = dataclasses.replace(counts, events=counts.events + truncates, ops={**counts.ops, "t": truncates})
+        return decided, quarantined
+
+    def _write_plan(
+        self,
+        decided: DataFrame,
+        keys: list[str],
+        stored: StoredState,
+        counts: PlanCounts,
+        materialised: list[DataFrame],
+        *,
+        truncated_at: str | None,
+        quarantined: DataFrame | None,
+    ) -> WritePlan:
+        """The rows to write (upserts and deletes, and a TRUNCATE's deletes of stored rows) and the tombstones."""
+        from pyspark.sql import functions as F
+
         writes = decided.filter(F.col(ACTION_COLUMN).isin(UPSERT, DELETE))
         upserts = writes.select(*[c for c in decided.columns if not c.startswith(INTERNAL_PREFIX)])
         if truncated_at is not None:
@@ -536,96 +463,8 @@ class MergePolicy(ABC):
 
         is_error = F.col(ACTION_COLUMN) == F.lit(ERROR)
         moved = decided.filter(is_error)
-        row = {k: f"{_ROW}{i}" for i, k in enumerate(keys)}
-        old = {k: f"{_OLD}{i}" for i, k in enumerate(keys)}
-        deletes = batch.filter(F.col(OP_COLUMN) == F.lit("d")).select(*keys, ORDER_COLUMN)
-        tombstones = stored.tombstones()
-        if tombstones is not None:
-            deletes = deletes.unionByName(tombstones.select(*keys, ORDER_COLUMN))
-        # Every move in sight: a create at the very position of another key's delete.
-        creates = batch.filter(F.col(OP_COLUMN) != F.lit("d")).select(
-            *[F.col(k).alias(row[k]) for k in keys], F.col(ORDER_COLUMN).alias(_PAIR)
-        )
-        differs = F.lit(False)
-        for k in keys:
-            differs = differs | ~F.col(row[k]).eqNullSafe(F.col(old[k]))
-        edges = (
-            creates.join(
-                deletes.select(*[F.col(k).alias(old[k]) for k in keys], F.col(ORDER_COLUMN).alias(_PAIR)), _PAIR
-            )
-            .filter(differs)
-            .distinct()
-            .localCheckpoint(eager=True)
-        )
-        scratch.append(edges)
-        names = list(toastable)
-        wanted = [*keys, ORDER_COLUMN, *names]
-        sources = [batch.filter(F.col(OP_COLUMN) != F.lit("d")).select(*wanted)]
-        current = stored.stored_rows(wanted)
-        if current is not None:
-            sources.append(current)
-        looked_back = tombstones is None  # an old key deleted by an earlier round lives only in the table's past
-
-        def latest_move(targets: DataFrame, before: Column | None) -> DataFrame:
-            """Per row, the newest move of the key it is looking at (below ``before``)."""
-            on = [F.col(f"t.{k}") == F.col(f"e.{row[k]}") for k in keys]
-            joined = targets.alias("t").join(edges.alias("e"), on)
-            if before is not None:
-                joined = joined.filter(F.col(f"e.{_PAIR}") < before)
-            move = F.struct(F.col(f"e.{_PAIR}").alias(_PAIR), *[F.col(f"e.{old[k]}").alias(old[k]) for k in keys])
-            return (
-                joined.groupBy(*[F.col(f"t.{row[k]}").alias(row[k]) for k in keys])
-                .agg(F.max_by(move, F.col(f"e.{_PAIR}")).alias("m"))
-                .select(*row.values(), "m.*")
-            )
-
-        left = _any_of(toastable.values())  # a placeholder still there, re-evaluated on each frame
-        filled = moved
-        targets = latest_move(moved.select(*keys, *[F.col(k).alias(row[k]) for k in keys]), None)
-        for _ in range(_MAX_HOPS + 1):
-            targets = targets.localCheckpoint(eager=True)
-            scratch.append(targets)
-            if targets.isEmpty():
-                break
-            candidates = None
-            for rows in sources:
-                present = [c for c in wanted if c in rows.columns]
-                on = [rows[k] == F.col(old[k]) for k in keys]
-                part = rows.select(*present).join(F.broadcast(targets), on).filter(F.col(ORDER_COLUMN) < F.col(_PAIR))
-                part = part.select(
-                    *row.values(),
-                    ORDER_COLUMN,
-                    *[F.col(f"`{n}`") if n in present else F.lit(None).alias(n) for n in names],
-                )
-                candidates = part if candidates is None else candidates.unionByName(part)
-            assert candidates is not None
-            fills = candidates.groupBy(*row.values()).agg(
-                *[
-                    F.max_by(F.struct(F.col(f"`{n}`").alias("v")), F.when(~test, F.col(ORDER_COLUMN))).alias(
-                        f"{_MOVED}{i}"
-                    )
-                    for i, (n, test) in enumerate(toastable.items())
-                ]
-            )
-            on = [filled[k] == fills[row[k]] for k in keys]
-            step = filled.join(fills, on, "left")
-            for i, (name, test) in enumerate(toastable.items()):
-                fill = F.col(f"{_MOVED}{i}")
-                step = step.withColumn(name, F.when(test & fill.isNotNull(), fill["v"]).otherwise(F.col(f"`{name}`")))
-            filled = step.select(*moved.columns).localCheckpoint(eager=True)
-            scratch.append(filled)
-            waiting = filled.filter(left).select(*[F.col(k).alias(f"w_{i}") for i, k in enumerate(keys)])
-            hop = targets.join(waiting, [F.col(row[k]) == F.col(f"w_{i}") for i, k in enumerate(keys)], "left_semi")
-            if not looked_back and not hop.isEmpty():
-                # Not in this round nor in the table: the table's past, for the same targets (read only now).
-                sources += list(itertools.islice(stored.past_rows(wanted), _PAST_COMMITS))
-                looked_back, targets = True, hop
-                continue
-            # Still a placeholder: follow the old key's own move, below the position of this one.
-            nxt = latest_move(
-                hop.select(*row.values(), _PAIR, *[F.col(old[k]).alias(k) for k in keys]), F.col(f"t.{_PAIR}")
-            )
-            targets = nxt
+        filled = _Moves(batch, keys, toastable, stored, scratch).fill(moved)
+        left = _any_of(toastable.values())
         filled = filled.withColumn(ACTION_COLUMN, F.when(left, F.lit(ERROR)).otherwise(F.lit(UPSERT)))
         return decided.filter(~is_error).unionByName(filled.select(*decided.columns))
 
@@ -747,6 +586,346 @@ class _ObservedTally:
             new_tombstones=int(v["new_tombstones"] or 0),
         )
         return counts, v
+
+
+@dataclass(frozen=True, eq=False)  # holds Spark columns, whose == builds an expression
+class _Events:
+    """One plan's batch, and what every phase of the plan reads of it."""
+
+    frame: DataFrame
+    keys: list[str]
+    toastable: dict[str, Column]
+    """Per column that can hold the placeholder: the test for it. Expressions by name: evaluated again after
+    the fill, they tell what is left."""
+    good: Column
+    """Holds for an event that is not set aside: every one, unless bad events are quarantined."""
+    quarantine: bool
+
+    @staticmethod
+    def of(policy: MergePolicy, batch: DataFrame, key_fields: Sequence[str], *, quarantine: bool) -> _Events:
+        from pyspark.sql import functions as F
+
+        keys = list(key_fields)
+        toastable = {
+            name: test
+            for name, dtype in ((f.name, f.dataType) for f in batch.schema.fields)
+            if name not in keys and not name.startswith(("_source_", "_hoodie_", INTERNAL_PREFIX))
+            for test in [policy.placeholder_test(name, dtype)]
+            if test is not None
+        }
+        good = F.col(ERROR_COLUMN).isNull() if quarantine and ERROR_COLUMN in batch.columns else F.lit(True)
+        return _Events(batch, keys, toastable, good, quarantine)
+
+    @property
+    def columns(self) -> list[str]:
+        """The columns a decided row carries: all but the error and raw columns."""
+        return [c for c in self.frame.columns if c not in (ERROR_COLUMN, RAW_COLUMN)]
+
+    @property
+    def others(self) -> list[str]:
+        return [c for c in self.columns if c not in self.keys]
+
+    @property
+    def known(self) -> dict[str, str]:
+        """Per toastable column: the per-key aggregate of its newest real value in the batch, with its position."""
+        return {name: f"{_KNOWN}{i}" for i, name in enumerate(self.toastable)}
+
+    @property
+    def has_placeholder(self) -> Column:
+        """A placeholder in an event that is not a delete."""
+        return _any_of(self.toastable.values()) & ~_is_delete()
+
+
+@dataclass(frozen=True, eq=False)  # holds Spark columns, whose == builds an expression
+class _Lookup:
+    """What a plan read of the stored rows for the winners holding a placeholder."""
+
+    stored_order: Column
+    """The stored row's position; NULL without a stored row, or when none was read."""
+    from_table: dict[str, str] = field(default_factory=dict)
+    """Per column read from the table: the column of the joined winners that holds its stored value."""
+    by_table: frozenset[str] = frozenset()
+    """Strings whose placeholder Hudi's merge fills from the stored row: their values are not read."""
+    joined: bool = False
+    """Whether the winners were joined with the table's rows."""
+
+
+def _is_delete() -> Column:
+    from pyspark.sql import functions as F
+
+    return F.col(OP_COLUMN) == F.lit("d")
+
+
+def _per_key(events: _Events) -> DataFrame:
+    """Per key: the winning event's values, its events by op, the key's first error, and per placeholder
+    column the newest real value of the batch with its position."""
+    from pyspark.sql import functions as F
+
+    batch, good, others, known = events.frame, events.good, events.others, events.known
+    pick = _picker(batch.schema, F.struct(F.col(ORDER_COLUMN), F.col(ARRIVAL_COLUMN)))
+    aggregates = [
+        pick(F.struct(*[F.col(f"`{c}`") for c in others]), good).alias(_WINNER),
+        F.count(F.when(good, F.lit(1))).alias(_EVENTS),
+        F.struct(
+            *[F.count(F.when(good & (F.col(OP_COLUMN) == F.lit(op)), F.lit(1))).alias(op) for op in _COUNTED_OPS]
+        ).alias(_OPS),
+    ]
+    if ERROR_COLUMN in batch.columns:
+        error = F.col(ERROR_COLUMN)
+        first_error = F.struct(F.col(ORIGIN_COLUMN).alias("origin"), F.col(OP_COLUMN).alias("op"), error.alias("e"))
+        aggregates.append(pick(first_error, error.isNotNull(), oldest=True).alias(_FIRST_ERROR))
+    else:
+        aggregates.append(F.lit(None).alias(_FIRST_ERROR))
+    for name, test in events.toastable.items():
+        # A struct, so that a real NULL is a value and not "nothing known"; with its position.
+        newest_real = F.struct(F.col(f"`{name}`").alias("v"), F.col(ORDER_COLUMN).alias("o"))
+        aggregates.append(pick(newest_real, ~test & ~_is_delete() & good).alias(known[name]))
+    return (
+        batch.groupBy(*events.keys)
+        .agg(*aggregates)
+        .select(
+            *events.keys,
+            *[F.col(f"{_WINNER}.`{c}`").alias(c) for c in others],
+            _EVENTS,
+            _OPS,
+            _FIRST_ERROR,
+            *known.values(),
+        )
+    )
+
+
+def _look_up_stored(
+    events: _Events, winners: DataFrame, stored: StoredState, found: dict[str, Any], floor: str | None
+) -> tuple[DataFrame, _Lookup]:
+    """``winners`` joined with the stored rows of the keys whose winner holds a placeholder, and what was read.
+
+    ``found`` was counted before the filters since, which drop only keys whose winner holds no placeholder
+    (keys with bad events only have none; nor has a TRUNCATE): no job to ask again.
+    """
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import StringType
+
+    keys, toastable = events.keys, events.toastable
+    if not toastable:
+        return winners, _Lookup(F.lit(None).cast("string"))
+    pending = winners.filter(events.has_placeholder).select(*keys)
+    by_table: frozenset[str] = frozenset()
+    if found["placeholders"] and stored.fills_placeholders():
+        # Strings whose placeholder the table's merge fills when a stored row holds the value: no
+        # values read for them, and a placeholder left in them is an error only without a stored row.
+        strings = {f.name for f in events.frame.schema.fields if isinstance(f.dataType, StringType)}
+        by_table = frozenset(name for name in toastable if name in strings)
+    looked_up = [name for name in toastable if name not in by_table]
+    table_rows = None if not found["placeholders"] else stored.stored_rows([*keys, ORDER_COLUMN, *looked_up])
+    if table_rows is None:  # None before the first commit
+        return winners, _Lookup(F.lit(None).cast("string"), by_table=by_table)
+    if floor is not None:  # rows from before a TRUNCATE are gone
+        table_rows = table_rows.where(F.col(ORDER_COLUMN) > F.lit(floor))
+    from_table = {name: f"{_STORED}{events.known[name]}" for name in toastable if name in table_rows.columns}
+    # Hints, not estimates: the keys are small, the stored rows may be large (TOAST values);
+    # left to itself Spark broadcast them and ran out of memory at 450k stored rows.
+    rows = table_rows.join(F.broadcast(pending), on=keys, how="left_semi").select(
+        *keys,
+        F.col(ORDER_COLUMN).alias(_STORED_ORDER),
+        *[F.col(f"`{name}`").alias(alias) for name, alias in from_table.items()],
+    )
+    joined = winners.join(rows.hint("merge"), on=keys, how="left")
+    return joined, _Lookup(F.col(_STORED_ORDER), from_table=from_table, by_table=by_table, joined=True)
+
+
+def _fill_placeholders(events: _Events, winners: DataFrame, lookup: _Lookup) -> DataFrame:
+    """Each placeholder takes the newest real value before it: the batch's, or the stored row's when that
+    sits later in the key's chain (on equal positions the batch's is newer)."""
+    from pyspark.sql import functions as F
+
+    stored_order = lookup.stored_order
+    for name, is_placeholder in events.toastable.items():
+        fill = F.col(events.known[name])
+        value = F.when(is_placeholder & fill.isNotNull(), fill["v"])
+        stored_is_newer = stored_order.isNotNull() & (fill.isNull() | (stored_order > fill["o"]))
+        if name in lookup.from_table:
+            value = F.when(is_placeholder & stored_is_newer, F.col(lookup.from_table[name])).when(
+                is_placeholder & fill.isNotNull(), fill["v"]
+            )
+        elif name in lookup.by_table:  # the stored row's value is the newer one: Hudi's merge takes it
+            value = F.when(is_placeholder & fill.isNotNull() & ~stored_is_newer, fill["v"])
+        winners = winners.withColumn(name, value.otherwise(F.col(f"`{name}`")))
+    return winners
+
+
+def _decide(
+    events: _Events, winners: DataFrame, lookup: _Lookup, tombstones: DataFrame | None, floor: str | None
+) -> DataFrame:
+    """Each key's action: stale (below its stored row, at or below its tombstone or a TRUNCATE), delete,
+    error (a placeholder still there), or upsert."""
+    from pyspark.sql import functions as F
+
+    toastable, stored_order = events.toastable, lookup.stored_order
+    is_delete = _is_delete()
+    is_stale = ~is_delete & stored_order.isNotNull() & (F.col(ORDER_COLUMN) < stored_order)
+    no_tombstone = F.lit(True)
+    if tombstones is not None:
+        winners = winners.join(
+            tombstones.select(*events.keys, F.col(ORDER_COLUMN).alias(_TOMB_ORDER)), on=events.keys, how="left"
+        )
+        is_stale = is_stale | (
+            ~is_delete & F.col(_TOMB_ORDER).isNotNull() & (F.col(ORDER_COLUMN) <= F.col(_TOMB_ORDER))
+        )
+        no_tombstone = F.col(_TOMB_ORDER).isNull()
+    if floor is not None:  # at or before a TRUNCATE the table has applied, or this batch's
+        is_stale = is_stale | (F.col(ORDER_COLUMN) <= F.lit(floor))
+    unfilled = _any_of(test for name, test in toastable.items() if name not in lookup.by_table)
+    if lookup.by_table:
+        by_table = _any_of(test for name, test in toastable.items() if name in lookup.by_table)
+        unfilled = unfilled | (by_table & stored_order.isNull())
+    action = (
+        F.when(is_stale, F.lit(STALE))
+        .when(is_delete, F.lit(DELETE))
+        .when(unfilled, F.lit(ERROR))
+        .otherwise(F.lit(UPSERT))
+    )
+    return winners.withColumn(ACTION_COLUMN, action).select(
+        *events.columns, ACTION_COLUMN, _HAD_PLACEHOLDER, _EVENTS, _OPS, no_tombstone.alias(_NO_TOMBSTONE)
+    )
+
+
+def _keep_decided(decided: DataFrame, checkpointed: DataFrame, joined: bool) -> tuple[DataFrame, list[DataFrame]]:
+    """``decided`` and the local checkpoints the plan holds: ``decided`` materialised if it was ``joined`` with
+    what the table holds, so the write reads it once more at most."""
+    if not joined:
+        return decided, [checkpointed]
+    decided = decided.localCheckpoint(eager=True)
+    # The per-key results are in ``decided`` now: free their first copy before Hudi's merge
+    # handles, which take heap outside Spark's memory pool, need it.
+    from hudi_cdc.spark import release
+
+    release(checkpointed)
+    return decided, [decided]
+
+
+class _Moves:
+    """The primary-key moves in sight of one batch, and the values the old keys hand to the new ones.
+
+    A move (an edge) is a create of a key (the ``_ROW`` columns) at the very position (``_PAIR``) of
+    another key's delete (the ``_OLD`` columns). ``sources`` are the rows an old key's values may come
+    from: the batch's, the table's and, once needed, the table's past. The local checkpoints made on
+    the way go to ``scratch``.
+    """
+
+    def __init__(
+        self,
+        batch: DataFrame,
+        keys: list[str],
+        toastable: dict[str, Column],
+        stored: StoredState,
+        scratch: list[DataFrame],
+    ) -> None:
+        from pyspark.sql import functions as F
+
+        self.keys, self.toastable, self.stored, self.scratch = keys, toastable, stored, scratch
+        self.row = {k: f"{_ROW}{i}" for i, k in enumerate(keys)}
+        self.old = {k: f"{_OLD}{i}" for i, k in enumerate(keys)}
+        tombstones = stored.tombstones()
+        self.edges = self._keep(self._edges(batch, tombstones))
+        self.wanted = [*keys, ORDER_COLUMN, *toastable]
+        self.sources = [batch.filter(F.col(OP_COLUMN) != F.lit("d")).select(*self.wanted)]
+        current = stored.stored_rows(self.wanted)
+        if current is not None:
+            self.sources.append(current)
+        self.looked_back = tombstones is None  # an old key deleted by an earlier round lives only in the table's past
+
+    def _keep(self, frame: DataFrame) -> DataFrame:
+        kept = frame.localCheckpoint(eager=True)
+        self.scratch.append(kept)
+        return kept
+
+    def _edges(self, batch: DataFrame, tombstones: DataFrame | None) -> DataFrame:
+        """Every move in sight: a create at the very position of another key's delete."""
+        from pyspark.sql import functions as F
+
+        keys, row, old = self.keys, self.row, self.old
+        deletes = batch.filter(F.col(OP_COLUMN) == F.lit("d")).select(*keys, ORDER_COLUMN)
+        if tombstones is not None:
+            deletes = deletes.unionByName(tombstones.select(*keys, ORDER_COLUMN))
+        creates = batch.filter(F.col(OP_COLUMN) != F.lit("d")).select(
+            *[F.col(k).alias(row[k]) for k in keys], F.col(ORDER_COLUMN).alias(_PAIR)
+        )
+        differs = F.lit(False)
+        for k in keys:
+            differs = differs | ~F.col(row[k]).eqNullSafe(F.col(old[k]))
+        olds = deletes.select(*[F.col(k).alias(old[k]) for k in keys], F.col(ORDER_COLUMN).alias(_PAIR))
+        return creates.join(olds, _PAIR).filter(differs).distinct()
+
+    def latest_move(self, targets: DataFrame, before: Column | None) -> DataFrame:
+        """Per row, the newest move of the key it is looking at (below ``before``)."""
+        from pyspark.sql import functions as F
+
+        keys, row, old = self.keys, self.row, self.old
+        on = [F.col(f"t.{k}") == F.col(f"e.{row[k]}") for k in keys]
+        joined = targets.alias("t").join(self.edges.alias("e"), on)
+        if before is not None:
+            joined = joined.filter(F.col(f"e.{_PAIR}") < before)
+        move = F.struct(F.col(f"e.{_PAIR}").alias(_PAIR), *[F.col(f"e.{old[k]}").alias(old[k]) for k in keys])
+        return (
+            joined.groupBy(*[F.col(f"t.{row[k]}").alias(row[k]) for k in keys])
+            .agg(F.max_by(move, F.col(f"e.{_PAIR}")).alias("m"))
+            .select(*row.values(), "m.*")
+        )
+
+    def fill(self, moved: DataFrame) -> DataFrame:
+        """``moved`` (decided rows still holding a placeholder) filled from their old keys, a move at a time."""
+        from pyspark.sql import functions as F
+
+        keys, row, old = self.keys, self.row, self.old
+        left = _any_of(self.toastable.values())  # a placeholder still there, re-evaluated on each frame
+        filled = moved
+        targets = self.latest_move(moved.select(*keys, *[F.col(k).alias(row[k]) for k in keys]), None)
+        for _ in range(_MAX_HOPS + 1):
+            targets = self._keep(targets)
+            if targets.isEmpty():
+                break
+            filled = self._keep(self._take(filled, targets).select(*moved.columns))
+            waiting = filled.filter(left).select(*[F.col(k).alias(f"w_{i}") for i, k in enumerate(keys)])
+            hop = targets.join(waiting, [F.col(row[k]) == F.col(f"w_{i}") for i, k in enumerate(keys)], "left_semi")
+            if not self.looked_back and not hop.isEmpty():
+                # Not in this round nor in the table: the table's past, for the same targets (read only now).
+                self.sources += list(itertools.islice(self.stored.past_rows(self.wanted), _PAST_COMMITS))
+                self.looked_back, targets = True, hop
+                continue
+            # Still a placeholder: follow the old key's own move, below the position of this one.
+            targets = self.latest_move(
+                hop.select(*row.values(), _PAIR, *[F.col(old[k]).alias(k) for k in keys]), F.col(f"t.{_PAIR}")
+            )
+        return filled
+
+    def _take(self, filled: DataFrame, targets: DataFrame) -> DataFrame:
+        """``filled`` with each placeholder the newest real value the old key of its move held below the move."""
+        from pyspark.sql import functions as F
+
+        row, old, names = self.row, self.old, list(self.toastable)
+        candidates = None
+        for rows in self.sources:
+            present = [c for c in self.wanted if c in rows.columns]
+            on = [rows[k] == F.col(old[k]) for k in self.keys]
+            part = rows.select(*present).join(F.broadcast(targets), on).filter(F.col(ORDER_COLUMN) < F.col(_PAIR))
+            part = part.select(
+                *row.values(),
+                ORDER_COLUMN,
+                *[F.col(f"`{n}`") if n in present else F.lit(None).alias(n) for n in names],
+            )
+            candidates = part if candidates is None else candidates.unionByName(part)
+        assert candidates is not None
+        fills = candidates.groupBy(*row.values()).agg(
+            *[
+                F.max_by(F.struct(F.col(f"`{n}`").alias("v")), F.when(~test, F.col(ORDER_COLUMN))).alias(f"{_MOVED}{i}")
+                for i, (n, test) in enumerate(self.toastable.items())
+            ]
+        )
+        step = filled.join(fills, [filled[k] == fills[row[k]] for k in self.keys], "left")
+        for i, (name, test) in enumerate(self.toastable.items()):
+            fill = F.col(f"{_MOVED}{i}")
+            step = step.withColumn(name, F.when(test & fill.isNotNull(), fill["v"]).otherwise(F.col(f"`{name}`")))
+        return step
 
 
 def _picker(schema: StructType, position: Column) -> Callable[..., Column]:
