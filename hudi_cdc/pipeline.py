@@ -24,7 +24,7 @@ from hudi_cdc.sink.hudi import HudiTable, first_commit_rows
 from hudi_cdc.sink.quarantine import QuarantineStore
 from hudi_cdc.sink.tombstones import TombstoneStore
 from hudi_cdc.spark import release
-from payloads import StoredState
+from payloads import ChangeCounts, StoredState
 from payloads.base import INTERNAL_PREFIX, ORDER_COLUMN, TOMBSTONED_AT_COLUMN, is_data_column
 
 if TYPE_CHECKING:
@@ -41,32 +41,22 @@ __all__ = ["IngestResult", "ingest_once", "load_first", "merge_policy", "run"]
 log = logging.getLogger("hudi_cdc")
 
 
-@dataclass(frozen=True)
-class IngestResult:
-    """What one round did. ``commit_time`` is None when there was nothing new."""
+@dataclass(frozen=True, kw_only=True)
+class IngestResult(ChangeCounts):
+    """What one round did: the counts of its changes, and the round's own. ``commit_time`` is None when there
+    was nothing new."""
 
     table: str
     base_path: str
     commit_time: str | None
     checkpoint: dict[str, Any] | None
     batch: str | None = None
-    events: int = 0
-    upserts: int = 0
-    deletes: int = 0
-    stale: int = 0
-    superseded: int = 0
-    toast_filled: int = 0
     tombstones_held: int = 0
     tombstones_purged: int = 0
     duration_s: float = 0.0
     details: dict[str, Any] = field(default_factory=dict)
-    source_ts_ms_min: int | None = None
-    source_ts_ms_max: int | None = None
-    """The oldest and newest source commit times of the committed changes (Debezium's ``source.ts_ms``)."""
     quarantined: int = 0
     """Bad events set aside in the quarantine table by this round (``on_bad_event = quarantine``)."""
-    ops: dict[str, int] = field(default_factory=dict)
-    """The round's events by Debezium op (c, u, d, r, t)."""
 
     @property
     def committed(self) -> bool:
@@ -314,27 +304,18 @@ def _record(
     quarantined: int,
 ) -> IngestResult:
     """The committed round's result, logged."""
-    counts = plan.counts
     result = IngestResult(
+        **plan.counts.change_counts(),
         table=round_.config.target_table,
         base_path=round_.config.target_base_path,
         commit_time=commit_time,
         checkpoint=batch.next_checkpoint,
         batch=batch.description,
-        events=counts.events,
-        upserts=counts.upserts,
-        deletes=counts.deletes,
-        stale=counts.stale,
-        superseded=counts.superseded,
-        toast_filled=counts.toast_filled,
         tombstones_held=held,
         tombstones_purged=round_.purged,
         duration_s=time.monotonic() - round_.started,
         details=details,
-        source_ts_ms_min=counts.source_ts_ms_min,
-        source_ts_ms_max=counts.source_ts_ms_max,
         quarantined=quarantined,
-        ops=dict(counts.ops),
     )
     log.info(
         "%s: commit %s: %d events, %d upserts, %d deletes, %d stale, %d superseded (%.1fs)",
@@ -367,7 +348,9 @@ def load_first(config: IngestConfig, source: Source, *, spark: SparkSession | No
         raise ConfigError(f"{config.target_base_path} already has commits: a first load fills a new table")
     batch = source.next_batch(None)
     if batch is None:
-        return IngestResult(config.target_table, config.target_base_path, None, None)
+        return IngestResult(
+            table=config.target_table, base_path=config.target_base_path, commit_time=None, checkpoint=None
+        )
     keys = config.record_key_fields or batch.key_fields
     flat = change_rows(
         batch,

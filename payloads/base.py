@@ -39,6 +39,7 @@ __all__ = [
     "ORIGIN_COLUMN",
     "ORDER_COLUMN",
     "RAW_COLUMN",
+    "ChangeCounts",
     "MergePolicy",
     "PlanCounts",
     "StoredState",
@@ -114,7 +115,9 @@ class StoredState:
 
 
 @dataclass(frozen=True)
-class PlanCounts:
+class ChangeCounts:
+    """What a batch's events came to: the counts a plan decides and a round reports (``IngestResult``)."""
+
     events: int = 0
     upserts: int = 0
     deletes: int = 0
@@ -122,13 +125,24 @@ class PlanCounts:
     superseded: int = 0
     toast_filled: int = 0
     """Written rows that carried a TOAST placeholder, resolved from the batch or the table."""
-    truncated: int = 0
-    """Stored rows deleted by a TRUNCATE in the batch (also counted in ``deletes``)."""
     source_ts_ms_min: int | None = None
     source_ts_ms_max: int | None = None
     """The oldest and newest source commit times (``source.ts_ms``) of the written changes: freshness and lag."""
     ops: dict[str, int] = field(default_factory=dict)
     """The events by Debezium op (``c``, ``u``, ``d``, ``r``, and ``t`` for applied TRUNCATEs)."""
+
+    def change_counts(self) -> dict[str, Any]:
+        """The fields of :class:`ChangeCounts` alone, as keyword arguments (``ops`` copied)."""
+        shared = {f.name: getattr(self, f.name) for f in dataclasses.fields(ChangeCounts)}
+        return {**shared, "ops": dict(self.ops)}
+
+
+@dataclass(frozen=True)
+class PlanCounts(ChangeCounts):
+    """A plan's counts: those a round reports, and what the sink needs besides."""
+
+    truncated: int = 0
+    """Stored rows deleted by a TRUNCATE in the batch (also counted in ``deletes``)."""
     new_tombstones: int = 0
     """Deleted keys that held no tombstone before: how much the tombstone store's key count grows."""
 
