@@ -1,4 +1,8 @@
-"""A CLI run shows hudi-cdc's lines only: Spark's go to a log file named when the run fails; a terminal gets progress."""
+"""A CLI run shows hudi-cdc's lines only: Spark's go to a log file named when the run fails; a terminal gets progress.
+
+One process run checks several things at once where they are all true of the same run: each CLI process
+here costs a JVM start (10-25 s).
+"""
 
 from __future__ import annotations
 
@@ -24,16 +28,28 @@ def _args(source: str, base: Path) -> list[str]:
     ]  # fmt: skip
 
 
-def test_only_our_lines_and_the_spark_log_named_on_failure(tmp_path: Path) -> None:
+def test_only_our_lines_and_the_spark_log_named_on_failure(spark, tmp_path: Path) -> None:  # noqa: ANN001
+    from tests.support import run_cli
+
     sample = SampleCustomers(tmp_path / "events")
     sample.snapshot()
-    env = {**os.environ, "HUDI_CDC_LOG_DIR": str(tmp_path / "logs")}
+    first = run_cli(*_args(sample.source_path, tmp_path / "t")[2:])  # in this process: the table exists
+    assert first.exit_code == 0, first.output
+    sample.changes(seed=3)
+    cwd, temp = tmp_path / "cwd", tmp_path / "tmp"
+    cwd.mkdir()
+    temp.mkdir()
+    env = {**os.environ, "HUDI_CDC_LOG_DIR": str(tmp_path / "logs"), "TMPDIR": str(temp)}
 
-    ok = subprocess.run(_args(sample.source_path, tmp_path / "t"), env=env, capture_output=True, text=True)
+    ok = subprocess.run(_args(sample.source_path, tmp_path / "t"), cwd=cwd, env=env, capture_output=True, text=True)
     assert ok.returncode == 0, ok.stderr
     assert ok.stderr == "", ok.stderr  # no Spark, Hudi or Ivy warnings
     assert ok.stdout.startswith("customers: commit ") and len(ok.stdout.splitlines()) == 1
     assert not list((tmp_path / "logs").glob("*.log")), "a successful run keeps no log"
+    # A round on an existing table reads it (unchanged TOAST values), and a read asks Spark's catalog,
+    # which makes the warehouse folder: by Spark's default, in the working directory.
+    assert list(cwd.iterdir()) == []
+    assert (temp / "hudi-cdc" / "spark-warehouse").is_dir()
 
     bad = subprocess.run(_args(str(tmp_path / "missing"), tmp_path / "t"), env=env, capture_output=True, text=True)
     assert bad.returncode == 1
@@ -139,23 +155,3 @@ def test_validate_against_a_closed_port_prints_its_report_and_no_librdkafka_line
     for terminal in (result.output, descriptors.out, descriptors.err):
         assert "Connect to ipv4#" not in terminal and "rdkafka#" not in terminal, terminal[:2000]
         assert secret not in terminal
-
-
-def test_a_cli_run_leaves_no_spark_warehouse_in_its_working_directory(spark, tmp_path: Path) -> None:  # noqa: ANN001
-    from tests.support import run_cli
-
-    sample = SampleCustomers(tmp_path / "events")
-    sample.snapshot()
-    first = run_cli(*_args(sample.source_path, tmp_path / "t")[2:])  # in this process: the table exists
-    assert first.exit_code == 0, first.output
-    sample.changes(seed=3)
-    cwd, temp = tmp_path / "cwd", tmp_path / "tmp"
-    cwd.mkdir()
-    temp.mkdir()
-    # A round on an existing table reads it (unchanged TOAST values), and a read asks Spark's catalog,
-    # which makes the warehouse folder: by Spark's default, in the working directory.
-    env = {**os.environ, "HUDI_CDC_LOG_DIR": str(tmp_path / "logs"), "TMPDIR": str(temp)}
-    done = subprocess.run(_args(sample.source_path, tmp_path / "t"), cwd=cwd, env=env, capture_output=True, text=True)
-    assert done.returncode == 0 and ": commit " in done.stdout, done.stderr
-    assert list(cwd.iterdir()) == []
-    assert (temp / "hudi-cdc" / "spark-warehouse").is_dir()
