@@ -239,6 +239,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip-hoodiestreamer", action="store_true")
     parser.add_argument("--skip-anchor", action="store_true", help="skip the hand-written Hudi 1.2 job")
     parser.add_argument("--only-same-settings", action="store_true", help="skip the runs with each tool's defaults")
+    parser.add_argument(
+        "--table-types", default="COPY_ON_WRITE,MERGE_ON_READ",
+        help="the table types to run, comma-separated (the CI smoke test runs one where one is enough)",
+    )  # fmt: skip
     parser.add_argument("--render", type=Path, help="only print an earlier run's report.json as markdown")
     args = parser.parse_args(argv)
     if args.render:
@@ -281,7 +285,7 @@ def main(argv: list[str] | None = None) -> int:
     runs: list[Run] = []
     settings_sets = [("same", SAME_SETTINGS)] + ([] if args.only_same_settings else [("defaults", {})])
     for label, settings in settings_sets:
-        for table_type in ("COPY_ON_WRITE", "MERGE_ON_READ"):
+        for table_type in args.table_types.split(","):
             short = "cow" if table_type == "COPY_ON_WRITE" else "mor"
             group = [run_hudi_cdc(work, topic, table_type, settings, f"hudi_cdc_{short}_{label}")]
             if not args.skip_hoodiestreamer:
@@ -321,7 +325,7 @@ def main(argv: list[str] | None = None) -> int:
             "events": args.events, "keys": args.keys, "partitions": args.partitions,
             "schema_versions": args.schema_versions, "cores": CORES, "driver_memory": DRIVER_MEMORY,
             "jvm_archive": bool(archive), "final_rows": len(expected), "mix": workload.counts,
-            "same_settings": SAME_SETTINGS,
+            "same_settings": SAME_SETTINGS, "table_types": args.table_types.split(","),
         },
         tables=result_tables(report),
         directory=args.results or args.work / "results",

@@ -21,6 +21,10 @@ REPO = Path(__file__).resolve().parents[2]
 def test_bench_harness_smoke(tmp_path: Path, schema_versions: str) -> None:
     args = ["--events", "3000", "--keys", "300", "--partitions", "2", "--work", str(tmp_path), "--only-same-settings",
             "--schema-versions", schema_versions]  # fmt: skip
+    # The several-version stream runs hudi-cdc alone (the anchors read one version): its MOR run would repeat the
+    # one-version run's MOR path at the cost of a JVM.
+    table_types = {"COPY_ON_WRITE", "MERGE_ON_READ"} if schema_versions == "1" else {"COPY_ON_WRITE"}
+    args += ["--table-types", ",".join(sorted(table_types))]
     if not any((REPO / ".jars" / "hoodiestreamer").glob("hudi-utilities*.jar")):
         args.append("--skip-hoodiestreamer")
     done = subprocess.run([sys.executable, "-m", "bench.run", *args], cwd=REPO, capture_output=True, text=True)
@@ -30,7 +34,7 @@ def test_bench_harness_smoke(tmp_path: Path, schema_versions: str) -> None:
     assert data["events"] == 3000
     assert data["decode"]["spark_from_avro"]["events"] == data["decode"]["python_fastavro_count"]["events"] > 0
     tools = {(r["tool"], r["table_type"]) for r in data["runs"]}
-    assert {("hudi-cdc", "COPY_ON_WRITE"), ("hudi-cdc", "MERGE_ON_READ")} <= tools
+    assert {("hudi-cdc", t) for t in table_types} <= tools
     assert all(r["rows_ok"] for r in data["runs"] if r["tool"] == "hudi-cdc"), data["runs"]
     # The hand-written Hudi 1.2 job runs on one-version streams only; its tables are checked and may be wrong
     # (the TOAST placeholders Hudi keeps): a finding, not a failure of the harness.
