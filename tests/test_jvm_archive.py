@@ -1,4 +1,4 @@
-"""``hudi-cdc jvm-archive``: a real training run dumps the archive, a new JVM maps it, a torn one is left alone."""
+"""``hudi-cdc jvm-archive``: a real training round dumps the archive, a new JVM maps it, a torn one is left alone."""
 
 from __future__ import annotations
 
@@ -48,16 +48,33 @@ def _probe(env: dict[str, str]) -> dict:
     return json.loads(lines[0])
 
 
-def test_an_archive_is_built_then_mapped_and_a_torn_one_is_not_used(tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.setenv("HUDI_CDC_CACHE_DIR", str(tmp_path))
+@pytest.mark.hudi
+def test_an_archive_trains_on_a_real_round_then_is_mapped_and_a_torn_one_is_not_used(
+    spark,  # noqa: ANN001
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Trained on the user's own round here; the default training (no command) runs in every CI run, in `make test`.
+    from hudi_cdc.testing import envelope_schema, pg_event, write_events
+    from tests.support import ingest_args, table_state
+
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("HUDI_CDC_CACHE_DIR", str(cache))
     monkeypatch.delenv("HUDI_CDC_JVM_ARCHIVE", raising=False)
-    env = {**os.environ, "HUDI_CDC_CACHE_DIR": str(tmp_path)}
+    env = {**os.environ, "HUDI_CDC_CACHE_DIR": str(cache)}
+    schema = envelope_schema("customers", [("id", "long"), ("name", ["null", "string"])])
+    events = [pg_event("c", lsn=10 + i, after={"id": i, "name": f"n{i}"}) for i in range(5)]
+    events.append(pg_event("d", lsn=20, before={"id": 2, "name": None}))
+    write_events(tmp_path / "events" / "a.avro", schema, events)
+    base = str(tmp_path / "table")
 
     assert _cli("jvm-archive", "--status") == {"archive": None, "built_now": False}
-    built = _cli("jvm-archive")
+    built = _cli("jvm-archive", "--driver-memory", "1g", "--", "ingest", *ingest_args(str(tmp_path / "events"), base))
     assert built["built_now"] is True
     archive = Path(built["archive"])
-    assert archive.parent == tmp_path / "jvm" and archive.stat().st_size > 10 << 20
+    assert archive.parent == cache / "jvm" and archive.stat().st_size > 10 << 20
+    # The training round was a real round: committed, with its checkpoint.
+    assert table_state(spark, base, ("id", "name")) == {i: (i, f"n{i}") for i in (0, 1, 3, 4)}
     assert _cli("jvm-archive") == {"archive": str(archive), "built_now": False}  # built once
     options = CliRunner().invoke(main, ["jars", "--java-options"]).output.strip()
     assert options.startswith(f"{jvm_options()} -XX:SharedArchiveFile={archive} ")
@@ -80,21 +97,3 @@ def test_an_archive_is_built_then_mapped_and_a_torn_one_is_not_used(tmp_path: Pa
     assert _cli("jvm-archive", "--remove") == {"removed": True}
     assert not archive.exists()
     assert re.fullmatch(r"driver-[0-9a-f]{16}\.jsa", archive.name)
-
-
-@pytest.mark.hudi
-def test_an_archive_trains_on_a_real_ingest_round(spark, tmp_path: Path, monkeypatch) -> None:
-    from hudi_cdc.testing import envelope_schema, pg_event, write_events
-    from tests.support import ingest_args, table_state
-
-    monkeypatch.setenv("HUDI_CDC_CACHE_DIR", str(tmp_path / "cache"))
-    schema = envelope_schema("customers", [("id", "long"), ("name", ["null", "string"])])
-    events = [pg_event("c", lsn=10 + i, after={"id": i, "name": f"n{i}"}) for i in range(5)]
-    events.append(pg_event("d", lsn=20, before={"id": 2, "name": None}))
-    write_events(tmp_path / "events" / "a.avro", schema, events)
-    base = str(tmp_path / "table")
-
-    built = _cli("jvm-archive", "--driver-memory", "1g", "--", "ingest", *ingest_args(str(tmp_path / "events"), base))
-    assert built["built_now"] is True and Path(built["archive"]).stat().st_size > 10 << 20
-    # The training round was a real round: committed, with its checkpoint.
-    assert table_state(spark, base, ("id", "name")) == {i: (i, f"n{i}") for i in (0, 1, 3, 4)}
