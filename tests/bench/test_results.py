@@ -180,8 +180,14 @@ def test_each_benchmark_turns_its_own_numbers_into_tables() -> None:
                 "one_shot": {"nothing new": [(10.0, 6.0)], "1 message": []}, "failed": [], "correct": True}  # fmt: skip
     _whole(rounds.result_tables([measured]))
 
-    _whole({"commits": results.table(commit_cost.COLUMNS, commit_cost.result_rows(
-        {"COPY_ON_WRITE": {name: [1.0, 2.0] for name in commit_cost.VARIANTS}}))})  # fmt: skip
+    steps = dict.fromkeys(commit_cost.STEP_NAMES, 0.1)
+    writes = [{"round": n, "pattern": p, "seconds": 1.0 + n, "jobs": 9, "stages": 17, "steps": steps,
+               "compacted": n == 3} for n in (1, 2, 3) for p in commit_cost.PATTERNS]  # fmt: skip
+    tables = commit_cost.result_tables({"MERGE_ON_READ": {
+        name: {"build": 9.0, "first": "bulk_insert", "writes": writes, "files": 2, "bytes": 2**21}
+        for name in commit_cost.default_variants(4)}})  # fmt: skip
+    _whole(tables)
+    assert {(r["median_s"], r["compaction_write_s"]) for r in tables["commits"]["rows"]} == {(3.0, 4.0)}
     _whole(index_cost.result_tables({"MERGE_ON_READ": {"bloom": {"build": 5.0, "first": "bulk_insert",
                                                                  "rounds": [9.0, 1.0, 2.0], "files": 3, "bytes": 2**21}}}))  # fmt: skip
     _whole({"runs": results.table(formats.COLUMNS, formats.result_rows(
