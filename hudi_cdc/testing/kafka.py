@@ -13,13 +13,21 @@ import json
 import struct
 import time
 import urllib.request
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from hudi_cdc.console import kafka_logger
 from hudi_cdc.sources.kafka import end_offsets
 
-__all__ = ["Framer", "create_topic", "end_offsets", "produce", "register_schema", "wait_until_quiet"]
+__all__ = [
+    "Framer",
+    "create_topic",
+    "end_offsets",
+    "produce",
+    "register_schema",
+    "wait_until_published",
+    "wait_until_quiet",
+]
 
 
 def register_schema(registry_url: str, subject: str, schema: Mapping[str, Any]) -> int:
@@ -117,3 +125,46 @@ def wait_until_quiet(
         elif moved and time.monotonic() - still_since >= quiet_s:
             return now
     raise TimeoutError(f"topics {list(topics)} did not settle within {timeout_s:.0f}s (end offsets {last})")
+
+
+def wait_until_published(
+    bootstrap: str,
+    topics: Sequence[str],
+    mark: Callable[[], None],
+    marks_topic: str,
+    *,
+    since: Mapping[tuple[str, int], int] | None = None,
+    settle_s: float = 0.5,
+    timeout_s: float = 120.0,
+) -> dict[tuple[str, int], int]:
+    """Wait until a Debezium connector has published every change committed before this call.
+
+    ``mark`` commits a row into a table the connector captures, whose topic is ``marks_topic``. The
+    connector reads the log in commit order and Kafka Connect sends a task's records in order (one
+    producer, one request in flight), so once the mark is on its topic the changes before it are on
+    theirs. A request holds at most ``max.request.size`` of records: ``settle_s`` of end offsets standing
+    still covers a rest sent in the next one. ``since``: the topics must also have moved past it (a new
+    topic: ``{}``). No fixed wait for silence (:func:`wait_until_quiet`), so a test waits for as long
+    as the connector takes, not a guess.
+    """
+    deadline = time.monotonic() + timeout_s
+    marks_before = sum(end_offsets(bootstrap, [marks_topic]).values())
+    mark()
+    while sum(end_offsets(bootstrap, [marks_topic]).values()) <= marks_before:
+        if time.monotonic() > deadline:
+            raise TimeoutError(
+                f"the mark did not reach {marks_topic} within {timeout_s:.0f}s: is the connector running?"
+            )
+        time.sleep(0.1)
+    now = end_offsets(bootstrap, topics)
+    while True:
+        time.sleep(settle_s)
+        later = end_offsets(bootstrap, topics)
+        moved = since is None or any(later.get(k, 0) > v for k, v in since.items()) or len(later) > len(since)
+        if later == now and moved:
+            return later
+        if time.monotonic() > deadline:
+            raise TimeoutError(
+                f"topics {list(topics)} did not move past {since} within {timeout_s:.0f}s (end offsets {later})"
+            )
+        now = later

@@ -13,15 +13,15 @@ from __future__ import annotations
 import json
 import random
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timedelta
 from typing import Any
 
-from hudi_cdc.testing import workload
+from hudi_cdc.testing import kafka, workload
 from hudi_cdc.testing.workload import SAMPLE_KEYS, Dialect, random_text
 
-__all__ = ["SAMPLE_KEYS", "STACK_URL", "TOPIC_PREFIX", "connect", "run_workload"]
+__all__ = ["SAMPLE_KEYS", "STACK_URL", "TOPIC_PREFIX", "connect", "run_workload", "wait_for_stream"]
 
 STACK_URL = "mysql://debezium@127.0.0.1:53306/inventory"  # password: dbz
 TOPIC_PREFIX = "mariadb1.inventory."
@@ -77,6 +77,7 @@ MARIADB = Dialect(
     transaction=_transaction,
     new_document=_new_document,
     tags=json.dumps,
+    serial_key="bigint auto_increment primary key",
     new_body=None,  # the binlog carries the whole row: the body travels with every update anyway
 )
 
@@ -91,3 +92,23 @@ def run_workload(
 ) -> int:
     """Commit ``transactions`` random transactions of 1-6 changes over the sample tables; returns the changes."""
     return workload.run_workload(MARIADB, conn, rng, transactions=transactions, tag=tag, tables=tables)
+
+
+def wait_for_stream(
+    conn: Any,  # noqa: ANN401
+    bootstrap: str,
+    topics: Sequence[str],
+    *,
+    since: Mapping[tuple[str, int], int] | None = None,
+) -> dict[tuple[str, int], int]:
+    """Wait until the stack's connector has published every change committed before the call; the end offsets.
+
+    See :func:`hudi_cdc.testing.kafka.wait_until_published`; ``since``: the topics must have moved past it.
+    """
+    return kafka.wait_until_published(
+        bootstrap,
+        topics,
+        lambda: workload.mark_stream(MARIADB, conn),
+        TOPIC_PREFIX + workload.MARKS_TABLE,
+        since=since,
+    )

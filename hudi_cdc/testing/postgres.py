@@ -20,27 +20,30 @@ from __future__ import annotations
 import json
 import random
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from hudi_cdc.testing import workload
+from hudi_cdc.testing import kafka, workload
 from hudi_cdc.testing.workload import SAMPLE_KEYS, Dialect, random_text
 
 __all__ = [
     "SAMPLE_KEYS",
     "STACK_DSN",
+    "TOPIC_PREFIX",
     "TableComparison",
     "compare_table",
     "connect",
     "run_workload",
     "source_rows",
+    "wait_for_stream",
 ]
 
 STACK_DSN = "host=127.0.0.1 port=55432 user=debezium password=dbz dbname=inventory"
 SCHEMA = "inventory"
+TOPIC_PREFIX = "dbserver1.inventory."  # the stack's connector (stack/conf/inventory-connector.properties)
 
 
 def connect(dsn: str = STACK_DSN) -> Any:
@@ -97,6 +100,26 @@ def run_workload(
 ) -> int:
     """Commit ``transactions`` random transactions of 1-6 changes over the sample tables; returns the changes."""
     return workload.run_workload(POSTGRES, conn, rng, transactions=transactions, tag=tag, tables=tables)
+
+
+def wait_for_stream(
+    conn: Any,  # noqa: ANN401
+    bootstrap: str,
+    topics: Sequence[str],
+    *,
+    since: Mapping[tuple[str, int], int] | None = None,
+) -> dict[tuple[str, int], int]:
+    """Wait until the stack's connector has published every change committed before the call; the end offsets.
+
+    See :func:`hudi_cdc.testing.kafka.wait_until_published`; ``since``: the topics must have moved past it.
+    """
+    return kafka.wait_until_published(
+        bootstrap,
+        topics,
+        lambda: workload.mark_stream(POSTGRES, conn),
+        TOPIC_PREFIX + workload.MARKS_TABLE,
+        since=since,
+    )
 
 
 # --- comparison -------------------------------------------------------------------------------------

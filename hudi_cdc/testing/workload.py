@@ -26,7 +26,7 @@ from datetime import date, timedelta
 from decimal import Decimal
 from typing import Any
 
-__all__ = ["SAMPLE_KEYS", "Dialect", "random_text", "run_workload"]
+__all__ = ["MARKS_TABLE", "SAMPLE_KEYS", "Dialect", "mark_stream", "random_text", "run_workload"]
 
 SAMPLE_KEYS: dict[str, tuple[str, ...]] = {
     "customers": ("id",),
@@ -34,6 +34,8 @@ SAMPLE_KEYS: dict[str, tuple[str, ...]] = {
     "documents": ("doc_id",),
 }
 _ALPHABET = string.ascii_letters + string.digits
+# One row per :func:`mark_stream`: its topic tells a test when Debezium has published everything before.
+MARKS_TABLE = "stream_marks"
 
 
 @dataclass(frozen=True)
@@ -52,6 +54,8 @@ class Dialect:
     """``(doc_id, title, body, blob, tags, meta, edited_at)`` of a new document."""
     tags: Callable[[list[str]], Any]
     """The driver's value for a list of tags (an array, or JSON text)."""
+    serial_key: str = "bigserial primary key"
+    """A generated key column's type, as the SQL spells it."""
     new_body: Callable[[random.Random], str | None] | None = None
     """A body for an update that changes it alone, or None where every update carries the whole row anyway."""
 
@@ -169,3 +173,18 @@ def run_workload(
                 rng.choice(operations)(db, cur, rng, tag, changes)
                 changes += 1
     return changes
+
+
+_MARKED: set[Dialect] = set()  # the databases whose marks table this process has made sure of
+
+
+def mark_stream(db: Dialect, conn: Any) -> None:  # noqa: ANN401
+    """Commit one row into the marks table (made on first use): a change the stack's connector publishes
+    after every change committed before it."""
+    table = db.table(MARKS_TABLE)
+    if db not in _MARKED:
+        with conn.cursor() as cur:
+            cur.execute(f"create table if not exists {table} (id {db.serial_key}, at timestamp(6))")
+        _MARKED.add(db)
+    with db.transaction(conn) as cur:
+        cur.execute(f"insert into {table} (at) values ({db.now})")  # noqa: S608 - our own table name

@@ -19,8 +19,8 @@ from click.testing import CliRunner
 
 from hudi_cdc.cli import main
 from hudi_cdc.ops.verify import Difference, verify
-from hudi_cdc.testing.kafka import end_offsets, wait_until_quiet
-from hudi_cdc.testing.mariadb import STACK_URL, TOPIC_PREFIX, connect
+from hudi_cdc.testing.kafka import end_offsets
+from hudi_cdc.testing.mariadb import STACK_URL, TOPIC_PREFIX, connect, wait_for_stream
 from hudi_cdc.upstream.database import SourceDatabase
 from payloads.base import ORDER_COLUMN, is_data_column
 from tests.stack.conftest import BOOTSTRAP, REGISTRY
@@ -82,7 +82,8 @@ def tables(spark, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:  
         for statements in ([FILL], CHANGES):
             before = end_offsets(BOOTSTRAP, [TOPIC]) if statements is CHANGES else {(TOPIC, 0): 0}
             _execute(*statements)
-            wait_until_quiet(BOOTSTRAP, [TOPIC], since=before)
+            with connect() as conn:
+                wait_for_stream(conn, BOOTSTRAP, [TOPIC], since=before)
             for table_type, path in paths.items():
                 result = run_cli(
                     "--source", "kafka", "--topic", TOPIC, "--bootstrap-servers", BOOTSTRAP,

@@ -16,8 +16,8 @@ import pytest
 from click.testing import CliRunner
 
 from hudi_cdc.cli import main
-from hudi_cdc.testing.kafka import end_offsets, wait_until_quiet
-from hudi_cdc.testing.postgres import compare_table, connect, run_workload
+from hudi_cdc.testing.kafka import end_offsets
+from hudi_cdc.testing.postgres import compare_table, connect, run_workload, wait_for_stream
 from tests.stack.conftest import BOOTSTRAP, REGISTRY
 from tests.support import kill_when_pending, pending_instants
 
@@ -41,7 +41,7 @@ def test_killed_during_the_first_kafka_commit_the_next_run_finishes(
     with connect() as conn:
         before = end_offsets(BOOTSTRAP, [TOPIC])
         run_workload(conn, random.Random(21), transactions=30, tag=f"kill{table_type}{uuid.uuid4().hex[:6]}")
-        wait_until_quiet(BOOTSTRAP, [TOPIC], since=before)
+        wait_for_stream(conn, BOOTSTRAP, [TOPIC], since=before)
 
         timeline = base / ".hoodie" / "timeline"
         assert kill_when_pending(command, timeline, action)

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from hudi_cdc.testing.kafka import end_offsets, wait_until_quiet
-from hudi_cdc.testing.postgres import SAMPLE_KEYS, compare_table, connect, run_workload
+from hudi_cdc.testing.kafka import end_offsets
+from hudi_cdc.testing.postgres import SAMPLE_KEYS, compare_table, connect, run_workload, wait_for_stream
 from tests.stack.conftest import BOOTSTRAP, REGISTRY
 from tests.support import run_cli
 
@@ -29,7 +29,7 @@ def _round(spark, conn, tmp_path: Path, table_type: str, rng: random.Random, tag
     before = end_offsets(BOOTSTRAP, list(TOPICS.values()))
     changes = run_workload(conn, rng, transactions=40, tag=tag)
     assert changes > 40
-    wait_until_quiet(BOOTSTRAP, list(TOPICS.values()), since=before)
+    wait_for_stream(conn, BOOTSTRAP, list(TOPICS.values()), since=before)
     for table, topic in TOPICS.items():
         base = str(tmp_path / f"{table}_{table_type}")
         result = run_cli(

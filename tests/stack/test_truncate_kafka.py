@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from hudi_cdc.sink.hudi import HudiTable
-from hudi_cdc.testing.kafka import end_offsets, wait_until_quiet
-from hudi_cdc.testing.postgres import compare_table, connect
+from hudi_cdc.testing.kafka import end_offsets
+from hudi_cdc.testing.postgres import compare_table, connect, wait_for_stream
 from tests.stack.conftest import BOOTSTRAP, REGISTRY
 from tests.support import read_rows, run_cli
 
@@ -32,7 +32,7 @@ def test_a_postgres_truncate_under_each_policy(spark, tmp_path: Path, policy: st
     with connect() as conn:
         conn.execute(f"create table inventory.{name} (id int primary key, label text)")
         conn.execute(f"insert into inventory.{name} select i, 'a' || i from generate_series(1, 30) i")  # noqa: S608
-        wait_until_quiet(BOOTSTRAP, [topic], since={})
+        wait_for_stream(conn, BOOTSTRAP, [topic], since={})
         assert _ingest(topic, base, policy).exit_code == 0
         before = read_rows(spark, base, ["id", "label"])
         assert len(before) == 30
@@ -41,7 +41,7 @@ def test_a_postgres_truncate_under_each_policy(spark, tmp_path: Path, policy: st
         conn.execute(f"update inventory.{name} set label = 'b' || id where id <= 10")  # noqa: S608
         conn.execute(f"truncate inventory.{name}")
         conn.execute(f"insert into inventory.{name} select i, 'c' || i from generate_series(25, 40) i")  # noqa: S608
-        wait_until_quiet(BOOTSTRAP, [topic], since=since)
+        wait_for_stream(conn, BOOTSTRAP, [topic], since=since)
         commits = HudiTable(spark, base).commits()
         done = _ingest(topic, base, policy)
         if policy == "apply":
