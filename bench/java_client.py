@@ -1,6 +1,6 @@
 """Experiment: a small MERGE_ON_READ round through Hudi's Java write client, in the Spark driver's JVM.
 
-    python -m bench.java_client [--table-rows 1000000] [--rows 1000] [--rounds 6] [--metadata on|off]
+    python -m bench.java_client [--table-rows 1000000] [--rows 1000] [--rounds 6] [--hoodie-conf k=v ...]
 
 Issue 42 asks whether a round that runs no Spark job gets under ~0.5 s where the Spark write path
 does not. One Spark session (``local[2]``, 4 GiB) with ``org.apache.hudi:hudi-java-client`` on top
@@ -92,7 +92,9 @@ def main(argv: list[str] | None = None) -> int:
         "--rounds", type=int, default=6, help="rounds (one write per pattern each); the first is left out"
     )
     parser.add_argument("--buckets", type=int, help="default: 1 per 250,000 rows, at least 4")
-    parser.add_argument("--metadata", choices=("on", "off"), default="on")
+    parser.add_argument(
+        "--hoodie-conf", action="append", default=[], help="k=v for both tables, e.g. hoodie.metadata.enable=false"
+    )
     parser.add_argument("--work", type=Path, default=REPO / ".bench" / "java_client")
     parser.add_argument("--results", type=Path, help="default: .bench/results")
     args = parser.parse_args(argv)
@@ -116,8 +118,7 @@ def main(argv: list[str] | None = None) -> int:
     jvm, sc = spark._jvm, spark.sparkContext
     buckets = args.buckets or max(4, args.table_rows // 250_000)
     conf = {"hoodie.index.type": "BUCKET", "hoodie.bucket.index.num.buckets": str(buckets)}
-    if args.metadata == "off":
-        conf["hoodie.metadata.enable"] = "false"
+    conf.update(dict(kv.split("=", 1) for kv in args.hoodie_conf))
     paths = {w: args.work / w for w in ("spark", "java")}
     options = {
         w: write_options(
@@ -161,14 +162,14 @@ def main(argv: list[str] | None = None) -> int:
                     compactions = _completed_compactions(path)
                     group = f"java-client-{w}-{order}"
                     sc.setJobGroup(group, group)
-                    prepare = 0.0
+                    prepare, steps = 0.0, {}
                     if w == "java":
                         began = time.perf_counter()
                         lines = "\n".join(avro_json(schema, r) for r in python_rows(keys, order))
                         records = helper.records(schema_json, lines, "id", ORDERING)
                         prepare = time.perf_counter() - began
                         began = time.perf_counter()
-                        helper.upsert(client, records, "id", buckets)
+                        steps = dict(p.split("=") for p in helper.upsert(client, records, "id", buckets).split(","))
                     else:
                         began = time.perf_counter()
                         batch.write.format("hudi").options(**options[w]).mode("append").save(str(path))
@@ -178,6 +179,7 @@ def main(argv: list[str] | None = None) -> int:
                     writes.append({
                         "writer": w, "round": number, "pattern": pattern, "seconds": wall, "prepare_s": prepare,
                         "spark_jobs": spark_jobs["jobs"], "compacted": _completed_compactions(path) > compactions,
+                        **{f"{k}_s": int(v) / 1000 for k, v in steps.items()},
                     })  # fmt: skip
                 batch.unpersist()
                 print(
@@ -196,7 +198,7 @@ def main(argv: list[str] | None = None) -> int:
             "rows": args.rows,
             "rounds": args.rounds,
             "buckets": buckets,
-            "metadata_table": args.metadata,
+            "hoodie_conf": conf,
             "measured_from_round": 2,
             "shared_machine": True,
         },  # fmt: skip
@@ -239,6 +241,8 @@ COLUMNS = [
     result_files.column("median_s", "median write", "s"), result_files.column("min_s", "min", "s"),
     result_files.column("max_s", "max", "s"), result_files.column("writes", unit="#"),
     result_files.column("prepare_s", "rows to records", "s"), result_files.column("spark_jobs", "Spark jobs", "#"),
+    result_files.column("start_tag_s", "start, tag", "s"), result_files.column("write_s", "write", "s"),
+    result_files.column("commit_s", "commit", "s"),
     result_files.column("compaction_write_s", "a write that compacted", "s"),
     result_files.column("build_s", "first commit (Spark)", "s"), result_files.column("client_s", "client start", "s"),
     result_files.column("read_back_equal", "Spark reads it back equal"),
@@ -247,6 +251,8 @@ WRITE_COLUMNS = [
     result_files.column("writer"), result_files.column("round", unit="#"), result_files.column("pattern", "keys"),
     result_files.column("seconds", unit="s"), result_files.column("prepare_s", "rows to records", "s"),
     result_files.column("spark_jobs", unit="#"), result_files.column("compacted"),
+    result_files.column("start_tag_s", unit="s"), result_files.column("write_s", unit="s"),
+    result_files.column("commit_s", unit="s"),
 ]  # fmt: skip
 
 
@@ -266,6 +272,8 @@ def summary(
                 "max_s": round(max(seconds), 2) if seconds else None, "writes": len(plain),
                 "prepare_s": round(statistics.median(x["prepare_s"] for x in plain), 3) if plain and w == "java" else None,
                 "spark_jobs": statistics.median(x["spark_jobs"] for x in plain) if plain else None,
+                **{k: round(statistics.median(x[k] for x in plain), 3) if plain and w == "java" else None
+                   for k in ("start_tag_s", "write_s", "commit_s")},
                 "compaction_write_s": round(statistics.median(c), 2)
                 if (c := [x["seconds"] for x in mine if x["compacted"]]) else None,
                 "build_s": round(builds[w], 1), "client_s": round(client_s, 2) if w == "java" else None,

@@ -71,7 +71,8 @@ public final class JavaClientRound {
   }
 
   /**
-   * One upsert and its commit; returns the instant, or throws if a record failed.
+   * One upsert and its commit; returns the milliseconds of its steps ({@code tag=..,write=..,commit=..}),
+   * or throws if a record failed.
    *
    * <p>Hudi 1.2's Java client has no bucket index (its index factory knows simple, global simple,
    * bloom and in-memory only), so with {@code buckets > 0} the records are tagged here as the
@@ -82,7 +83,9 @@ public final class JavaClientRound {
    */
   public static String upsert(HoodieJavaWriteClient<HoodieAvroPayload> client,
       List<HoodieRecord<HoodieAvroPayload>> records, String hashField, int buckets) {
+    long began = System.nanoTime();
     String instant = client.startCommit();
+    long tagged = began;
     List<WriteStatus> statuses;
     if (buckets > 0) {
       HoodieJavaTable<HoodieAvroPayload> table = HoodieJavaTable.create(client.getConfig(), client.getEngineContext());
@@ -103,10 +106,13 @@ public final class JavaClientRound {
       // Unlike the other executors, the Java client's prepped delta commit (written for the metadata
       // table's own commits) leaves the instant requested; the commit needs it inflight.
       table.getMetaClient().getActiveTimeline().transitionRequestedToInflight(HoodieTimeline.DELTA_COMMIT_ACTION, instant);
+      tagged = System.nanoTime();
       statuses = client.upsertPreppedRecords(records, instant);
     } else {
+      tagged = System.nanoTime();
       statuses = client.upsert(records, instant);
     }
+    long written = System.nanoTime();
     long errors = statuses.stream().mapToLong(WriteStatus::getTotalErrorRecords).sum();
     if (errors > 0) {
       throw new IllegalStateException(errors + " records failed in " + instant);
@@ -114,6 +120,8 @@ public final class JavaClientRound {
     if (!client.commit(instant, statuses)) {
       throw new IllegalStateException("commit " + instant + " was refused");
     }
-    return instant;
+    long committed = System.nanoTime();
+    return String.format("start_tag=%d,write=%d,commit=%d", (tagged - began) / 1_000_000,
+        (written - tagged) / 1_000_000, (committed - written) / 1_000_000);
   }
 }
