@@ -8,7 +8,7 @@ JARS := $(JARS_DIR)/.fetched
 PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help install jars airflow demo demo-files demo-stack test test-archive test-nostack bench bench-scale bench-freshness bench-verify bench-first-load bench-pipeline bench-formats bench-rounds bench-commit-cost bench-index bench-toast bench-report bench-all chaos test-fast lint clean stack-up stack-down stack-reset
+.PHONY: help install jars airflow demo demo-files demo-stack test test-archive test-nostack bench bench-scale bench-freshness bench-verify bench-first-load bench-pipeline bench-formats bench-rounds bench-commit-cost bench-java-client bench-index bench-toast bench-report bench-all chaos test-fast lint clean stack-up stack-down stack-reset
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -110,8 +110,12 @@ bench-rounds: install stack-up ## Small rounds: continuous rounds of 1, 100 and 
 	$(PY) -m bench.rounds --results $(BENCH_RESULTS)
 	$(REPORT)
 
-bench-commit-cost: install ## One small Hudi commit under each setting (metadata table, markers, clean, timeline server)
+bench-commit-cost: install ## 1,000 updates into a 1M-row table under each index, metadata table, markers, timeline server, file size: seconds, Spark jobs, steps
 	$(PY) -m bench.commit_cost --results $(BENCH_RESULTS)
+	$(REPORT)
+
+bench-java-client: install ## Experiment: the same small MOR round through Hudi's Java write client in the same JVM, against Spark's
+	$(PY) -m bench.java_client --results $(BENCH_RESULTS)
 	$(REPORT)
 
 bench-formats: install stack-up ## The same stream as Avro, JSON with schemas and JSON without, ingested side by side

@@ -292,7 +292,7 @@ def main(argv: list[str] | None = None) -> int:
             "variants": variants, "shared_machine": True,
         }  # fmt: skip
         path = result_files.write(
-            "commit-cost", series=f"{args.table_rows:,} rows", parameters=parameters,
+            "commit-cost", parameters=parameters,
             tables=result_tables(results), directory=args.results or result_files.LOCAL, started_utc=started_utc,
         )  # fmt: skip
         if written:
