@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from hudi_cdc.console import kafka_logger
 from hudi_cdc.errors import SourceError, TransientError
 from hudi_cdc.service.spec import PipelineSpec, TableRef
-from hudi_cdc.sources.kafka import client_conf
+from hudi_cdc.sources.kafka import client_conf, request_timeout_s
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -45,7 +45,7 @@ def _topics(spec: PipelineSpec) -> list[str]:
         }
     )
     try:
-        topics = client.list_topics(timeout=15).topics
+        topics = client.list_topics(timeout=request_timeout_s(conf)).topics
     except KafkaException as exc:
         raise TransientError(f"cannot list the topics of {spec.source.bootstrap_servers}: {exc}") from None
     finally:

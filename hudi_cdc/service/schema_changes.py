@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hudi_cdc.errors import DecodeError, TransientError
+from hudi_cdc.sources.kafka import request_timeout_s
 
 __all__ = ["SchemaChange", "SchemaChangeWatcher", "table_name"]
 
@@ -98,11 +99,13 @@ class SchemaChangeWatcher:
         )
         read: list[SchemaChange] = []
         try:
-            meta = consumer.list_topics(self.topic, timeout=15).topics.get(self.topic)
+            meta = consumer.list_topics(self.topic, timeout=request_timeout_s(self._conf)).topics.get(self.topic)
             if meta is None or meta.error is not None:
                 return read  # no DDL yet: the connector creates the topic with its first one
             for partition in sorted(meta.partitions):
-                low, high = consumer.get_watermark_offsets(TopicPartition(self.topic, partition), timeout=15)
+                low, high = consumer.get_watermark_offsets(
+                    TopicPartition(self.topic, partition), timeout=request_timeout_s(self._conf)
+                )
                 start = max(self._next.get(partition, low), low)
                 if start >= high:
                     continue

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from hudi_cdc.console import kafka_logger
 from hudi_cdc.envelope.avro_schemas import merged_reader_schema
 from hudi_cdc.envelope.flatten import ORIGIN_COLUMN
-from hudi_cdc.errors import CheckpointError, DecodeError, SourceError, TransientError
+from hudi_cdc.errors import CheckpointError, ConfigError, DecodeError, SourceError, TransientError
 from hudi_cdc.sources.base import json_checkpoint
 from hudi_cdc.sources.kafka_json import SAMPLED
 from hudi_cdc.sources.kafka_json import key_fields as json_key_fields
@@ -80,6 +80,22 @@ def client_conf(hoodie_conf: Mapping[str, str]) -> dict[str, str]:
     return {k[len(CLIENT_PREFIX) :]: v for k, v in hoodie_conf.items() if k.startswith(CLIENT_PREFIX)}
 
 
+# librdkafka's own default for network requests is 60 s: a round would sit that long on a dead broker.
+DEFAULT_REQUEST_TIMEOUT_S = 15.0
+
+
+def request_timeout_s(conf: Mapping[str, str]) -> float:
+    """How long to wait for the broker's metadata or offsets: the client's ``socket.timeout.ms`` when the user
+    set it (``kafka.socket.timeout.ms``: the default timeout of its network requests), else 15 s."""
+    value = conf.get("socket.timeout.ms")
+    if value is None:
+        return DEFAULT_REQUEST_TIMEOUT_S
+    try:
+        return max(int(value), 1) / 1000
+    except ValueError:
+        raise ConfigError(f"kafka.socket.timeout.ms={value!r}: expected milliseconds, a whole number") from None
+
+
 def broker_conf(hoodie_conf: Mapping[str, str]) -> dict[str, str]:
     """:func:`client_conf` without ``basic.auth.user.info``: the registry's credentials, not a broker setting."""
     conf = client_conf(hoodie_conf)
@@ -111,17 +127,18 @@ def end_offsets(
         )
 
     key, lock, consumer = _planner(bootstrap_servers, conf, make)
+    wait_s = request_timeout_s(conf)
     try:
         ends = {}
         for topic in topics:  # the lock per topic: a round planning meanwhile waits for one topic, not all
             with lock:
                 consumer.poll(0)  # hands its queued log lines to the logger (see _PLANNERS)
-                meta = consumer.list_topics(topic, timeout=15).topics.get(topic)
+                meta = consumer.list_topics(topic, timeout=wait_s).topics.get(topic)
                 if meta is None or meta.error is not None:
                     continue
                 for partition in meta.partitions:
                     ends[(topic, partition)] = consumer.get_watermark_offsets(
-                        TopicPartition(topic, partition), timeout=15, cached=False
+                        TopicPartition(topic, partition), timeout=wait_s, cached=False
                     )[1]
         return ends
     except KafkaException as exc:
@@ -296,7 +313,7 @@ class KafkaSource:
         try:
             with lock:
                 consumer.poll(0)  # hands its queued log lines to the logger (see _PLANNERS)
-                metadata = consumer.list_topics(self._topic, timeout=15)
+                metadata = consumer.list_topics(self._topic, timeout=request_timeout_s(self._client_conf))
                 topic = metadata.topics.get(self._topic)
                 if topic is None or topic.error is not None or not topic.partitions:
                     reason = topic.error if topic is not None and topic.error is not None else "no partitions"
@@ -304,7 +321,9 @@ class KafkaSource:
                         f"topic {self._topic!r} does not exist on {self._config.bootstrap_servers} ({reason})"
                     )
                 return {
-                    p: consumer.get_watermark_offsets(TopicPartition(self._topic, p), timeout=15, cached=False)
+                    p: consumer.get_watermark_offsets(
+                        TopicPartition(self._topic, p), timeout=request_timeout_s(self._client_conf), cached=False
+                    )
                     for p in sorted(topic.partitions)
                 }
         except KafkaException as exc:

@@ -273,6 +273,7 @@ target_table = "{{table}}"
 "kafka.sasl.username" = "replicator"
 "kafka.sasl.password" = "{secret}"
 "kafka.socket.connection.setup.timeout.ms" = "1000"
+"kafka.socket.timeout.ms" = "2000"
 """
     )
     caplog.set_level("DEBUG")

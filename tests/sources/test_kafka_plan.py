@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import socket
+import time
 
 import pytest
 
-from hudi_cdc.errors import CheckpointError, SourceError
-from hudi_cdc.sources.kafka import OffsetRange, parse_kafka_checkpoint, plan_ranges
+from hudi_cdc.errors import CheckpointError, ConfigError, SourceError, TransientError
+from hudi_cdc.sources.kafka import OffsetRange, end_offsets, parse_kafka_checkpoint, plan_ranges, request_timeout_s
 from hudi_cdc.sources.registry import SchemaRegistry, SchemaRegistryUnavailable, redact_url
 
 
@@ -101,3 +102,17 @@ def test_a_schema_id_is_fetched_once_per_process_and_credentials() -> None:
         assert asked[1][1] is not None and asked[1][1].startswith("Basic ")
     finally:
         server.shutdown()
+
+
+def test_a_dead_broker_fails_the_round_within_the_clients_socket_timeout() -> None:
+    assert request_timeout_s({}) == 15.0
+    assert request_timeout_s({"socket.timeout.ms": "2500"}) == 2.5
+    with pytest.raises(ConfigError, match=r"kafka\.socket\.timeout\.ms='soon'"):
+        request_timeout_s({"socket.timeout.ms": "soon"})
+    with socket.socket() as closed:  # a port nothing listens on
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    started = time.monotonic()
+    with pytest.raises(TransientError, match=f"cannot reach Kafka at 127.0.0.1:{port}"):
+        end_offsets(f"127.0.0.1:{port}", ["t"], {"socket.timeout.ms": "1500"})
+    assert time.monotonic() - started < 10  # not the 15 s default

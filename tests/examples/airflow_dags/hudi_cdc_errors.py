@@ -39,6 +39,7 @@ with DAG(
             "topic": "dbserver1.inventory.customers",
             "bootstrap_servers": "127.0.0.1:1",  # nothing listens there
             "schema_registry_url": "http://127.0.0.1:1",
+            "hoodie_conf": {"kafka.socket.timeout.ms": "2000"},  # each try waits 2 s for the broker, not 15
             "target_base_path": f"{LAKE}/transient",
             "target_table": "transient",
         },
