@@ -40,8 +40,7 @@ from typing import Any
 from hudi_cdc.ops.verify import checkpoint_covers, kafka_end_offsets
 from hudi_cdc.sink.options import CHECKPOINT_KEY
 from hudi_cdc.testing.faults import kill_group, pending_instants, restart_service, timeline_of
-from hudi_cdc.testing.kafka import wait_until_quiet
-from hudi_cdc.testing.postgres import connect
+from hudi_cdc.testing.postgres import connect, wait_for_stream
 
 REPO = Path(__file__).resolve().parent.parent
 BOOTSTRAP = "127.0.0.1:59092"
@@ -365,7 +364,8 @@ def run_chaos(
         # 3. Catch up and compare.
         workload.stop()
         report.changes, report.transactions = workload.changes, workload.transactions
-        wait_until_quiet(BOOTSTRAP, [topic], quiet_s=5, timeout_s=300)
+        with connect() as conn:
+            wait_for_stream(conn, BOOTSTRAP, [topic], timeout_s=300)  # the connector may still be restarting
         for ingest in ingests:
             runs[ingest.table_type].catch_up_s = round(_catch_up(ingest, topic, catch_up_timeout_s), 1)
         for ingest in ingests:

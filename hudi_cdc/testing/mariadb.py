@@ -100,6 +100,7 @@ def wait_for_stream(
     topics: Sequence[str],
     *,
     since: Mapping[tuple[str, int], int] | None = None,
+    timeout_s: float = 120.0,
 ) -> dict[tuple[str, int], int]:
     """Wait until the stack's connector has published every change committed before the call; the end offsets.
 
@@ -111,4 +112,5 @@ def wait_for_stream(
         lambda: workload.mark_stream(MARIADB, conn),
         TOPIC_PREFIX + workload.MARKS_TABLE,
         since=since,
+        timeout_s=timeout_s,
     )

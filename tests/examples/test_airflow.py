@@ -15,6 +15,7 @@ import shutil
 import sqlite3
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -147,14 +148,16 @@ def test_the_dag_replicates_the_stack_inventory_database(spark, airflow_home: Pa
         if os.environ.get("CI") == "true":
             pytest.fail(f"CI=true but the local stack is down ({', '.join(down)})")
         pytest.skip(f"the local CDC stack is down ({', '.join(down)}): make stack-up")
-    from hudi_cdc.testing.kafka import end_offsets, wait_until_quiet
-    from hudi_cdc.testing.postgres import SAMPLE_KEYS, compare_table, connect, run_workload
+    from hudi_cdc.testing.kafka import end_offsets
+    from hudi_cdc.testing.postgres import SAMPLE_KEYS, compare_table, connect, run_workload, wait_for_stream
 
     topics = [f"dbserver1.inventory.{table}" for table in SAMPLE_KEYS]
     with connect() as conn:
         before = end_offsets(BOOTSTRAP, topics)
-        run_workload(conn, random.Random(13), transactions=40, tag="airflow")
-        wait_until_quiet(BOOTSTRAP, topics, since=before)
+        run_workload(
+            conn, random.Random(13), transactions=40, tag=f"airflow{uuid.uuid4().hex[:8]}"
+        )  # unique: the stack outlives runs
+        wait_for_stream(conn, BOOTSTRAP, topics, since=before)
         airflow = Airflow(airflow_home, INVENTORY_DAGS)
         airflow("dags", "test", "hudi_cdc_inventory")
         assert airflow.task_instances("hudi_cdc_inventory") == {t: ("success", 1) for t in SAMPLE_KEYS}

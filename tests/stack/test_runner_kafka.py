@@ -19,8 +19,7 @@ from click.testing import CliRunner
 from hudi_cdc.cli import main
 from hudi_cdc.service import load_pipeline, run_pipeline
 from hudi_cdc.sources.kafka import end_offsets
-from hudi_cdc.testing.kafka import wait_until_quiet
-from hudi_cdc.testing.postgres import compare_table, connect
+from hudi_cdc.testing.postgres import compare_table, connect, wait_for_stream
 from tests.stack.conftest import BOOTSTRAP, REGISTRY
 
 pytestmark = [pytest.mark.kafka, pytest.mark.postgres, pytest.mark.hudi]
@@ -93,7 +92,8 @@ discovery_interval_seconds = 2
     assert report.failed == [] and set(report.tables) == {f"inventory.{n}" for n in [*names, *created]}
     # Let the last changes reach the topics, then one more round of every table catches them up.
     topics = [f"dbserver1.inventory.{n}" for n in [*names, *created]]
-    wait_until_quiet(BOOTSTRAP, topics, since=None, quiet_s=3)
+    with connect() as conn:
+        wait_for_stream(conn, BOOTSTRAP, topics)
     done = CliRunner().invoke(main, ["run", "--pipeline", str(path), "--json"], catch_exceptions=False)
     assert done.exit_code == 0, done.output
     with connect() as conn:
@@ -193,7 +193,7 @@ target_table = "{{table}}"
     produce(BOOTSTRAP, changes, [ddl("CREATE", names[1], f"CREATE TABLE {names[1]} ...")])
     with connect() as conn:
         conn.execute(f"insert into inventory.{names[1]} values (500, 'again', 1)")
-    wait_until_quiet(BOOTSTRAP, [f"dbserver1.inventory.{names[1]}"], since=None, quiet_s=3)
+        wait_for_stream(conn, BOOTSTRAP, [f"dbserver1.inventory.{names[1]}"])
     done = CliRunner().invoke(main, ["run", "--pipeline", str(path), "--json"], catch_exceptions=False)
     assert json.loads(done.output.strip().splitlines()[-1])["dropped"] == []
     with connect() as conn:
