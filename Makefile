@@ -25,6 +25,12 @@ $(JARS): jars/hudi/pom.xml
 	mvn -q -B -f jars/hudi/pom.xml dependency:copy-dependencies -DoutputDirectory=$(abspath $(JARS_DIR))
 	touch $@
 
+# hudi-cdc's own per-key pick (payloads/base.py `_pick`), built from source; `package` runs its JUnit tests.
+PICK_JAR := $(JARS_DIR)/hudi-cdc-pick-1.jar
+$(PICK_JAR): jars/pick/pom.xml $(wildcard jars/pick/src/*/java/io/hudicdc/pick/*.java) $(JARS)
+	mvn -q -B -f jars/pick/pom.xml package
+	cp jars/pick/target/hudi-cdc-pick-1.jar $@
+
 # Airflow pins its own dependencies (they clash with ours): its own venv, with hudi-cdc's
 # module installed without dependencies; the tasks run hudi-cdc from .venv.
 AIRFLOW_VENV := .venv-airflow
@@ -41,9 +47,9 @@ $(AIRFLOW_INSTALLED): setup.cfg | $(INSTALLED)
 
 airflow: $(AIRFLOW_INSTALLED) ## Airflow 3 and its Spark provider in .venv-airflow, for examples/airflow/ and its tests
 
-install: $(INSTALLED) $(JARS) ## Create .venv with hudi-cdc (editable) and fetch the Spark-side jars
+install: $(INSTALLED) $(JARS) $(PICK_JAR) ## Create .venv with hudi-cdc (editable), fetch the Spark-side jars, build our own
 
-jars: $(JARS) ## Fetch the Hudi bundle and spark-avro jars into .jars/ (Maven Central)
+jars: $(JARS) $(PICK_JAR) ## Fetch the Hudi bundle and spark-avro jars into .jars/ (Maven Central), build jars/pick
 
 demo: demo-files demo-stack ## Both demos: the embedded default (files), then the real pipeline on the local stack
 
