@@ -8,7 +8,7 @@ JARS := $(JARS_DIR)/.fetched
 PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help install jars airflow demo demo-files demo-stack test test-setup test-archive test-nostack bench bench-scale bench-freshness bench-verify bench-first-load bench-pipeline bench-formats bench-rounds bench-commit-cost bench-java-client bench-index bench-toast bench-report bench-all chaos test-fast lint clean stack-up stack-down stack-reset
+.PHONY: help install jars airflow demo demo-files demo-stack test test-setup test-archive test-nostack bench bench-scale bench-freshness bench-verify bench-first-load bench-pipeline bench-formats bench-rounds bench-commit-cost bench-java-client bench-index bench-toast bench-pick bench-report bench-all chaos test-fast lint clean stack-up stack-down stack-reset
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -25,7 +25,7 @@ $(JARS): jars/hudi/pom.xml
 	mvn -q -B -f jars/hudi/pom.xml dependency:copy-dependencies -DoutputDirectory=$(abspath $(JARS_DIR))
 	touch $@
 
-# hudi-cdc's own per-key pick (payloads/base.py `_pick`), built from source; `package` runs its JUnit tests.
+# hudi-cdc's own per-key pick (payloads/base.py `_pick`), built from source; tests/payloads/test_pick.py tests it in Spark.
 PICK_JAR := $(JARS_DIR)/hudi-cdc-pick-1.jar
 $(PICK_JAR): jars/pick/pom.xml $(wildcard jars/pick/src/*/java/io/hudicdc/pick/*.java) $(JARS)
 	mvn -q -B -f jars/pick/pom.xml package
@@ -143,6 +143,10 @@ bench-index: install ## An upsert into tables of 1M and 10M rows under each inde
 
 bench-toast: install ## Filling TOAST placeholders from the table: a round's cost at 50k and 200k rows of 4 kB values (MOR)
 	$(PY) -m bench.toast_lookup --rows 50000,200000 --results $(BENCH_RESULTS)
+	$(REPORT)
+
+bench-pick: install ## A merge policy's per-key pick over 1M events: sort-based against hash-based (jars/pick)
+	$(PY) -m bench.pick --results $(BENCH_RESULTS)
 	$(REPORT)
 
 bench-verify: install stack-up ## How long hudi-cdc verify takes on a 10M-row table (Postgres against a Hudi COW table)

@@ -55,6 +55,7 @@ SHOW: dict[str, list[Shown]] = {
     "index": [Shown("upserts", hide=("round_min_s", "data_files"))],
     "formats": [Shown("runs", hide=("note",))],
     "toast": [Shown("lookup")],
+    "pick": [Shown("pick")],
     "verify": [Shown("verify", turned=True)],
     "first-load": [Shown("load", turned=True)],
     "overlap": [],  # an experiment on a design hudi-cdc does not have; tuning.md says what it found

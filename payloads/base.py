@@ -952,8 +952,9 @@ def _pick(
 
     ``max`` over ``struct(position, value)`` has a buffer Spark cannot update in place, so Spark sorts every
     row by key (a sort aggregate); with ``by_hash`` (default: when :func:`_hash_pick_loadable`) one aggregate
-    of our own (``jars/pick``) takes every slot in an object hash aggregate instead. Values must be non-NULL
-    structs, so that NULL means "not taken".
+    of our own (``jars/pick``) takes every slot in an object hash aggregate instead. That one keeps Spark's
+    default of 128 keys a task in its map before it sorts the rest: larger maps measured slower
+    (``bench/pick.py``), the collector paying for them.
     """
     from pyspark.sql import functions as F
 
