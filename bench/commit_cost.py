@@ -42,6 +42,7 @@ from bench.run import REPO, variant
 ORDERING = "_source_order"
 PATTERNS = ("random", "recent")
 DEFAULTS = "hudi-cdc defaults (simple index)"
+SHORT = {"COPY_ON_WRITE": "COW", "MERGE_ON_READ": "MOR"}
 
 
 def default_variants(buckets: int) -> dict[str, dict[str, str]]:
@@ -292,7 +293,7 @@ def main(argv: list[str] | None = None) -> int:
             "variants": variants, "shared_machine": True,
         }  # fmt: skip
         path = result_files.write(
-            "commit-cost", parameters=parameters,
+            "commit-cost", series=f"{args.table_rows:,} rows, {'/'.join(SHORT[t] for t in results)}", parameters=parameters,
             tables=result_tables(results), directory=args.results or result_files.LOCAL, started_utc=started_utc,
         )  # fmt: skip
         if written:
