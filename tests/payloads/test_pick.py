@@ -59,12 +59,11 @@ def _lsn(n: int) -> str:
 
 def _meta(flavor: str) -> st.SearchStrategy[tuple]:
     """One event's source position columns, missing now and then (then the event is an error)."""
-    maybe = st.one_of(st.none(), SMALL) if flavor != "jdbc" else SMALL
     if flavor == "postgres":
         return st.tuples(st.one_of(st.none(), SMALL, st.just(-1)), st.just("7"))
     if flavor == "mysql":
         files = st.sampled_from([None, "mysql-bin.000009", "mysql-bin.000010", "binlog"])
-        return st.tuples(files, maybe, st.one_of(st.none(), SMALL), st.just(None))
+        return st.tuples(files, st.one_of(st.none(), SMALL), st.one_of(st.none(), SMALL), st.just(None))
     if flavor == "jdbc":
         return st.tuples(st.one_of(st.none(), st.integers(-2, 2)), st.one_of(st.none(), SMALL))
     if flavor == "oracle":
