@@ -7,7 +7,9 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-__all__ = ["hadoop_conf", "java_binary", "java_message", "jvm", "jvm_conf", "jvm_options"]
+from hudi_cdc.errors import ConfigError
+
+__all__ = ["JIT_ENV", "hadoop_conf", "java_binary", "java_message", "jit_options", "jvm", "jvm_conf", "jvm_options"]
 
 # G1 before JDK 23 fails an allocation with OutOfMemoryError when two GCs in a row were held off by
 # threads in JNI critical sections (Snappy, LZ4, zlib), however much heap a GC would free (JDK-8192647).
@@ -42,15 +44,34 @@ def java_feature_version(java: str | None = None) -> int | None:
     return None
 
 
-def jvm_options(java: str | None = None) -> str:
-    """The options every JVM of a hudi-cdc job runs with, driver and executors (see ``GC_LOCKER_RETRIES``).
+JIT_ENV = "HUDI_CDC_JIT"
+"""``quick``: the JVMs compile with the JIT's first tier only (``-XX:TieredStopAtLevel=1``); ``full`` (the
+default): Java's own tiered compilation. See :func:`jit_options`."""
+_JIT_MODES = {"full": (), "quick": ("-XX:TieredStopAtLevel=1",)}
 
-    Empty for Java 23 and later, which no longer has the option and would refuse to start with it.
-    A Java whose version cannot be read is taken to be one Spark 3.5 supports (8 to 21).
+
+def jit_options() -> tuple[str, ...]:
+    """The JIT options of ``HUDI_CDC_JIT``.
+
+    A short-lived JVM on few cores spends much of its CPU in the optimizing compiler (C2) on code it
+    will not run long enough to gain from: ``quick`` leaves C2 out, for one-shot rounds of small
+    batches and test suites. A long or large run wants C2's code: ``full``.
     """
-    if (java_feature_version(java) or 17) >= 23:
-        return ""
-    return f"-XX:+UnlockDiagnosticVMOptions -XX:GCLockerRetryAllocationCount={GC_LOCKER_RETRIES}"
+    mode = os.environ.get(JIT_ENV, "full").strip().lower() or "full"
+    if mode not in _JIT_MODES:
+        raise ConfigError(f"{JIT_ENV}={mode!r}: expected one of {', '.join(_JIT_MODES)}")
+    return _JIT_MODES[mode]
+
+
+def jvm_options(java: str | None = None) -> str:
+    """The options every JVM of a hudi-cdc job runs with, driver and executors: ``GC_LOCKER_RETRIES``
+    before Java 23 (which no longer has the option and would refuse to start with it), and
+    :func:`jit_options`. A Java whose version cannot be read is taken to be one Spark 3.5 supports (8 to 21).
+    """
+    options: list[str] = []
+    if (java_feature_version(java) or 17) < 23:
+        options += ["-XX:+UnlockDiagnosticVMOptions", f"-XX:GCLockerRetryAllocationCount={GC_LOCKER_RETRIES}"]
+    return " ".join([*options, *jit_options()])
 
 
 DRIVER_OPTIONS_KEY = "spark.driver.defaultJavaOptions"

@@ -6,7 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from hudi_cdc._jvm import GC_LOCKER_RETRIES, java_feature_version, jvm_options
+from hudi_cdc._jvm import GC_LOCKER_RETRIES, JIT_ENV, java_feature_version, jvm_options
+from hudi_cdc.errors import ConfigError
+
+
+@pytest.fixture(autouse=True)
+def _java_default_jit(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(JIT_ENV, raising=False)  # `make test` runs the suite with its JVMs on quick
 
 
 def _jdk(tmp_path: Path, release: str | None) -> str:
@@ -37,3 +43,16 @@ def test_java_before_23_waits_out_the_gc_locker(tmp_path: Path, release: str | N
 def test_java_23_which_dropped_the_option_gets_none(tmp_path: Path) -> None:
     # Java 23 would refuse to start with an option it no longer has.
     assert jvm_options(_jdk(tmp_path, "23.0.1")) == ""
+
+
+def test_quick_jit_leaves_the_optimizing_compiler_out_and_a_wrong_mode_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    java = _jdk(tmp_path, "17.0.15")
+    monkeypatch.setenv(JIT_ENV, "quick")
+    assert jvm_options(java).split()[-1] == "-XX:TieredStopAtLevel=1"
+    monkeypatch.setenv(JIT_ENV, "Full")
+    assert "TieredStopAtLevel" not in jvm_options(java)
+    monkeypatch.setenv(JIT_ENV, "fast")
+    with pytest.raises(ConfigError, match=r"HUDI_CDC_JIT='fast': expected one of full, quick"):
+        jvm_options(java)

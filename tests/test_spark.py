@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from hudi_cdc._jvm import GC_LOCKER_RETRIES
+from hudi_cdc._jvm import GC_LOCKER_RETRIES, JIT_ENV
 from hudi_cdc.testing.cluster import spark_bin
 
 pytestmark = pytest.mark.spark
@@ -59,6 +59,7 @@ bean = jvm.java.lang.management.ManagementFactory.getPlatformMXBean(
     jvm.java.lang.Class.forName("com.sun.management.HotSpotDiagnosticMXBean"))
 print("PROBE " + json.dumps({
     "retries": bean.getVMOption("GCLockerRetryAllocationCount").getValue(),
+    "jit_top_tier": bean.getVMOption("TieredStopAtLevel").getValue(),
     "user": jvm.java.lang.System.getProperty("hudi.cdc.probe"),
     "rows": spark.range(3).count(),
 }))
@@ -72,9 +73,13 @@ def _probe_output(stdout: str) -> dict:
 
 def test_a_session_hudi_cdc_starts_waits_out_the_gc_locker_and_keeps_the_users_java_options() -> None:
     conf = json.dumps({"spark.driver.extraJavaOptions": "-Dhudi.cdc.probe=kept"})
-    done = subprocess.run([sys.executable, "-c", OPTIONS_PROBE, conf], capture_output=True, text=True, timeout=300)
+    env = {**os.environ, JIT_ENV: "quick"}  # Java's default (full) is the JVM's own: nothing of ours to see
+    done = subprocess.run(
+        [sys.executable, "-c", OPTIONS_PROBE, conf], capture_output=True, text=True, timeout=300, env=env
+    )
     assert done.returncode == 0, done.stderr[-3000:]
-    assert _probe_output(done.stdout) == {"retries": str(GC_LOCKER_RETRIES), "user": "kept", "rows": 3}
+    expected = {"retries": str(GC_LOCKER_RETRIES), "jit_top_tier": "1", "user": "kept", "rows": 3}
+    assert _probe_output(done.stdout) == expected
 
 
 def test_the_spark_submit_line_of_the_readme_gives_the_driver_the_same_options(tmp_path: Path) -> None:
