@@ -134,6 +134,7 @@ def main() -> None:
     parser.add_argument(
         "--fallbacks", help="the object hash aggregate's fallback thresholds to try, comma-separated (default: 128)"
     )
+    parser.add_argument("--notes", help="what the result file should say about the run (the machine's load)")
     parser.add_argument(
         "--results", type=Path, help="write the result file under this folder (default: .bench/results)"
     )
@@ -187,6 +188,7 @@ def main() -> None:
         tables={"pick": results.table(COLUMNS, rows), "times": _times_table(times)},
         directory=args.results or results.LOCAL,
         started_utc=started_utc,
+        notes=args.notes,
     )
     if not equal:
         raise SystemExit("a variant's per-key rows differ from the sort aggregate's")
