@@ -149,7 +149,8 @@ public final class Pick extends TypedImperativeAggregate<UnsafeRow[]> implements
         Object[] picked = new Object[slots()];
         for (int i = 0; i < picked.length; i++) {
             UnsafeRow value = buffer[2 * i + 1];
-            picked[i] = value == null ? null : value.get(0, children.get(2 + 2 * i).dataType());
+            // A primitive's getter would read a NULL as 0.
+            picked[i] = value == null || value.isNullAt(0) ? null : value.get(0, children.get(2 + 2 * i).dataType());
         }
         return new GenericInternalRow(picked);
     }
