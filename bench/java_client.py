@@ -191,8 +191,10 @@ def main(argv: list[str] | None = None) -> int:
         client.close()
     same = check(spark, paths, work)
     rows = summary(writes, builds, client_s, same)
+    extra_conf = ", ".join(kv for kv in args.hoodie_conf)
     path = result_files.write(
         "java-client",
+        series=f"bucket index{', ' + extra_conf if extra_conf else ''}",
         parameters={
             "table_rows": args.table_rows,
             "rows": args.rows,
