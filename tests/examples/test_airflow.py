@@ -29,12 +29,14 @@ REPO = Path(__file__).resolve().parents[2]
 AIRFLOW = REPO / ".venv-airflow" / "bin" / "airflow"
 HUDI_CDC = Path(sys.executable).parent / "hudi-cdc"
 INVENTORY_DAGS = REPO / "examples" / "airflow"
+MACHINE = ("HUDI_CDC_CACHE_DIR", "HUDI_CDC_JIT")
 
 
 class Airflow:
     def __init__(self, home: Path, dags: Path, **env: str) -> None:
         self.home = home
-        self.env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "HUDI_CDC"))}
+        # A user's environment: none of ours but the machine-wide JVM settings (make test's archive and JIT).
+        self.env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "HUDI_CDC")) or k in MACHINE}
         self.env.update(
             AIRFLOW_HOME=str(home),
             AIRFLOW__CORE__DAGS_FOLDER=str(dags),
