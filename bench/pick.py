@@ -11,7 +11,7 @@ Spark's ``noop`` sink: once per variant to warm up, then ``--repetitions`` times
 alternating in the one JVM. The variants: the sort-based pick (``max`` over ``struct(position,
 value)``) and the hash-based one (``jars/pick``), the latter with the object hash aggregate's
 fallback to sorting at each of ``--fallbacks`` keys a task (default: the session's, Spark's 128). A
-larger threshold keeps more keys in the hash map and was slower here (1M events: 131,072 about 1.5x
+larger threshold keeps more keys in the hash map and was slower here (1M events: 131,072 1.5-1.9x
 the time of 128; the map's objects cost the collector more than the sort they save). Each run's physical
 plan names its aggregate operator; every variant's result must equal the sort-based one's.
 """
