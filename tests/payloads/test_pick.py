@@ -119,7 +119,7 @@ def test_the_pick_jar_is_on_the_sessions_classpath(spark) -> None:
 
 
 SETTINGS = settings(
-    max_examples=20,
+    max_examples=8,  # of up to six streams each: a Spark job pair per example, not per stream
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture],
 )
@@ -129,6 +129,8 @@ SETTINGS = settings(
 @SETTINGS
 @given(data=st.data(), arrival=st.sampled_from(sorted(ARRIVALS)), quarantine=st.booleans(), with_map=st.booleans())
 def test_hash_pick_equals_sort_pick(spark, flavor: str, data, arrival: str, quarantine: bool, with_map: bool) -> None:  # noqa: ANN001
-    events = data.draw(st.lists(_event(flavor), min_size=1, max_size=40))
+    # The pick is per key: streams on keys of their own share a batch as if each had one to itself.
+    streams = data.draw(st.lists(st.lists(_event(flavor), min_size=1, max_size=40), min_size=1, max_size=6))
+    events = [(key + 10 * n, *rest) for n, stream in enumerate(streams) for key, *rest in stream]
     policy, flat = _batch(spark, flavor, arrival, events, with_map)
     assert _picked(policy, flat, True, quarantine) == _picked(policy, flat, False, quarantine)
