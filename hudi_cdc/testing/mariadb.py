@@ -10,15 +10,16 @@ mirror the Postgres ones (:mod:`hudi_cdc.testing.postgres`): ``customers``
 
 from __future__ import annotations
 
+import functools
 import json
 import random
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timedelta
 from typing import Any
 
-from hudi_cdc.testing import kafka, workload
+from hudi_cdc.testing import workload
 from hudi_cdc.testing.workload import SAMPLE_KEYS, Dialect, random_text
 
 __all__ = ["SAMPLE_KEYS", "STACK_URL", "TOPIC_PREFIX", "connect", "run_workload", "wait_for_stream"]
@@ -71,6 +72,7 @@ def _new_document(rng: random.Random, tag: str, n: int) -> tuple[Any, ...]:
 
 
 MARIADB = Dialect(
+    topic_prefix=TOPIC_PREFIX,
     schema="",
     now="now(6)",  # now() is whole seconds in MariaDB; the columns keep microseconds
     blob="`blob`",
@@ -94,23 +96,5 @@ def run_workload(
     return workload.run_workload(MARIADB, conn, rng, transactions=transactions, tag=tag, tables=tables)
 
 
-def wait_for_stream(
-    conn: Any,  # noqa: ANN401
-    bootstrap: str,
-    topics: Sequence[str],
-    *,
-    since: Mapping[tuple[str, int], int] | None = None,
-    timeout_s: float = 120.0,
-) -> dict[tuple[str, int], int]:
-    """Wait until the stack's connector has published every change committed before the call; the end offsets.
-
-    See :func:`hudi_cdc.testing.kafka.wait_until_published`; ``since``: the topics must have moved past it.
-    """
-    return kafka.wait_until_published(
-        bootstrap,
-        topics,
-        lambda: workload.mark_stream(MARIADB, conn),
-        TOPIC_PREFIX + workload.MARKS_TABLE,
-        since=since,
-        timeout_s=timeout_s,
-    )
+# The sample database's own: ``wait_for_stream(conn, bootstrap, topics, since=..., timeout_s=...)``.
+wait_for_stream = functools.partial(workload.wait_for_stream, MARIADB)

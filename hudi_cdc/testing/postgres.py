@@ -17,16 +17,17 @@ Needs ``psycopg`` (the ``test`` extra).
 
 from __future__ import annotations
 
+import functools
 import json
 import random
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from hudi_cdc.testing import kafka, workload
+from hudi_cdc.testing import workload
 from hudi_cdc.testing.workload import SAMPLE_KEYS, Dialect, random_text
 
 __all__ = [
@@ -80,6 +81,7 @@ def _new_body(rng: random.Random) -> str | None:
 
 
 POSTGRES = Dialect(
+    topic_prefix=TOPIC_PREFIX,
     schema=SCHEMA,
     now="now()",
     blob="blob",
@@ -102,26 +104,8 @@ def run_workload(
     return workload.run_workload(POSTGRES, conn, rng, transactions=transactions, tag=tag, tables=tables)
 
 
-def wait_for_stream(
-    conn: Any,  # noqa: ANN401
-    bootstrap: str,
-    topics: Sequence[str],
-    *,
-    since: Mapping[tuple[str, int], int] | None = None,
-    timeout_s: float = 120.0,
-) -> dict[tuple[str, int], int]:
-    """Wait until the stack's connector has published every change committed before the call; the end offsets.
-
-    See :func:`hudi_cdc.testing.kafka.wait_until_published`; ``since``: the topics must have moved past it.
-    """
-    return kafka.wait_until_published(
-        bootstrap,
-        topics,
-        lambda: workload.mark_stream(POSTGRES, conn),
-        TOPIC_PREFIX + workload.MARKS_TABLE,
-        since=since,
-        timeout_s=timeout_s,
-    )
+# The sample database's own: ``wait_for_stream(conn, bootstrap, topics, since=..., timeout_s=...)``.
+wait_for_stream = functools.partial(workload.wait_for_stream, POSTGRES)
 
 
 # --- comparison -------------------------------------------------------------------------------------

@@ -19,14 +19,16 @@ from __future__ import annotations
 
 import random
 import string
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import date, timedelta
 from decimal import Decimal
 from typing import Any
 
-__all__ = ["MARKS_TABLE", "SAMPLE_KEYS", "Dialect", "mark_stream", "random_text", "run_workload"]
+from hudi_cdc.testing import kafka
+
+__all__ = ["MARKS_TABLE", "SAMPLE_KEYS", "Dialect", "mark_stream", "random_text", "run_workload", "wait_for_stream"]
 
 SAMPLE_KEYS: dict[str, tuple[str, ...]] = {
     "customers": ("id",),
@@ -54,6 +56,8 @@ class Dialect:
     """``(doc_id, title, body, blob, tags, meta, edited_at)`` of a new document."""
     tags: Callable[[list[str]], Any]
     """The driver's value for a list of tags (an array, or JSON text)."""
+    topic_prefix: str = ""
+    """Where the stack's connector publishes the database's tables (``<prefix><table>``)."""
     serial_key: str = "bigserial primary key"
     """A generated key column's type, as the SQL spells it."""
     new_body: Callable[[random.Random], str | None] | None = None
@@ -188,3 +192,26 @@ def mark_stream(db: Dialect, conn: Any) -> None:  # noqa: ANN401
         _MARKED.add(db)
     with db.transaction(conn) as cur:
         cur.execute(f"insert into {table} (at) values ({db.now})")  # noqa: S608 - our own table name
+
+
+def wait_for_stream(
+    db: Dialect,
+    conn: Any,  # noqa: ANN401
+    bootstrap: str,
+    topics: Sequence[str],
+    *,
+    since: Mapping[tuple[str, int], int] | None = None,
+    timeout_s: float = 120.0,
+) -> dict[tuple[str, int], int]:
+    """Wait until the stack's connector has published every change committed before the call; the end offsets.
+
+    See :func:`hudi_cdc.testing.kafka.wait_until_published`; ``since``: the topics must have moved past it.
+    """
+    return kafka.wait_until_published(
+        bootstrap,
+        topics,
+        lambda: mark_stream(db, conn),
+        db.topic_prefix + MARKS_TABLE,
+        since=since,
+        timeout_s=timeout_s,
+    )
