@@ -8,7 +8,7 @@ JARS := $(JARS_DIR)/.fetched
 PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help install jars airflow demo demo-files demo-stack test test-setup test-archive test-nostack bench bench-scale bench-freshness bench-verify bench-first-load bench-pipeline bench-formats bench-rounds bench-commit-cost bench-java-client bench-index bench-toast bench-pick bench-report bench-all chaos test-fast lint clean stack-up stack-down stack-reset
+.PHONY: help install jars airflow demo demo-files demo-stack test test-setup test-archive test-nostack bench bench-scale bench-freshness bench-verify bench-first-load bench-pipeline bench-pipeline-skewed bench-formats bench-rounds bench-commit-cost bench-java-client bench-index bench-toast bench-pick bench-report bench-all chaos test-fast lint clean stack-up stack-down stack-reset
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -118,6 +118,11 @@ bench-scale: install stack-up ## Cost per event at 100k/1M/5M backlogs, per roun
 
 bench-pipeline: install stack-up ## 50 tables in one process at 5,000 changes/s: freshness per table, an idle table's cost
 	$(PY) -m bench.pipeline --results $(BENCH_RESULTS)
+	$(REPORT)
+
+bench-pipeline-skewed: install stack-up ## 200 tables at 5,000 changes/s, 10 of them carrying 90%: p99 on the hot and the cold tables against 10 s / 30 s
+	$(PY) -m bench.pipeline --tables 200 --hot-tables 10 --hot-share 0.9 --rate 5000 --seconds 300 --warmup 120 \
+		--idle-seconds 60 --results $(BENCH_RESULTS)
 	$(REPORT)
 
 bench-rounds: install stack-up ## Small rounds: continuous rounds of 1, 100 and 10,000 messages, a one-shot run's fixed cost

@@ -1,23 +1,34 @@
 """Many tables in one process: freshness per table under load, and what an idle table costs.
 
     python -m bench.pipeline --tables 50 --rate 5000 --seconds 120
+    python -m bench.pipeline --tables 200 --hot-tables 10 --rate 5000 --seconds 300   # skewed
 
 ``--tables`` new Postgres tables in ``inventory``, published by the stack's
 Debezium connector, a topic each. ``hudi-cdc run --pipeline --continuous``
-(``spark-submit``, ``local[2]``) replicates every topic into a MERGE_ON_READ
-table. A load thread commits 10 transactions a second, each inserting
-``rate / 10 / tables`` rows into every table (inserts: every change is its
-own key, so each commit's stats say exactly which transactions it holds).
+(``spark-submit``, ``local[2]``, ``--max-concurrent-tables``) replicates every
+topic into a MERGE_ON_READ table. A load thread commits 10 transactions a second,
+each inserting ``rate / 10 / tables`` rows into every table (inserts: every change
+is its own key, so each commit's stats say exactly which transactions it holds).
 
-Freshness of transaction *k* in table *X*: the completion time of the first
-commit of *X* whose newest source commit time (``source_ts_ms_max`` in its
-stats) is at or after *k*'s start, minus the time *k*'s commit returned to
-the client. Commit completion times come from the Hudi timeline's file names.
-Transactions of the first ``warmup`` seconds are left out.
+Skewed load (``--hot-tables N``, the series ``skewed``): each transaction inserts
+into the N hot tables, which share ``--hot-share`` of ``rate``, and into the cold
+tables whose turn it is: each cold table gets a transaction every 20 s (the turns
+spread evenly over the 20 s), sized so the cold tables carry the rest of ``rate``.
+
+Freshness of transaction *k* in table *X* (only the transactions that inserted
+into *X* count): the completion time of the first commit of *X* whose newest
+source commit time (``source_ts_ms_max`` in its stats) is at or after *k*'s
+start, minus the time *k*'s commit returned to the client. Commit completion
+times come from the Hudi timeline's file names. Transactions of the first
+``warmup`` seconds are left out. A skewed run also reports the per-table p99 over
+the hot and over the cold tables and how many tables meet their goal (p99 <= 10 s
+on a hot table, <= 30 s on every table).
 
 Then the load stops, and the runner goes on over idle tables for
 ``idle_seconds``: the mean duration of a round that found nothing is the cost
-of an idle table per round.
+of an idle table per round. Last, with the runner stopped, one Spark session
+here reads every table (MOR snapshot) and compares its row count, sum(v) and
+max(id) with its Postgres table's: ``mismatched_tables``.
 """
 
 from __future__ import annotations
@@ -32,6 +43,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -39,16 +51,66 @@ from typing import Any
 from bench import results
 from bench.run import BOOTSTRAP, LAUNCHER, REGISTRY, REPO, hudi_cdc_jars, spark_submit, variant
 
+TICK_S = 0.1  # the load commits a transaction every tick
+COLD_EVERY_S = 20.0  # a cold table's transactions come this far apart: a few a minute
+HOT_GOAL_S, ALL_GOAL_S = 10.0, 30.0  # the skewed scenario's p99 goals: on a hot table, on every table
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """One run's load and the runner's concurrency."""
+
+    tables: int
+    rate: int
+    seconds: float
+    warmup: float
+    idle_seconds: float
+    hot_tables: int = 0  # 0: the even load
+    hot_share: float = 0.9
+    max_concurrent_tables: int = 4
+
+    @property
+    def skewed(self) -> bool:
+        return self.hot_tables > 0
+
+
+class Plan:
+    """Which tables transaction *seq* inserts into, and how many rows into each.
+
+    Even: every table, ``rate / 10 / tables`` rows. Skewed: every hot table (the first ``hot_tables``) and
+    each cold table once every ``COLD_EVERY_S``, at its own offset in that cycle.
+    """
+
+    def __init__(self, s: Scenario) -> None:
+        self.cold, self.per_cold, self.period = 0, 0, 1
+        if not s.skewed:
+            self.hot, self.per_hot = s.tables, max(1, s.rate // 10 // s.tables)
+            return
+        self.hot = s.hot_tables
+        self.per_hot = max(1, round(s.rate * s.hot_share * TICK_S / s.hot_tables))
+        self.cold = s.tables - s.hot_tables
+        self.period = round(COLD_EVERY_S / TICK_S)
+        self.per_cold = max(1, round(s.rate * (1 - s.hot_share) * COLD_EVERY_S / self.cold))
+        self.turns: dict[int, list[int]] = {}  # seq % period -> the cold tables (indexes) it inserts into
+        for i in range(self.cold):
+            self.turns.setdefault(i * self.period // self.cold, []).append(self.hot + i)
+
+    def touches(self, seq: int) -> list[tuple[int, int]]:
+        """``(table index, rows)`` for transaction ``seq``."""
+        hot = [(i, self.per_hot) for i in range(self.hot)]
+        return hot + [(i, self.per_cold) for i in self.turns.get(seq % self.period, ())] if self.cold else hot
+
 
 class Load(threading.Thread):
-    """Commits 10 transactions a second, each inserting ``per_table`` rows into every table."""
+    """Commits 10 transactions a second, each inserting into the tables its plan names."""
 
-    def __init__(self, dsn: str, tables: list[str], rate: int, seconds: float) -> None:
+    def __init__(self, dsn: str, tables: list[str], plan: Plan, seconds: float) -> None:
         super().__init__(daemon=True)
-        self.dsn, self.tables, self.seconds = dsn, tables, seconds
-        self.per_table = max(1, rate // 10 // len(tables))
+        self.dsn, self.tables, self.plan, self.seconds = dsn, tables, plan, seconds
         self.started: dict[int, float] = {}  # seq -> the transaction's start on the server (now()), s
         self.committed: dict[int, float] = {}  # seq -> when its commit returned, s
+        self.seqs: dict[str, list[int]] = {t: [] for t in tables}  # table -> the committed seqs that touched it
+        self.changes = 0
         self.behind_s = 0.0
         self.error: BaseException | None = None
 
@@ -66,19 +128,23 @@ class Load(threading.Thread):
             seq = 0
             while time.time() - start < self.seconds:
                 seq += 1
-                due = start + seq * 0.1
-                first = seq * self.per_table
+                due = start + seq * TICK_S
+                touches = [(self.tables[i], rows) for i, rows in self.plan.touches(seq)]
                 with conn.transaction():
                     cur.execute("select extract(epoch from now())")
                     row = cur.fetchone()
                     assert row is not None
                     self.started[seq] = float(row[0])
-                    for table in self.tables:
+                    for table, rows in touches:
+                        first = seq * rows  # a table gets the same number of rows each time: keys never repeat
                         cur.execute(
                             f"insert into inventory.{table} (id, v) select g, %s from generate_series(%s::bigint, %s::bigint) g",
-                            (seq, first, first + self.per_table - 1),
+                            (seq, first, first + rows - 1),
                         )
                 self.committed[seq] = time.time()
+                for table, rows in touches:
+                    self.seqs[table].append(seq)
+                    self.changes += rows
                 pause = due - time.time()
                 if pause > 0:
                     time.sleep(pause)
@@ -107,20 +173,79 @@ def _percentile(values: list[float], q: float) -> float:
     return ordered[max(0, int(len(ordered) * q + 0.999999) - 1)]
 
 
-def measure(
-    tables: int,
-    rate: int,
-    seconds: float,
-    warmup: float,
-    idle_seconds: float,
-    work: Path,
-    hoodie_conf: dict[str, str] | None = None,
-) -> dict[str, Any]:
-    from hudi_cdc.testing.kafka import end_offsets
+def measure(scenario: Scenario, work: Path, hoodie_conf: dict[str, str] | None = None) -> dict[str, Any]:
     from hudi_cdc.testing.postgres import STACK_DSN, connect
 
     run_id = uuid.uuid4().hex[:6]
-    names = [f"bench_many_{run_id}_{i:02d}" for i in range(tables)]
+    names = [f"bench_many_{run_id}_{i:02d}" for i in range(scenario.tables)]
+    _create_tables(names)
+    pipeline = _write_pipeline(work, run_id, scenario.max_concurrent_tables, hoodie_conf or {})
+    out_path = work / f"many_{run_id}.jsonl"
+    out = open(out_path, "w")  # noqa: SIM115 - the child writes it until terminated
+    runner = subprocess.Popen(
+        [spark_submit(), "--master", "local[2]", "--driver-memory", "6g", "--conf", "spark.ui.enabled=false",
+         *hudi_cdc_jars(), str(LAUNCHER), "run", "--pipeline", str(pipeline), "--continuous", "--json"],
+        stdout=out, stderr=open(work / f"many_{run_id}.log", "w"),  # noqa: SIM115
+        env={**os.environ, "PYSPARK_PYTHON": sys.executable},
+    )  # fmt: skip
+    bases = {n: work / n for n in names}
+    started_s = time.time()
+    load = Load(STACK_DSN, names, Plan(scenario), scenario.seconds + scenario.warmup)
+    try:
+        deadline = time.time() + 900
+        while not all(_completions(b) for b in bases.values()) and time.time() < deadline:
+            time.sleep(1)  # every table has its first commit
+        created_s = time.time()
+        load.start()
+        load.join()
+        if load.error is not None:
+            raise RuntimeError(f"the load failed: {load.error}") from load.error
+        # Caught up: every table's newest commit holds the last transaction that touched it.
+        newest = {n: load.started[seqs[-1]] * 1000 for n, seqs in load.seqs.items() if seqs}
+        deadline = time.time() + 600
+        while time.time() < deadline and not _caught_up(out_path, newest):
+            time.sleep(2)
+        caught_up_s = time.time()
+        busy_lines = len(out_path.read_text().splitlines())
+        time.sleep(scenario.idle_seconds)
+        expected = _postgres_sums(names)  # the load has stopped: the source no longer changes
+    finally:
+        runner.terminate()
+        runner.wait(120)
+        out.close()
+        with connect() as conn:  # the topics stay; the tables go
+            for name in names:
+                conn.execute(f"drop table if exists inventory.{name}")
+    rounds = [json.loads(line) for line in out_path.read_text().splitlines() if line.startswith("{")]
+    per_table, missing = _freshness(load, bases, rounds, min(load.committed.values()) + scenario.warmup)
+    # Rounds once every table had caught up: nothing new anywhere.
+    idle_lines = out_path.read_text().splitlines()[busy_lines:]
+    idle = [r["duration_s"] for r in map(json.loads, filter(None, idle_lines)) if "duration_s" in r]
+    mismatched = _mismatched(expected, _hudi_sums(work, bases))
+    result = {
+        "tables": scenario.tables, "rate": scenario.rate, "seconds": scenario.seconds, "warmup": scenario.warmup,
+        "changes": load.changes,
+        "first_commits_s": round(created_s - started_s, 1),
+        "caught_up_after_load_s": round(caught_up_s - max(load.committed.values()), 1),
+        "not_visible": missing,
+        "mismatched_tables": len(mismatched),
+        **_summary(per_table),
+        **(_skew_summary(scenario, per_table, names[: scenario.hot_tables]) if scenario.skewed else {}),
+        "committed_rounds": sum(1 for r in rounds if r.get("commit_time")),
+        "idle_rounds": len(idle),
+        "idle_round_mean_s": round(statistics.mean(idle), 3) if idle else None,
+        "idle_round_p50_s": round(statistics.median(idle), 3) if idle else None,
+        "idle_rounds_per_table_s": round(len(idle) / scenario.tables / scenario.idle_seconds, 2),
+        "load_behind_s": round(load.behind_s, 2),
+    }  # fmt: skip
+    print(json.dumps(result), flush=True)
+    return result
+
+
+def _create_tables(names: list[str]) -> None:
+    from hudi_cdc.testing.kafka import end_offsets
+    from hudi_cdc.testing.postgres import connect
+
     with connect() as conn, conn.cursor() as cur:
         for name in names:
             cur.execute(
@@ -129,10 +254,12 @@ def measure(
             cur.execute(f"insert into inventory.{name} (id, v) values (0, 0)")  # the topic exists before the run
     topics = [f"dbserver1.inventory.{n}" for n in names]
     deadline = time.time() + 300
-    while len(end_offsets(BOOTSTRAP, topics)) < tables and time.time() < deadline:
+    while len(end_offsets(BOOTSTRAP, topics)) < len(names) and time.time() < deadline:
         time.sleep(2)
+
+
+def _write_pipeline(work: Path, run_id: str, max_concurrent_tables: int, hoodie_conf: dict[str, str]) -> Path:
     pipeline = work / f"many_{run_id}.toml"
-    conf_table = _conf_table(hoodie_conf or {})
     pipeline.write_text(
         f"""
 [source]
@@ -146,61 +273,32 @@ target_base_path = "{work}/{{table}}"
 target_table = "{{table}}"
 table_type = "mor"
 min_sync_interval_seconds = 0
-{conf_table}
+{_conf_table(hoodie_conf)}
 [run]
-max_concurrent_tables = 4
+max_concurrent_tables = {max_concurrent_tables}
 discovery_interval_seconds = 60
 state_dir = "{work}/state_{run_id}"
 """
     )
-    out_path = work / f"many_{run_id}.jsonl"
-    out = open(out_path, "w")  # noqa: SIM115 - the child writes it until terminated
-    runner = subprocess.Popen(
-        [spark_submit(), "--master", "local[2]", "--driver-memory", "6g", "--conf", "spark.ui.enabled=false",
-         *hudi_cdc_jars(), str(LAUNCHER), "run", "--pipeline", str(pipeline), "--continuous", "--json"],
-        stdout=out, stderr=open(work / f"many_{run_id}.log", "w"),  # noqa: SIM115
-        env={**os.environ, "PYSPARK_PYTHON": sys.executable},
-    )  # fmt: skip
-    bases = {n: work / n for n in names}
-    started_s = time.time()
-    load = Load(STACK_DSN, names, rate, seconds + warmup)
-    try:
-        deadline = time.time() + 900
-        while not all(_completions(b) for b in bases.values()) and time.time() < deadline:
-            time.sleep(1)  # every table has its first commit
-        created_s = time.time()
-        load.start()
-        load.join()
-        if load.error is not None:
-            raise RuntimeError(f"the load failed: {load.error}") from load.error
-        # Caught up: every table's newest commit holds the last transaction.
-        last = load.started[max(load.started)] * 1000
-        deadline = time.time() + 600
-        while time.time() < deadline and not _caught_up(out_path, names, last):
-            time.sleep(2)
-        caught_up_s = time.time()
-        busy_lines = len(out_path.read_text().splitlines())
-        time.sleep(idle_seconds)
-    finally:
-        runner.terminate()
-        runner.wait(120)
-        out.close()
-        with connect() as conn:  # the topics stay; the tables go
-            for name in names:
-                conn.execute(f"drop table if exists inventory.{name}")
-    rounds = [json.loads(line) for line in out_path.read_text().splitlines() if line.startswith("{")]
-    measured_from = min(load.committed.values()) + warmup
+    return pipeline
+
+
+def _freshness(
+    load: Load, bases: dict[str, Path], rounds: list[dict[str, Any]], measured_from: float
+) -> tuple[dict[str, list[float]], int]:
+    """Per table, the latencies of the measured transactions that touched it; and how many were never visible."""
     per_table: dict[str, list[float]] = {}
     missing = 0
-    for name in names:
-        done = _completions(bases[name])
+    for name, base in bases.items():
+        done = _completions(base)
         commits = sorted(
             (done[r["commit_time"]], r["source_ts_ms_max"])
             for r in rounds
             if r.get("table") == f"inventory.{name}" and r.get("commit_time") in done and r.get("source_ts_ms_max")
         )
         latencies = []
-        for seq, committed in load.committed.items():
+        for seq in load.seqs[name]:
+            committed = load.committed[seq]
             if committed < measured_from:
                 continue
             visible = next((at for at, newest in commits if newest >= load.started[seq] * 1000), None)
@@ -209,31 +307,91 @@ state_dir = "{work}/state_{run_id}"
             else:
                 latencies.append(visible - committed)
         per_table[name] = latencies
+    return per_table, missing
+
+
+def _summary(per_table: dict[str, list[float]]) -> dict[str, Any]:
     p99s = sorted(_percentile(v, 0.99) for v in per_table.values() if v)
     everything = [x for v in per_table.values() for x in v]
-    # Rounds once every table had caught up: nothing new anywhere.
-    idle_lines = out_path.read_text().splitlines()[busy_lines:]
-    idle = [r["duration_s"] for r in map(json.loads, filter(None, idle_lines)) if "duration_s" in r]
-    result = {
-        "tables": tables, "rate": rate, "seconds": seconds, "warmup": warmup,
-        "changes": sum(load.per_table * tables for s in load.committed),
-        "first_commits_s": round(created_s - started_s, 1),
-        "caught_up_after_load_s": round(caught_up_s - max(load.committed.values()), 1),
-        "not_visible": missing,
+    return {
         "p50_s": round(statistics.median(everything), 2) if everything else None,
         "p99_s": round(_percentile(everything, 0.99), 2) if everything else None,
         "table_p99_median_s": round(statistics.median(p99s), 2) if p99s else None,
         "table_p99_max_s": round(p99s[-1], 2) if p99s else None,
         "tables_p99_within_15s": sum(1 for p in p99s if p <= 15),
-        "committed_rounds": sum(1 for r in rounds if r.get("commit_time")),
-        "idle_rounds": len(idle),
-        "idle_round_mean_s": round(statistics.mean(idle), 3) if idle else None,
-        "idle_round_p50_s": round(statistics.median(idle), 3) if idle else None,
-        "idle_rounds_per_table_s": round(len(idle) / tables / idle_seconds, 2),
-        "load_behind_s": round(load.behind_s, 2),
-    }  # fmt: skip
-    print(json.dumps(result), flush=True)
-    return result
+    }
+
+
+def _skew_summary(scenario: Scenario, per_table: dict[str, list[float]], hot: list[str]) -> dict[str, Any]:
+    """The per-table p99 over the hot and over the cold tables, and the tables that meet their goal.
+
+    A table without a measured transaction meets no goal (``tables_without_samples`` counts them).
+    """
+    p99 = {name: _percentile(v, 0.99) if v else None for name, v in per_table.items()}
+    hot_p99s = sorted(p for n, p in p99.items() if n in hot and p is not None)
+    cold_p99s = sorted(p for n, p in p99.items() if n not in hot and p is not None)
+
+    def goal(name: str) -> float:
+        return HOT_GOAL_S if name in hot else ALL_GOAL_S
+
+    return {
+        "hot_tables": scenario.hot_tables,
+        "hot_share_pct": round(scenario.hot_share * 100, 1),
+        "cold_every_s": COLD_EVERY_S,
+        "hot_table_p99_median_s": round(statistics.median(hot_p99s), 2) if hot_p99s else None,
+        "hot_table_p99_max_s": round(hot_p99s[-1], 2) if hot_p99s else None,
+        "cold_table_p99_median_s": round(statistics.median(cold_p99s), 2) if cold_p99s else None,
+        "cold_table_p99_max_s": round(cold_p99s[-1], 2) if cold_p99s else None,
+        "hot_tables_within_10s": sum(1 for n in hot if p99[n] is not None and p99[n] <= HOT_GOAL_S),
+        "tables_within_30s": sum(1 for p in p99.values() if p is not None and p <= ALL_GOAL_S),
+        "tables_meeting_goal": sum(1 for n, p in p99.items() if p is not None and p <= goal(n)),
+        "tables_without_samples": sum(1 for p in p99.values() if p is None),
+    }
+
+
+def _postgres_sums(names: list[str]) -> dict[str, tuple[int, int, int]]:
+    """Per table: row count, sum(v), max(id) in Postgres."""
+    from hudi_cdc.testing.postgres import connect
+
+    out = {}
+    with connect() as conn, conn.cursor() as cur:
+        for name in names:
+            cur.execute(f"select count(*), coalesce(sum(v), 0), coalesce(max(id), -1) from inventory.{name}")
+            row = cur.fetchone()
+            assert row is not None
+            out[name] = (int(row[0]), int(row[1]), int(row[2]))
+    return out
+
+
+def _hudi_sums(work: Path, bases: dict[str, Path]) -> dict[str, tuple[int, int, int] | None]:
+    """Per table: row count, sum(v), max(id) of its MOR snapshot (None: unreadable), from one Spark session here."""
+    from pyspark.sql import functions as F
+
+    import hudi_cdc
+
+    spark = hudi_cdc.spark_session(
+        app_name="pipeline-check", conf={"spark.master": "local[2]", "spark.driver.memory": "2g"},
+        jvm_log=work / "check_jvm.log",
+    )  # fmt: skip
+    out: dict[str, tuple[int, int, int] | None] = {}
+    for name, base in bases.items():
+        try:
+            frame = spark.read.format("hudi").option("hoodie.datasource.query.type", "snapshot").load(str(base))
+            row = frame.agg(
+                F.count(F.lit(1)), F.coalesce(F.sum("v"), F.lit(0)), F.coalesce(F.max("id"), F.lit(-1))
+            ).first()
+            out[name] = (int(row[0]), int(row[1]), int(row[2]))
+        except Exception as exc:  # a table that cannot be read differs from its source
+            print(f"{name}: not readable: {exc}", file=sys.stderr, flush=True)
+            out[name] = None
+    return out
+
+
+def _mismatched(expected: dict[str, tuple[int, int, int]], found: dict[str, tuple[int, int, int] | None]) -> list[str]:
+    names = [n for n in expected if found.get(n) != expected[n]]
+    for name in names:
+        print(f"{name}: Hudi (rows, sum v, max id) {found.get(name)}, Postgres {expected[name]}", file=sys.stderr)
+    return names
 
 
 def _conf_table(conf: dict[str, str]) -> str:
@@ -242,20 +400,23 @@ def _conf_table(conf: dict[str, str]) -> str:
     return "\n[defaults.hoodie_conf]\n" + "".join(f'"{k}" = "{v}"\n' for k, v in conf.items())
 
 
-def _caught_up(out_path: Path, names: list[str], newest_ms: float) -> bool:
+def _caught_up(out_path: Path, newest_ms: dict[str, float]) -> bool:
     held: dict[str, int] = {}
     for line in out_path.read_text().splitlines():
         if line.startswith("{"):
             r = json.loads(line)
             if r.get("source_ts_ms_max"):
                 held[r["table"]] = max(held.get(r["table"], 0), r["source_ts_ms_max"])
-    return all(held.get(f"inventory.{n}", 0) >= newest_ms for n in names)
+    return all(held.get(f"inventory.{n}", 0) >= ms for n, ms in newest_ms.items())
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--tables", type=int, default=50)
     parser.add_argument("--rate", type=int, default=5000, help="changes a second over all tables")
+    parser.add_argument("--hot-tables", type=int, default=0, help="tables that carry --hot-share of the load (0: even)")
+    parser.add_argument("--hot-share", type=float, default=0.9, help="the hot tables' share of --rate")
+    parser.add_argument("--max-concurrent-tables", type=int, default=4, help="the runner's [run] setting")
     parser.add_argument("--seconds", type=float, default=120)
     parser.add_argument("--warmup", type=float, default=60)
     parser.add_argument("--idle-seconds", type=float, default=60)
@@ -271,37 +432,58 @@ def main(argv: list[str] | None = None) -> int:
         "--results", type=Path, help="write the result file under this folder (default: .bench/results)"
     )
     args = parser.parse_args(argv)
+    if not 0 <= args.hot_tables < args.tables or not 0 < args.hot_share < 1:
+        parser.error("--hot-tables must be 0 or fewer than --tables, and --hot-share between 0 and 1")
+    scenario = Scenario(
+        args.tables, args.rate, args.seconds, args.warmup, args.idle_seconds, args.hot_tables, args.hot_share,
+        args.max_concurrent_tables,
+    )  # fmt: skip
     args.work.mkdir(parents=True, exist_ok=True)
     started = f"{datetime.now():%Y-%m-%d %H:%M}"
     started_utc = results.now_utc()
     runs = []
     for label, conf in args.variant or [("hudi-cdc defaults", {})]:
-        result = measure(args.tables, args.rate, args.seconds, args.warmup, args.idle_seconds, args.work, conf)
-        runs.append((label, conf, result))
-    print(render(runs, started))
+        runs.append((label, conf, measure(scenario, args.work, conf)))
+    print(render(runs, started, scenario))
+    skew = {"hot_tables": args.hot_tables, "hot_share": args.hot_share, "cold_every_s": COLD_EVERY_S}
     results.write(
         "pipeline",
+        series="skewed" if scenario.skewed else None,  # the even load's newest run stays on the page
         parameters={
             "tables": args.tables, "rate": args.rate, "seconds": args.seconds, "warmup": args.warmup,
-            "idle_seconds": args.idle_seconds, "max_concurrent_tables": 4, "driver_memory": "6g",
+            "idle_seconds": args.idle_seconds, **(skew if scenario.skewed else {}),
+            "max_concurrent_tables": args.max_concurrent_tables, "driver_memory": "6g",
             "variants": {label: conf for label, conf, _ in runs},
         },
         tables={"runs": results.table(RUN_COLUMNS, [{"settings": label, **r} for label, _, r in runs])},
         directory=args.results or results.LOCAL,
         started_utc=started_utc,
     )  # fmt: skip
-    return 0 if all(r["not_visible"] == 0 for _, _, r in runs) else 1
+    return 0 if all(r["not_visible"] == 0 and r["mismatched_tables"] == 0 for _, _, r in runs) else 1
 
 
+# The skewed load's columns are None in an even run (the report leaves out a column no row fills).
 RUN_COLUMNS = [
     results.column("settings", "Hudi settings"), results.column("tables", unit="tables"),
+    results.column("hot_tables", "hot tables", "tables"),
+    results.column("hot_share_pct", "hot tables' share of the load", "%"),
+    results.column("cold_every_s", "a cold table's transactions every", "s"),
     results.column("rate", "load", "changes/s"), results.column("seconds", "measured", "s"),
     results.column("changes", unit="changes"), results.column("load_behind_s", "load behind at most", "s"),
     results.column("p50_s", "freshness p50, all tables", "s"), results.column("p99_s", "freshness p99, all tables", "s"),
     results.column("table_p99_median_s", "per-table p99: median", "s"),
     results.column("table_p99_max_s", "per-table p99: worst", "s"),
     results.column("tables_p99_within_15s", "tables with p99 <= 15 s", "#"),
+    results.column("hot_table_p99_median_s", "hot tables' p99: median", "s"),
+    results.column("hot_table_p99_max_s", "hot tables' p99: worst", "s"),
+    results.column("cold_table_p99_median_s", "cold tables' p99: median", "s"),
+    results.column("cold_table_p99_max_s", "cold tables' p99: worst", "s"),
+    results.column("hot_tables_within_10s", "hot tables with p99 <= 10 s", "#"),
+    results.column("tables_within_30s", "tables with p99 <= 30 s", "#"),
+    results.column("tables_meeting_goal", "tables meeting their goal (hot <= 10 s, all <= 30 s)", "#"),
+    results.column("tables_without_samples", "tables without a measured transaction", "#"),
     results.column("not_visible", "transactions never visible", "#"),
+    results.column("mismatched_tables", "tables unlike their Postgres table", "#"),
     results.column("caught_up_after_load_s", "caught up after the load stopped", "s"),
     results.column("first_commits_s", "first commit of every table", "s"),
     results.column("committed_rounds", "committed rounds", "#"),
@@ -312,7 +494,7 @@ RUN_COLUMNS = [
 ]  # fmt: skip
 
 
-def render(runs: list[tuple[str, dict[str, str], dict[str, Any]]], started: str) -> str:
+def render(runs: list[tuple[str, dict[str, str], dict[str, Any]]], started: str, scenario: Scenario) -> str:
     from bench.run import machine, versions
 
     first = runs[0][2]
@@ -328,11 +510,23 @@ def render(runs: list[tuple[str, dict[str, str], dict[str, Any]]], started: str)
         f"- {label}: " + (", ".join(f"`{k}={v}`" for k, v in conf.items()) or "no `hoodie_conf`")
         for label, conf, _ in runs
     ]
+    skewed = [
+        row("hot tables' p99: median / worst", lambda r: f"{r['hot_table_p99_median_s']} s / {r['hot_table_p99_max_s']} s"),
+        row("cold tables' p99: median / worst", lambda r: f"{r['cold_table_p99_median_s']} s / {r['cold_table_p99_max_s']} s"),
+        row("hot tables with p99 <= 10 s", lambda r: f"{r['hot_tables_within_10s']} of {r['hot_tables']}"),
+        row("tables with p99 <= 30 s", lambda r: f"{r['tables_within_30s']} of {r['tables']}"),
+        row("tables meeting their goal", lambda r: f"{r['tables_meeting_goal']} of {r['tables']}"),
+        row("tables without a measured transaction", lambda r: str(r["tables_without_samples"])),
+    ] if scenario.skewed else []  # fmt: skip
+    load = ""
+    if scenario.skewed:
+        load = f"; {scenario.hot_tables} hot tables carry {scenario.hot_share:.0%}, a cold table a transaction every {COLD_EVERY_S:.0f} s"
     return "\n".join(
         [
             f"Run of {started} on {machine()}; {', '.join(f'{k} {v}' for k, v in versions().items())}. "
             f"{first['tables']} MERGE_ON_READ tables, one `hudi-cdc run --continuous` (`local[2]`, 6 GiB driver, "
-            "4 concurrent tables), the stack on the same 2 cores; one run per column, one after the other.",
+            f"{scenario.max_concurrent_tables} concurrent tables), the stack on the same 2 cores; one run per column, "
+            "one after the other.",
             "",
             *settings,
             "",
@@ -341,7 +535,7 @@ def render(runs: list[tuple[str, dict[str, str], dict[str, Any]]], started: str)
             row(
                 "load",
                 lambda r: (
-                    f"{r['rate']:,} changes/s over {r['tables']} tables, {r['seconds']:.0f} s measured after "
+                    f"{r['rate']:,} changes/s over {r['tables']} tables{load}, {r['seconds']:.0f} s measured after "
                     f"{r['warmup']:.0f} s warm-up; {r['changes']:,} changes; load behind by at most {r['load_behind_s']} s"
                 ),
             ),
@@ -349,7 +543,9 @@ def render(runs: list[tuple[str, dict[str, str], dict[str, Any]]], started: str)
             row("freshness p99, all tables", lambda r: f"{r['p99_s']} s"),
             row("per-table p99: median / worst", lambda r: f"{r['table_p99_median_s']} s / {r['table_p99_max_s']} s"),
             row("tables with p99 <= 15 s", lambda r: f"{r['tables_p99_within_15s']} of {r['tables']}"),
+            *skewed,
             row("transactions never visible", lambda r: str(r["not_visible"])),
+            row("tables unlike their Postgres table", lambda r: str(r["mismatched_tables"])),
             row("caught up after the load stopped", lambda r: f"{r['caught_up_after_load_s']} s"),
             row("first commit of every table", lambda r: f"{r['first_commits_s']} s"),
             row("committed rounds", lambda r: f"{r['committed_rounds']:,}"),
