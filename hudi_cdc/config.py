@@ -107,6 +107,11 @@ class IngestConfig:
     """Start from this checkpoint instead of the one stored in the table (recovery)."""
     continuous: bool = False
     min_sync_interval_seconds: float = 0.0
+    max_freshness_seconds: float | None = None
+    """The table's freshness target (``hudi-cdc run``): a change should be in the table this many seconds
+    after the runner saw it arrive. The runner gives the next round to the table whose oldest unapplied
+    change is nearest to (or furthest past) its target, and ``status`` and the metrics say when a table
+    misses it and why. None: no target; the oldest unapplied change goes first."""
     max_rounds: int | None = None
     """Continuous mode stops after this many rounds (None: until stopped)."""
     retry_timeout_seconds: float = 900.0
@@ -174,6 +179,8 @@ class IngestConfig:
             raise ConfigError("retry_timeout_seconds must be >= 0")
         if self.min_sync_interval_seconds < 0:
             raise ConfigError("min_sync_interval_seconds must be >= 0")
+        if self.max_freshness_seconds is not None and not self.max_freshness_seconds > 0:
+            raise ConfigError(f"max_freshness_seconds must be > 0, got {self.max_freshness_seconds}")
 
     def _check_jdbc(self) -> None:
         if bool(self.jdbc_table) == bool(self.jdbc_query):
@@ -326,6 +333,7 @@ def normalise_settings(values: Mapping[str, Any], origin: str) -> dict[str, Any]
             value = _parse_number(key, value, int, origin)
         elif key in (
             "min_sync_interval_seconds",
+            "max_freshness_seconds",
             "tombstone_retention_hours",
             "retry_timeout_seconds",
             "jdbc_lookback_seconds",

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from hudi_cdc.sources.base import Source
     from payloads.base import MergePolicy, WritePlan
 
-__all__ = ["IngestResult", "ingest_once", "load_first", "merge_policy", "run"]
+__all__ = ["IngestResult", "RoundSteps", "ingest_once", "load_first", "merge_policy", "run"]
 
 log = logging.getLogger("hudi_cdc")
 
@@ -57,6 +57,8 @@ class IngestResult(ChangeCounts):
     details: dict[str, Any] = field(default_factory=dict)
     quarantined: int = 0
     """Bad events set aside in the quarantine table by this round (``on_bad_event = quarantine``)."""
+    steps_s: dict[str, float] = field(default_factory=dict)
+    """Seconds spent in each step of the round (:class:`RoundSteps`): where a slow round's time went."""
 
     @property
     def committed(self) -> bool:
@@ -64,6 +66,33 @@ class IngestResult(ChangeCounts):
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+class RoundSteps:
+    """Which step a round is in, since when, and the seconds each step took.
+
+    The steps: ``open`` (the table's checkpoint, tombstone purge), ``read`` (the source's offsets and
+    schemas), ``plan`` (reading, decoding and deciding each key: one Spark job), ``quarantine``,
+    ``tombstones`` and ``commit`` (the Hudi write). A runner reads :attr:`current` from another thread
+    to say what a late table is waiting for; a plain attribute read is enough for that.
+    """
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self.current: str | None = None
+        self.since = clock()
+        self.seconds: dict[str, float] = {}
+
+    def enter(self, step: str | None) -> None:
+        """End the current step (if any) and start ``step`` (None: the round is over)."""
+        now = self._clock()
+        if self.current is not None:
+            self.seconds[self.current] = round(self.seconds.get(self.current, 0.0) + now - self.since, 3)
+        self.current, self.since = step, now
+
+    def done(self) -> dict[str, float]:
+        self.enter(None)
+        return dict(self.seconds)
 
 
 def _make_source(spark: SparkSession, config: IngestConfig) -> Source:
@@ -111,36 +140,48 @@ class _Round:
     truncated_at: str | None = None
     """The newest TRUNCATE the table applied: every commit carries it (see MergePolicy.plan)."""
     checkpoint: dict[str, Any] | None = None
+    steps: RoundSteps = field(default_factory=RoundSteps)
 
     def tombstone_store(self, key_fields: tuple[str, ...]) -> TombstoneStore:
         return TombstoneStore(self.spark, self.config.resolved_tombstone_path, key_fields=key_fields)
 
 
 def ingest_once(
-    config: IngestConfig, *, spark: SparkSession | None = None, source: Source | None = None
+    config: IngestConfig,
+    *,
+    spark: SparkSession | None = None,
+    source: Source | None = None,
+    steps: RoundSteps | None = None,
 ) -> IngestResult:
     """One round: read what is new since the table's checkpoint and commit it with the next one.
 
     ``source`` replaces the configured one (re-applying quarantined events reads them from there).
+    ``steps``, when given, follows the round's progress (a runner reports it for a late table).
     """
     from hudi_cdc.spark import spark_session
 
     started = time.monotonic()
+    steps = steps or RoundSteps()
+    steps.enter("open")
     spark = spark or spark_session()
     source = source or _make_source(spark, config)
     round_, last = _open_round(config, spark, started)
+    round_.steps = steps
     round_.checkpoint = _starting_checkpoint(last, source, config)
+    steps.enter("read")
     batch = source.next_batch(round_.checkpoint)
     if batch is None:
         log.info("%s: nothing new since the last checkpoint", config.target_table)
+        held = round_.tombstones.count()
         return IngestResult(
             table=config.target_table,
             base_path=config.target_base_path,
             commit_time=None,
             checkpoint=round_.checkpoint,
-            tombstones_held=round_.tombstones.count(),
+            tombstones_held=held,
             tombstones_purged=round_.purged,
             duration_s=time.monotonic() - started,
+            steps_s=steps.done(),
         )
     log.info("%s: read %s", config.target_table, batch.description)
     _settle_keys(round_, batch)
@@ -149,6 +190,7 @@ def ingest_once(
     committed = round_.table.has_commits()
     if not batch.parts:  # only Kafka tombstones: nothing to write, but the checkpoint must move
         return _commit_checkpoint_only(round_, committed, batch)
+    steps.enter("plan")
     plan = _decide(round_, batch, committed)
     try:
         return _write(round_, batch, plan, committed)
@@ -239,6 +281,7 @@ def _write(round_: _Round, batch: Batch, plan: WritePlan, committed: bool) -> In
             "(--on-bad-event quarantine would set them aside): " + "; ".join(plan.errors)
         )
     assert plan.upserts is not None and plan.tombstones is not None  # a plan without errors has them
+    round_.steps.enter("quarantine")
     quarantined = _quarantine(round_, batch, plan)
     if plan.truncated_at is not None:
         log.warning(
@@ -253,6 +296,7 @@ def _write(round_: _Round, batch: Batch, plan: WritePlan, committed: bool) -> In
     # whose first batch was all quarantined is created empty, to hold the checkpoint.
     if events == 0 and (committed or not quarantined):
         return _commit_checkpoint_only(round_, committed, batch, quarantined)
+    round_.steps.enter("tombstones")
     if plan.counts.deletes:
         round_.tombstones.record(plan.tombstones, stamped_at=round_.now, new_keys=plan.counts.new_tombstones)
     held = round_.tombstones.count()
@@ -269,6 +313,7 @@ def _write(round_: _Round, batch: Batch, plan: WritePlan, committed: bool) -> In
     if not committed and plan.counts.upserts and opt.first_commit_bulk_insert(config.hoodie_conf):
         rows, operation = first_commit_rows(plan.upserts, plan.counts.upserts), "bulk_insert"
     failures = WriteFailures(round_.spark, config.target_base_path)
+    round_.steps.enter("commit")
     try:
         commit_time = _commit(
             round_.table, config, round_.keys, rows, batch, stats, round_.truncated_at, operation=operation
@@ -316,6 +361,7 @@ def _record(
         duration_s=time.monotonic() - round_.started,
         details=details,
         quarantined=quarantined,
+        steps_s=round_.steps.done(),
     )
     log.info(
         "%s: commit %s: %d events, %d upserts, %d deletes, %d stale, %d superseded (%.1fs)",
@@ -423,6 +469,7 @@ def _commit_checkpoint_only(round_: _Round, committed: bool, batch: Batch, quara
     """Commit no rows with the batch's checkpoint (the table must have a commit to hold it)."""
     config, table = round_.config, round_.table
     commit_time = None
+    round_.steps.enter("commit")
     if committed:
         current = table.read()
         empty = current.select(*[c for c in current.columns if is_data_column(c)]).limit(0)
@@ -439,6 +486,7 @@ def _commit_checkpoint_only(round_: _Round, committed: bool, batch: Batch, quara
         duration_s=time.monotonic() - round_.started,
         details=_details(batch, 0),
         quarantined=quarantined,
+        steps_s=round_.steps.done(),
     )
 
 

@@ -26,7 +26,17 @@ Pushgateway after a one-shot run (``[run] pushgateway_url``). Per table:
   table whose figure is unknown (the broker unreachable, a JDBC source's
   backlog) has no sample;
 - ``hudi_cdc_table_state{table,state}``: 1 for the table's current state;
-  ``hudi_cdc_tombstones_held{table}``.
+  ``hudi_cdc_tombstones_held{table}``;
+- continuous Kafka runs (the runner watches the topics' end offsets):
+  ``hudi_cdc_pending_seconds{table}``: how long the oldest message the table
+  does not hold has been waiting since the runner first saw it (0: none);
+  ``hudi_cdc_change_age_seconds{table}`` (histogram, one observation per
+  committed round): that age when the round's commit completed, the figure
+  ``max_freshness_seconds`` is a target for; ``hudi_cdc_freshness_target_seconds{table}``
+  and ``hudi_cdc_freshness_missed_total{table,cause}``: rounds past the target,
+  by where most of the time went (``waiting for a slot``, or the round's step:
+  ``open``, ``read``, ``plan``, ``quarantine``, ``tombstones``, ``commit``);
+- ``hudi_cdc_round_step_seconds_total{table,step}``: the rounds' seconds per step.
 """
 
 from __future__ import annotations
@@ -80,6 +90,23 @@ class PipelineMetrics:
         )
         self.state = Gauge("hudi_cdc_table_state", "1 for the table's current state", [*labels, "state"], registry=r)
         self.tombstones = Gauge("hudi_cdc_tombstones_held", "Delete tombstones held", labels, registry=r)
+        self.pending = Gauge(
+            "hudi_cdc_pending_seconds", "Age of the oldest message the table does not hold; 0: none", labels, registry=r
+        )
+        self.age = Histogram(
+            "hudi_cdc_change_age_seconds",
+            "A round's oldest change, first seen to committed",
+            labels,
+            buckets=_SECONDS,
+            registry=r,
+        )
+        self.target = Gauge(
+            "hudi_cdc_freshness_target_seconds", "The table's max_freshness_seconds", labels, registry=r
+        )
+        self.missed_rounds = Counter(
+            "hudi_cdc_freshness_missed", "Committed rounds past the freshness target", [*labels, "cause"], registry=r
+        )
+        self.steps = Counter("hudi_cdc_round_step_seconds", "Seconds of rounds per step", [*labels, "step"], registry=r)
 
     def observe(self, table: TableState, result: IngestResult | None, *, now: float | None = None) -> None:
         """Record one finished round (``result`` None: it failed, ``table.last_error_kind`` says how)."""
@@ -92,6 +119,8 @@ class PipelineMetrics:
             return
         self.rounds.labels(name, "committed" if result.committed else "empty").inc()
         self.duration.labels(name).observe(result.duration_s)
+        for step, seconds in result.steps_s.items():
+            self.steps.labels(name, step).inc(seconds)
         self.tombstones.labels(name).set(result.tombstones_held)
         if result.events:
             self.events.labels(name).inc(result.events)
@@ -115,6 +144,17 @@ class PipelineMetrics:
     def set_state(self, table: TableState) -> None:
         for state in STATES:
             self.state.labels(table.name, state).set(1 if table.state == state else 0)
+        if table.freshness_target_s is not None:
+            self.target.labels(table.name).set(table.freshness_target_s)
+
+    def set_pending(self, table: str, seconds: float) -> None:
+        self.pending.labels(table).set(seconds)
+
+    def observe_age(self, table: str, seconds: float) -> None:
+        self.age.labels(table).observe(seconds)
+
+    def missed(self, table: str, cause: str) -> None:
+        self.missed_rounds.labels(table, cause).inc()
 
     def serve(self, port: int, address: str = "127.0.0.1") -> Callable[[], None]:
         """Serve ``/metrics`` on a daemon thread; returns what stops it."""

@@ -18,6 +18,14 @@ freshness of the others, and keeps per-table state:
   applied up to what was published before the drop, then *dropped*
   (:mod:`hudi_cdc.service.schema_changes`).
 
+In a continuous run on Kafka the runner watches every table's end offsets
+(:mod:`hudi_cdc.service.offset_watch`, one request for all topics every
+``[run] offset_poll_seconds``): a table whose topic has nothing new gets no
+round at all, and of the tables with something new the one whose oldest
+unapplied change is nearest to (or furthest past) its ``max_freshness_seconds``
+goes first (:mod:`hudi_cdc.service.schedule`). ``status`` and the metrics say
+which tables miss their target and what they wait for.
+
 It never repeats the pipeline's logic: every table's round is the same
 ``ingest_once`` a single-table ``ingest`` runs, with its checkpoint in its commit.
 """
@@ -38,6 +46,7 @@ from hudi_cdc.errors import ConfigError, HudiCdcError, retry_backoff_s
 from hudi_cdc.service import control
 from hudi_cdc.service.backlog import BacklogWatch
 from hudi_cdc.service.metrics import PipelineMetrics
+from hudi_cdc.service.schedule import Arrivals, committed_offsets, deadline
 from hudi_cdc.service.spec import PipelineSpec, TableRef, select
 from hudi_cdc.service.states import DONE, DROPPED, FAILED, PAUSED, REMOVED, RETRYING, RUNNING, WAITING, TableState
 
@@ -46,6 +55,7 @@ if TYPE_CHECKING:
 
     from hudi_cdc.config import IngestConfig
     from hudi_cdc.pipeline import IngestResult
+    from hudi_cdc.service.offset_watch import OffsetWatch
 
 __all__ = ["RunReport", "Runner", "TableState"]
 
@@ -104,6 +114,7 @@ class Runner:
         self._next_discovery = 0.0
         self._discovered_once = False
         self._written: tuple[Any, ...] | None = None  # what status.json was last written from
+        self._offsets = self._offset_watch() if continuous else None
         self._schema_changes = None
         if spec.source.schema_change_topic:
             from hudi_cdc.service.schema_changes import SchemaChangeWatcher
@@ -119,6 +130,24 @@ class Runner:
     def stop(self) -> None:
         """End the run once the rounds under way have finished (a signal handler may call it)."""
         self._stop.set()
+
+    def _offset_watch(self) -> OffsetWatch | None:
+        """A continuous Kafka run's watch on its tables' end offsets (other sources: every table every round)."""
+        if self.spec.source.kind != "kafka":
+            return None
+        from hudi_cdc.service.offset_watch import OffsetWatch
+        from hudi_cdc.sources.kafka import broker_conf
+
+        def topics() -> list[str]:
+            return sorted({t.topic for t in list(self.tables.values()) if t.arrivals is not None})
+
+        return OffsetWatch(
+            str(self.spec.source.bootstrap_servers),
+            broker_conf(self.spec.defaults.get("hoodie_conf", {})),
+            topics,
+            interval_s=self.spec.run.offset_poll_seconds,
+            clock=self.clock,
+        )
 
     # -- tables ------------------------------------------------------------
     def _watched(self) -> dict[str, tuple[str, IngestConfig]]:
@@ -202,6 +231,9 @@ class Runner:
         except ConfigError as exc:
             return self._refused(TableState(name=ref.name, topic=ref.topic, target=""), str(exc))
         table = TableState(name=ref.name, topic=ref.topic, target=config.target_base_path, config=config)
+        table.freshness_target_s = config.max_freshness_seconds
+        if self._offsets is not None:
+            table.arrivals = Arrivals()
         other = next((t.name for t in self.tables.values() if t.target == table.target), None)
         if other is not None:
             message = (
@@ -226,9 +258,13 @@ class Runner:
             stop_serving = self.metrics.serve(self.spec.run.metrics_port, self.spec.run.metrics_address)
             self.backlog.start()
             log.info("metrics on http://%s:%d/metrics", self.spec.run.metrics_address, self.spec.run.metrics_port)
+        if self._offsets is not None:
+            self._offsets.start()
         try:
             self._loop()
         finally:
+            if self._offsets is not None:
+                self._offsets.stop()
             self.backlog.stop()
             if stop_serving is not None:
                 stop_serving()
@@ -251,9 +287,10 @@ class Runner:
                     self._discover()
                     self._next_discovery = now + self.spec.run.discovery_interval_seconds
                 self._apply_control()
+                self._take_sightings()
                 if not self._stop.is_set():
                     for table in self._due(now, workers - len(running)):
-                        table.state = RUNNING
+                        self._start(table, now)
                         running[pool.submit(self._round, table)] = table
                 self._write_status()
                 if not running and (self._stop.is_set() or self._finished()):
@@ -272,17 +309,63 @@ class Runner:
             )
 
     def _due(self, now: float, slots: int) -> list[TableState]:
-        ready = [t for t in self.tables.values() if t.state in (WAITING, RETRYING) and t.due <= now]
-        ready.sort(key=lambda t: (t.due, t.name))
+        """The tables to start now: with something to do, earliest deadline first."""
+        ready = [
+            t for t in self.tables.values() if t.state in (WAITING, RETRYING) and t.due <= now and self._has_work(t)
+        ]
+        ready.sort(key=lambda t: (deadline(self._waiting_since(t), t.freshness_target_s), t.name))
         return ready[: max(slots, 0)]
+
+    def _has_work(self, table: TableState) -> bool:
+        """False only for a watched table known to hold every message its topic has: it costs no round."""
+        arrivals = table.arrivals
+        if arrivals is None or not arrivals.known or self._offsets is None or self._offsets.failing:
+            return True
+        return table.state == RETRYING or arrivals.pending_since() is not None
+
+    @staticmethod
+    def _waiting_since(table: TableState) -> float:
+        """Since when the table's oldest unapplied change waits: first seen (Kafka), else since it was due."""
+        since = table.arrivals.pending_since() if table.arrivals is not None else None
+        return since if since is not None else table.due
+
+    def _take_sightings(self) -> None:
+        """Give each watched table what the offset watch saw; a table dropped at the source and idle is done."""
+        if self._offsets is None:
+            return
+        for when, ends in self._offsets.take():
+            for table in self.tables.values():
+                if table.arrivals is not None and table.topic in ends:
+                    table.arrivals.observe(when, ends[table.topic])
+        now = self.clock()
+        for table in self.tables.values():
+            if table.arrivals is None:
+                continue
+            since = table.arrivals.pending_since()
+            self.metrics.set_pending(table.name, 0.0 if since is None else now - since)
+            idle = table.arrivals.known and since is None and not self._offsets.failing
+            if table.dropped_at_source is not None and idle and table.state == WAITING:
+                table.state = DROPPED
+                log.warning("%s: dropped at the source and fully applied: no more rounds", table.name)
+
+    def _start(self, table: TableState, now: float) -> None:
+        from hudi_cdc.pipeline import RoundSteps
+
+        table.state = RUNNING
+        table.steps = RoundSteps()
+        table.round_started_s = now
+        # Unknown before the watch's first look (the run's first rounds): that round is not judged.
+        table.round_waiting_since_s = table.arrivals.pending_since() if table.arrivals is not None else None
 
     def _finished(self) -> bool:
         return all(t.state in (DONE, FAILED, PAUSED, REMOVED, DROPPED) for t in self.tables.values())
 
     def _sleep_for(self, now: float) -> float:
-        pending = [t.due - now for t in self.tables.values() if t.state in (WAITING, RETRYING)]
+        pending = [t.due - now for t in self.tables.values() if t.state in (WAITING, RETRYING) and self._has_work(t)]
         if self.continuous:
             pending.append(self._next_discovery - now)
+        if self._offsets is not None:
+            pending.append(self.spec.run.offset_poll_seconds)  # what the watch saw meanwhile starts rounds
         return max(0.05, min([_IDLE_POLL_S, *pending]))
 
     def _apply_control(self) -> None:
@@ -321,7 +404,7 @@ class Runner:
         if not table.checked:
             preflight(table.config, spark=self.spark)
             table.checked = True
-        return ingest_once(table.config, spark=self.spark)
+        return ingest_once(table.config, spark=self.spark, steps=table.steps)
 
     def _finish(self, table: TableState, future: Future[IngestResult]) -> None:
         now = self.clock()
@@ -337,6 +420,9 @@ class Runner:
             return
         table.rounds += 1
         table.failures, table.failing_since, table.failing_since_s, table.last_error_kind = 0, None, None, None
+        if table.arrivals is not None and (offsets := committed_offsets(result.checkpoint)) is not None:
+            table.arrivals.apply(offsets)
+        self._judge_freshness(table, result, now)
         table.events += result.events
         table.upserts += result.upserts
         table.deletes += result.deletes
@@ -354,6 +440,7 @@ class Runner:
             "stale": result.stale,
             "quarantined": result.quarantined,
             "duration_s": round(result.duration_s, 3),
+            "steps_s": result.steps_s,
         }
         log.info(
             "round table=%s commit=%s events=%d upserts=%d deletes=%d stale=%d superseded=%d quarantined=%d "
@@ -381,6 +468,24 @@ class Runner:
         self.backlog.changed(table.name)
         if self.on_round:
             self.on_round(table, result)
+
+    def _judge_freshness(self, table: TableState, result: IngestResult, now: float) -> None:
+        """Count a committed round whose oldest change missed the table's target, with where its time went."""
+        target, since, started = table.freshness_target_s, table.round_waiting_since_s, table.round_started_s
+        if not result.committed or table.arrivals is None or since is None or started is None:
+            return
+        age = now - since
+        self.metrics.observe_age(table.name, age)
+        if target is None or age <= target:
+            return
+        spent = {"waiting for a slot": max(0.0, started - since), **result.steps_s}
+        cause = max(spent, key=lambda k: spent[k])
+        table.freshness_missed += 1
+        table.last_miss = f"{age:.1f} s against {target:g} s: " + ", ".join(
+            f"{k} {v:.1f} s" for k, v in sorted(spent.items(), key=lambda kv: -kv[1]) if v >= 0.05
+        )
+        self.metrics.missed(table.name, cause)
+        log.warning("freshness table=%s missed: %s", table.name, table.last_miss)
 
     def _failed(self, table: TableState, exc: BaseException, now: float) -> None:
         from hudi_cdc._jvm import java_message
@@ -422,15 +527,24 @@ class Runner:
 
     # -- status ------------------------------------------------------------
     def _write_status(self, *, ended: bool = False) -> None:
-        """Rewrite ``status.json`` (and the state gauges) when a table's state, rounds or failures changed.
+        """Rewrite ``status.json`` (and the state gauges) when a table's state, rounds or failures changed,
+        and every pass while a table is late (its age and what it waits for move).
 
         The loop calls this every pass, up to once a second while idle; an unchanged file is not rewritten.
         """
-        seen = (ended, tuple((n, t.state, t.rounds, t.failures_total, t.due) for n, t in sorted(self.tables.items())))
+        now, wall = self.clock(), datetime.now(UTC)
+        for table in self.tables.values():
+            self._freshness_now(table, now, wall)
+        seen = (
+            ended,
+            tuple(
+                (n, t.state, t.rounds, t.failures_total, t.due, t.pending_since, t.late and round(now))
+                for n, t in sorted(self.tables.items())
+            ),
+        )
         if seen == self._written:
             return
         self._written = seen
-        now, wall = self.clock(), datetime.now(UTC)
         for table in self.tables.values():
             waiting = table.state in (WAITING, RETRYING)
             table.next_round_at = _iso(wall + timedelta(seconds=max(0.0, table.due - now))) if waiting else None
@@ -448,6 +562,34 @@ class Runner:
                 "tables": {n: t.to_dict() for n, t in sorted(self.tables.items())},
             },
         )
+
+    def _freshness_now(self, table: TableState, now: float, wall: datetime) -> None:
+        """The table's oldest unapplied change as of now, and, past its target, what it is waiting for."""
+        since = table.arrivals.pending_since() if table.arrivals is not None else None
+        table.pending_since = None if since is None else _iso(wall - timedelta(seconds=now - since))
+        table.oldest_pending_s = None if since is None else round(now - since, 1)
+        target = table.freshness_target_s
+        late = since is not None and target is not None and now - since > target
+        table.late = self._waiting_for(table, now) if late else None
+
+    def _waiting_for(self, table: TableState, now: float) -> str:
+        if table.state == RUNNING and table.steps is not None and table.round_started_s is not None:
+            step = table.steps.current or "finishing"
+            return (
+                f"its round, under way for {now - table.round_started_s:.0f} s: "
+                f"in step {step} for {time.monotonic() - table.steps.since:.0f} s"
+            )
+        if table.state == WAITING and table.due > now:
+            return f"min_sync_interval_seconds: its next round in {table.due - now:.0f} s"
+        if table.state == WAITING:
+            running = sum(1 for t in self.tables.values() if t.state == RUNNING)
+            return (
+                f"a free slot: {running} of max_concurrent_tables = {self.spec.run.max_concurrent_tables} "
+                "rounds under way, tables nearer their deadline first"
+            )
+        if table.state == RETRYING:
+            return f"a retry after a transient failure: {table.last_error}"
+        return f"the table is {table.state}"
 
 
 def _iso(moment: datetime) -> str:

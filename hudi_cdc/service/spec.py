@@ -33,6 +33,7 @@ discovery_interval_seconds = 60
 state_dir = "/var/lib/hudi-cdc/inventory"    # default: <name>.state beside the file
 metrics_port = 9464                          # continuous: Prometheus metrics (hudi_cdc.service.metrics)
 backlog_interval_seconds = 15                # how often the served backlog gauges are measured
+offset_poll_seconds = 0.5                    # continuous Kafka runs: how often the topics' end offsets are read
 pushgateway_url = "pushgateway:9091"         # one-shot: push them at the end
 ```
 
@@ -133,6 +134,9 @@ class RunSettings:
     metrics_address: str = "127.0.0.1"
     backlog_interval_seconds: float = 15.0  # how often the served hudi_cdc_behind and hudi_cdc_lag_seconds are measured
     pushgateway_url: str | None = None  # one-shot runs: push the metrics here at the end
+    offset_poll_seconds: float = 0.5
+    """Continuous Kafka runs: how often every table's end offsets are asked for (one request for all).
+    A table whose topic has nothing new gets no round; a change waits at most this long to be seen."""
 
 
 @dataclass(frozen=True)
@@ -334,9 +338,10 @@ def _run(raw: Any, origin: str, default_state: Path) -> RunSettings:  # noqa: AN
         raise ConfigError(f"{origin} [run]: discovery_interval_seconds must be a number >= 0")
     if not isinstance(settings.metrics_port, int) or not 0 <= settings.metrics_port < 65536:
         raise ConfigError(f"{origin} [run]: metrics_port must be a port number (0: no metrics endpoint)")
-    interval = settings.backlog_interval_seconds
-    if isinstance(interval, bool) or not isinstance(interval, (int, float)) or interval <= 0:
-        raise ConfigError(f"{origin} [run]: backlog_interval_seconds must be a number > 0")
+    for name in ("backlog_interval_seconds", "offset_poll_seconds"):
+        interval = getattr(settings, name)
+        if isinstance(interval, bool) or not isinstance(interval, (int, float)) or interval <= 0:
+            raise ConfigError(f"{origin} [run]: {name} must be a number > 0")
     return settings
 
 

@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from hudi_cdc.config import IngestConfig
+    from hudi_cdc.pipeline import RoundSteps
+    from hudi_cdc.service.schedule import Arrivals
 
 __all__ = ["STATES", "TableState"]
 
@@ -50,12 +52,32 @@ class TableState:
     last_commit: str | None = None
     next_round_at: str | None = None
     dropped_at_source: str | None = None  # the DROP seen on the schema-change topic, with its DDL
+    # freshness (hudi-cdc run --continuous on Kafka: see hudi_cdc.service.schedule)
+    freshness_target_s: float | None = None  # the table's max_freshness_seconds
+    pending_since: str | None = None  # when the oldest message the table does not hold was first seen
+    oldest_pending_s: float | None = None  # its age when the status was written
+    late: str | None = None  # past its target: what it is waiting for (a slot, which step of its round...)
+    freshness_missed: int = 0  # committed rounds whose oldest change was older than the target
+    last_miss: str | None = None  # the last missed round: how late, and where its time went
     # runner-only fields, not in the status file
     config: IngestConfig | None = field(default=None, repr=False)
     due: float = field(default=0.0, repr=False)
     failing_since_s: float | None = field(default=None, repr=False)
     checked: bool = field(default=False, repr=False)
+    arrivals: Arrivals | None = field(default=None, repr=False)  # Kafka tables of a continuous run
+    steps: RoundSteps | None = field(default=None, repr=False)  # the round under way
+    round_started_s: float | None = field(default=None, repr=False)
+    round_waiting_since_s: float | None = field(default=None, repr=False)  # its oldest change, as it started
 
     def to_dict(self) -> dict[str, Any]:
-        hidden = {"config", "due", "failing_since_s", "checked"}
+        hidden = {
+            "config",
+            "due",
+            "failing_since_s",
+            "checked",
+            "arrivals",
+            "steps",
+            "round_started_s",
+            "round_waiting_since_s",
+        }
         return {k: v for k, v in self.__dict__.items() if k not in hidden}

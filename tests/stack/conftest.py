@@ -4,6 +4,10 @@ except in CI, where it must be up (the hook is in tests/conftest.py, so it also 
 from __future__ import annotations
 
 import socket
+import time
+
+from hudi_cdc.testing import envelope_schema, pg_event
+from hudi_cdc.testing.kafka import Framer, create_topic, produce, register_schema
 
 PORTS = {"postgres": 55432, "mariadb": 53306, "kafka": 59092, "apicurio": 58080, "connect": 58083}
 BOOTSTRAP = "127.0.0.1:59092"
@@ -18,3 +22,28 @@ def _listening(port: int) -> bool:
 
 def stack_down() -> list[str]:
     return [name for name, port in PORTS.items() if not _listening(port)]
+
+
+class CustomersTopic:
+    """A Debezium-like topic ``<server>.<schema>.customers`` written by hand (keys, values, registry subjects):
+    for runner tests that need a topic's messages exactly when they say, without Debezium's delays."""
+
+    def __init__(self, server: str, schema: str) -> None:
+        self.name = f"{server}.{schema}.customers"
+        create_topic(BOOTSTRAP, self.name)
+        key = {"type": "record", "name": "Key", "namespace": self.name, "fields": [{"name": "id", "type": "long"}]}
+        value = envelope_schema("customers", [("id", "long"), ("name", ["null", "string"])], schema=schema)
+        self.key = Framer(register_schema(REGISTRY, f"{self.name}-key", key), key)
+        self.value = Framer(register_schema(REGISTRY, f"{self.name}-value", value), value)
+        self.sent = 0
+
+    def send(self, count: int, *, garbage_first: bool = False, age_s: float = 30.0) -> None:
+        """``count`` inserts of new ids, committed at the source ``age_s`` ago (a garbage message first)."""
+        ts_ms = int((time.time() - age_s) * 1000)
+        messages = [
+            (self.key({"id": i}), self.value(pg_event("c", lsn=100 + i, after={"id": i, "name": "n"}, ts_ms=ts_ms)), 0)
+            for i in range(self.sent, self.sent + count)
+        ]
+        if garbage_first:
+            messages.insert(0, (None, b"\x7fELF not in the wire format", 0))
+        self.sent += produce(BOOTSTRAP, self.name, messages)

@@ -23,36 +23,13 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from hudi_cdc.ops.status import TableStatus, pipeline_status
 from hudi_cdc.service import Runner, control, load_pipeline
-from hudi_cdc.testing import envelope_schema, pg_event
-from hudi_cdc.testing.kafka import Framer, create_topic, produce, register_schema
-from tests.stack.conftest import BOOTSTRAP, REGISTRY
+from tests.stack.conftest import BOOTSTRAP, REGISTRY, CustomersTopic
 
 pytestmark = [pytest.mark.kafka, pytest.mark.hudi]
 
 SERVER = f"bk{uuid.uuid4().hex[:8]}"
 INTERVAL_S = 0.5  # [run] backlog_interval_seconds
 PAUSED, WAITING, FAILED = "paused.customers", "waiting.customers", "failed.customers"
-
-
-class _Topic:
-    def __init__(self, schema: str) -> None:
-        self.name = f"{SERVER}.{schema}.customers"
-        create_topic(BOOTSTRAP, self.name)
-        key = {"type": "record", "name": "Key", "namespace": self.name, "fields": [{"name": "id", "type": "long"}]}
-        value = envelope_schema("customers", [("id", "long"), ("name", ["null", "string"])], schema=schema)
-        self.key = Framer(register_schema(REGISTRY, f"{self.name}-key", key), key)
-        self.value = Framer(register_schema(REGISTRY, f"{self.name}-value", value), value)
-        self.sent = 0
-
-    def send(self, count: int, *, garbage_first: bool = False) -> None:
-        ts_ms = int(time.time() * 1000) - 30_000  # committed at the source half a minute ago
-        messages = [
-            (self.key({"id": i}), self.value(pg_event("c", lsn=100 + i, after={"id": i, "name": "n"}, ts_ms=ts_ms)), 0)
-            for i in range(self.sent, self.sent + count)
-        ]
-        if garbage_first:
-            messages.insert(0, (None, b"\x7fELF not in the wire format", 0))
-        self.sent += produce(BOOTSTRAP, self.name, messages)
 
 
 def _free_port() -> int:
@@ -82,7 +59,7 @@ def _wait(what: str, ready: Callable[[], Any], timeout_s: float = 90.0) -> Any: 
 
 
 def test_gauges_are_what_status_reports_for_paused_waiting_and_failed_tables(spark, tmp_path: Path) -> None:  # noqa: ANN001
-    topics = {PAUSED: _Topic("paused"), WAITING: _Topic("waiting"), FAILED: _Topic("failed")}
+    topics = {n: CustomersTopic(SERVER, n.split(".")[0]) for n in (PAUSED, WAITING, FAILED)}
     for name, topic in topics.items():
         topic.send(3, garbage_first=name == FAILED)
     port = _free_port()
