@@ -20,7 +20,7 @@ from hudi_cdc.errors import ConfigError, DecodeError, HudiCdcError, SinkError, S
 from hudi_cdc.policy import merge_policy
 from hudi_cdc.sink import options as opt
 from hudi_cdc.sink.failures import WriteFailures
-from hudi_cdc.sink.hudi import HudiTable, first_commit_rows
+from hudi_cdc.sink.hudi import HudiTable, first_commit_rows, index_conf
 from hudi_cdc.sink.quarantine import QuarantineStore
 from hudi_cdc.sink.tombstones import TombstoneStore
 from hudi_cdc.spark import release
@@ -210,7 +210,7 @@ def _open_round(config: IngestConfig, spark: SparkSession, started: float) -> tu
         log.info("purged %d tombstone(s) older than %s hours", round_.purged, config.tombstone_retention_hours)
     last = table.checkpoint_commit()
     opt.check_index_layout(
-        last.extra.get(opt.INDEX_KEY) if last else None, _write_options(config, keys), config.target_base_path
+        last.extra.get(opt.INDEX_KEY) if last else None, _write_options(config, keys, table), config.target_base_path
     )
     round_.truncated_at = last.extra.get(opt.TRUNCATED_AT_KEY) if last else None
     return round_, last
@@ -436,8 +436,14 @@ def _commit(
     *,
     operation: str | None = None,
 ) -> str:
-    """Write ``rows`` in one Hudi commit that also carries the batch's checkpoint and stats."""
-    options = _write_options(config, keys)
+    """Write ``rows`` in one Hudi commit that also carries the batch's checkpoint and stats.
+
+    A new table's index is sized by the round's upserts (``stats``), the rows of its first commit;
+    its first commit is an upsert rather than ``operation``'s bulk insert where the index asks so.
+    """
+    options = _write_options(config, keys, table, rows=stats.get("upserts"))
+    if operation == "bulk_insert" and not opt.bulk_inserts(options):
+        operation = None
     metadata = {
         opt.CHECKPOINT_KEY: json.dumps(batch.next_checkpoint, sort_keys=True),
         opt.SOURCE_KEY: config.source,
@@ -453,14 +459,21 @@ def _commit(
     return table.write(rows, options, metadata)
 
 
-def _write_options(config: IngestConfig, keys: Sequence[str]) -> dict[str, str]:
+def _write_options(
+    config: IngestConfig, keys: Sequence[str], table: HudiTable | None = None, rows: int | None = None
+) -> dict[str, str]:
+    """The options of a write to ``table``, its index as ``index_conf`` resolves it (``rows``: a new
+    table's first commit); without a table, the settings' own (what does not depend on the index)."""
+    user_conf = config.hoodie_conf
+    if table is not None:
+        user_conf = index_conf(table, user_conf, partitioned=bool(config.partition_path_field), rows=rows)
     return opt.write_options(
         table_name=config.target_table,
         table_type=config.table_type,
         record_key_fields=keys,
         partition_path_field=config.partition_path_field,
         ordering_field=ORDER_COLUMN,
-        user_conf=config.hoodie_conf,
+        user_conf=user_conf,
         async_compaction=config.async_compaction,
     )
 

@@ -62,12 +62,12 @@ def test_files_to_table_equals_source_and_rerun_changes_nothing(spark, tmp_path:
         operations = [(c.action, c.operation) for c in HudiTable(spark, base).commits()]
         assert ("commit", "compact") in operations, f"expected an inline compaction, timeline has {operations}"
         assert read_rows(spark, base, COLUMNS, query_type="read_optimized") == expected_rows(state, COLUMNS)
-    # The first commit's bulk insert, COW's rewrites and MOR's compactions all write zstd, not Hudi's gzip.
+    # The first commit, COW's rewrites and MOR's compactions all write zstd, not Hudi's gzip.
     codecs = base_file_codecs(base)
     assert len(codecs) >= 2 and all(c == {"ZSTD"} for c in codecs.values()), codecs
-    # Hudi's default (simple) index may be switched to its bloom index, which needs the key filters.
+    # hudi-cdc's default index on a new unpartitioned table is the bucket index: no key filters.
     blooms = base_file_bloom_filters(base)
-    assert blooms and all(blooms.values()), blooms
+    assert blooms and not any(blooms.values()), blooms
 
     before = commit_instants(spark, base)
     result = run_cli(*args)
@@ -86,7 +86,8 @@ def test_checkpoint_is_in_the_data_commit(spark, tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("table_type", ["cow", "mor"])
 def test_a_new_tables_first_commit_is_a_bulk_insert(spark, tmp_path: Path, table_type: str) -> None:
-    """Nothing stored to merge with: the first commit bulk-inserts each key's row; deletes leave tombstones."""
+    """Nothing stored to merge with: the first commit bulk-inserts each key's row; deletes leave tombstones.
+    With a file-lookup index: the bucket default's first commit is an upsert (options.bulk_inserts)."""
     source, base = tmp_path / "events", str(tmp_path / "table")
     events, lsn = random_history(seed=3, keys=60, lsn_start=1000)
     # A key that is deleted within the batch, then inserted again in the next one at an older position.
@@ -95,7 +96,7 @@ def test_a_new_tables_first_commit_is_a_bulk_insert(spark, tmp_path: Path, table
         pg_event("d", lsn=lsn + 20, before={"id": 999, "name": None, "bio": None}),
     ]
     write_events(source / "a.avro", SCHEMA, events)
-    args = ingest_args(str(source), base, table_type=table_type)
+    args = ingest_args(str(source), base, table_type=table_type, extra=["--hoodie-conf", "hoodie.index.type=SIMPLE"])
     result = run_cli(*args, "--json")
     assert result.exit_code == 0, result.output
     state = apply_events(events)
@@ -197,6 +198,8 @@ def test_composite_key_partitioned_table_and_python_api(spark, tmp_path: Path, t
     )
     result = hudi_cdc.ingest(spark=spark, **options)
     assert (result.upserts, result.deletes) == (3, 0) and result.committed
+    # A key may move between partitions: a global index (GLOBAL_SIMPLE), not the bucket default.
+    assert HudiTable(spark, base).checkpoint_commit().extra["hudi_cdc.index"] == "file lookup"
     # REPLICA IDENTITY DEFAULT: the delete's before image holds only the key columns.
     write_events(
         source / "b.avro",
@@ -251,12 +254,12 @@ def test_a_table_keeps_the_index_it_was_written_with(spark, tmp_path: Path) -> N
     assert table.checkpoint_commit().extra[opt.INDEX_KEY] == "BUCKET(SIMPLE, 2, id)"
     checkpoint, instants = table.latest_checkpoint(), commit_instants(spark, base)
 
-    # Without the bucket settings, Hudi's default index would not see the bucketed keys in log files.
+    # With other index settings, Hudi would not see the bucketed keys in log files.
     write_events(
         source / "0002.avro", SCHEMA, [pg_event("u", lsn=100 + k, after={"id": k, "name": "b"}) for k in range(20)]
     )
     for wrong, given in (
-        ([], "file lookup"),
+        (["--hoodie-conf", "hoodie.index.type=SIMPLE"], "file lookup"),
         (["--hoodie-conf", "hoodie.index.type=BUCKET"], "BUCKET(SIMPLE, 256, id)"),
     ):
         result = run_cli(*ingest_args(str(source), base, table_type="mor", extra=wrong))
@@ -265,7 +268,7 @@ def test_a_table_keeps_the_index_it_was_written_with(spark, tmp_path: Path) -> N
     # The round itself checks too (a continuous process, the runner), before reading anything.
     config = load_config(
         env={}, source_path=str(source), target_base_path=base, target_table="t_mor", table_type="MERGE_ON_READ",
-        record_key_fields="id",
+        record_key_fields="id", hoodie_conf={"hoodie.index.type": "SIMPLE"},
     )  # fmt: skip
     with pytest.raises(
         ConfigError, match=r"written with the index BUCKET\(SIMPLE, 2, id\), and these settings give file lookup"
@@ -273,11 +276,71 @@ def test_a_table_keeps_the_index_it_was_written_with(spark, tmp_path: Path) -> N
         ingest_once(config, spark=spark)
     assert commit_instants(spark, base) == instants and table.latest_checkpoint() == checkpoint
 
-    assert run_cli(*ingest_args(str(source), base, table_type="mor", extra=bucket)).exit_code == 0
+    # No index settings: the table's recorded layout.
+    assert run_cli(*ingest_args(str(source), base, table_type="mor")).exit_code == 0
     assert read_rows(spark, base, ("id", "name")) == [(k, "b") for k in range(20)]
     # No index this table may use reads a key bloom filter, so its base files carry none.
     blooms = base_file_bloom_filters(base)
     assert blooms and not any(blooms.values()), blooms
+
+
+def _bucket_ids(base: str) -> set[str]:
+    """The bucket numbers of a table's file groups (the first part of a bucket index's file ids)."""
+    names = [p.name.lstrip(".") for p in Path(base).rglob("*") if p.is_file() and ".hoodie" not in p.parts]
+    return {n.split("_")[0].split("-")[0] for n in names if n.endswith(".parquet") or ".log." in n}
+
+
+@pytest.mark.parametrize(
+    ("table_type", "extra", "buckets"),
+    [("cow", [], 4), ("mor", ["--hoodie-conf", "hoodie.bucket.index.num.buckets=2"], 2)],
+)
+def test_a_new_unpartitioned_table_gets_the_bucket_index(
+    spark, tmp_path: Path, table_type: str, extra: list[str], buckets: int
+) -> None:
+    """No index set: a new table gets Hudi's bucket index, 4 buckets for a small first commit (or the
+    user's count), recorded in the commit; a later round with no settings keeps it."""
+    from hudi_cdc.sink import options as opt
+
+    source, base = tmp_path / "events", str(tmp_path / "table")
+    events, lsn = random_history(seed=5, keys=60, lsn_start=1000)
+    write_events(source / "a.avro", SCHEMA, events)
+    assert run_cli(*ingest_args(str(source), base, table_type=table_type, extra=extra)).exit_code == 0
+    layout = f"BUCKET(SIMPLE, {buckets}, id)"
+    first = HudiTable(spark, base).checkpoint_commit()
+    assert first.extra[opt.INDEX_KEY] == layout and first.operation == "upsert"  # options.bulk_inserts
+    assert _bucket_ids(base) == {f"{b:08d}" for b in range(buckets)}
+
+    more, _ = random_history(seed=6, keys=60, lsn_start=lsn + 100)
+    write_events(source / "b.avro", SCHEMA, more)
+    result = run_cli(*ingest_args(str(source), base, table_type=table_type))  # no index settings now
+    assert result.exit_code == 0, result.output
+    assert HudiTable(spark, base).checkpoint_commit().extra[opt.INDEX_KEY] == layout
+    assert _bucket_ids(base) == {f"{b:08d}" for b in range(buckets)}
+    assert read_rows(spark, base, COLUMNS) == expected_rows(apply_events(events + more), COLUMNS)
+    blooms = base_file_bloom_filters(base)  # no index this table may use reads them
+    assert blooms and not any(blooms.values()), blooms
+
+
+@pytest.mark.parametrize("table_type", ["cow", "mor"])
+def test_a_table_created_with_the_simple_index_keeps_it(spark, tmp_path: Path, table_type: str) -> None:
+    """A table written with SIMPLE (the default before the bucket index) takes rounds with no index set."""
+    from hudi_cdc.sink import options as opt
+
+    source, base = tmp_path / "events", str(tmp_path / "table")
+    events, lsn = random_history(seed=7, keys=60, lsn_start=1000)
+    write_events(source / "a.avro", SCHEMA, events)
+    simple = ["--hoodie-conf", "hoodie.index.type=SIMPLE"]
+    assert run_cli(*ingest_args(str(source), base, table_type=table_type, extra=simple)).exit_code == 0
+    assert HudiTable(spark, base).checkpoint_commit().extra[opt.INDEX_KEY] == opt.FILE_LOOKUP
+
+    more, _ = random_history(seed=8, keys=60, lsn_start=lsn + 100)
+    write_events(source / "b.avro", SCHEMA, more)
+    result = run_cli(*ingest_args(str(source), base, table_type=table_type))
+    assert result.exit_code == 0, result.output
+    assert HudiTable(spark, base).checkpoint_commit().extra[opt.INDEX_KEY] == opt.FILE_LOOKUP
+    assert read_rows(spark, base, COLUMNS) == expected_rows(apply_events(events + more), COLUMNS)
+    blooms = base_file_bloom_filters(base)  # SIMPLE may still be switched to the bloom index
+    assert blooms and all(blooms.values()), blooms
 
 
 def _log_files(base: str) -> list[Path]:

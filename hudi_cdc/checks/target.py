@@ -106,6 +106,11 @@ def check_table_config(ctx: _Context) -> _Outcome:
     config = ctx.config
     exists = ctx.table_exists()
     keys = config.record_key_fields or (ctx.table().record_key_fields() if exists else ())
+    user_conf = config.hoodie_conf
+    if exists:  # the index a round would use on it: the one it recorded, or its default (index_conf)
+        from hudi_cdc.sink.hudi import index_conf
+
+        user_conf = index_conf(ctx.table(), user_conf, partitioned=bool(config.partition_path_field))
     try:  # settings refused whatever the table holds (an index, a record merger): before the first ingest too
         wanted = opt.write_options(
             table_name=config.target_table,
@@ -113,7 +118,7 @@ def check_table_config(ctx: _Context) -> _Outcome:
             record_key_fields=keys,
             partition_path_field=config.partition_path_field,
             ordering_field=_ordering_column(),
-            user_conf=config.hoodie_conf,
+            user_conf=user_conf,
         )
     except ConfigError as exc:
         return _fail(str(exc))

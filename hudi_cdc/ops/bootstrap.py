@@ -236,6 +236,29 @@ def _recover_slot(config: IngestConfig, database: SourceDatabase, claim: _Claim,
     return True
 
 
+def _first_load_conf(config: IngestConfig, database: SourceDatabase, source_table: str) -> dict[str, str]:
+    """The settings of the first load: a bulk insert, and a bucket count sized by the source's rows.
+
+    Only for the bucket default (``options.resolve_index``): not with an index the user set, nor on a
+    partitioned table; the user's own count wins, and later rounds reuse the count the commit records.
+    """
+    conf = {**config.hoodie_conf, opt.OPERATION: "bulk_insert"}
+    default_index = not opt.names_index(conf, partitioned=bool(config.partition_path_field))
+    if default_index and opt.NUM_BUCKETS not in conf:
+        conf[opt.NUM_BUCKETS] = str(opt.bucket_count(_source_rows(database, source_table)))
+    return conf
+
+
+def _source_rows(database: SourceDatabase, source_table: str) -> int:
+    """Postgres's estimate of the table's rows (its statistics), or its count if it was never analysed."""
+    with database.connect() as conn:
+        estimate = conn.execute("select reltuples::bigint from pg_class where oid = %s::regclass", (source_table,))
+        rows = int(estimate.fetchone()[0] or 0)
+        if rows < 0:
+            rows = int(conn.execute(f"select count(*) from {source_table}").fetchone()[0])
+    return rows
+
+
 def _load(
     config: IngestConfig,
     database: SourceDatabase,
@@ -273,7 +296,7 @@ def _load(
             snapshot_ts_ms=int(time.time() * 1000),
             next_checkpoint={**checkpoint, BOOTSTRAP_KEY: {"table": source_table, "slot": slot, "lsn": lsn}},
         )
-        bulk = replace(config, hoodie_conf={**config.hoodie_conf, opt.OPERATION: "bulk_insert"})
+        bulk = replace(config, hoodie_conf=_first_load_conf(config, database, source_table))
         result = load_first(bulk, spark=spark, source=source)
     finally:
         replication.close()  # the snapshot ends with this session; the slot stays for Debezium

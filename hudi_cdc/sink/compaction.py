@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from hudi_cdc._jvm import java_message
 from hudi_cdc.errors import CompactionError
+from hudi_cdc.sink import options as opt
 from hudi_cdc.sink.hudi import HudiTable
 
 if TYPE_CHECKING:
@@ -80,7 +81,8 @@ class AsyncCompactor:
     ) -> None:
         self._spark = spark
         self._table = HudiTable(spark, base_path)
-        self._options = procedure_options(options)
+        self._write_options = dict(options)
+        self._options: str | None = None  # procedure_options, once the table has a commit (_procedure_options)
         self._failures_allowed = failures_allowed
         self._wake = threading.Event()
         self._stopping = threading.Event()
@@ -132,6 +134,15 @@ class AsyncCompactor:
             finally:
                 self._busy = False
 
+    def _procedure_options(self) -> str:
+        """The procedure's options, with the index the table recorded: a plan is pending, so it has commits.
+        The options were made before a new table existed, and its index stays what it was created with."""
+        if self._options is None:
+            last = self._table.checkpoint_commit()
+            recorded = last.extra.get(opt.INDEX_KEY) if last else None
+            self._options = procedure_options(opt.compaction_options(self._write_options, recorded))
+        return self._options
+
     def _run_pending(self) -> None:
         pending = self._table.pending_compactions()
         if not pending:
@@ -139,7 +150,7 @@ class AsyncCompactor:
         log.info("compacting %s: %s", self._table.base_path, ", ".join(pending))
         rows = self._spark.sql(
             f"call run_compaction(op => 'run', path => {_sql_string(self._table.base_path)}, "
-            f"options => {_sql_string(self._options)})"
+            f"options => {_sql_string(self._procedure_options())})"
         ).collect()
         ended = {str(r["timestamp"]): str(r["state"]) for r in rows}
         failed = [f"{instant} {state}" for instant, state in ended.items() if state.upper() != "COMPLETED"]

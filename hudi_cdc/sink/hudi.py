@@ -21,7 +21,7 @@ from payloads.base import DELETED_COLUMN
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["HudiTable", "CommitInfo", "first_commit_rows"]
+__all__ = ["HudiTable", "CommitInfo", "first_commit_rows", "index_conf"]
 
 
 @dataclass(frozen=True)
@@ -202,6 +202,23 @@ class HudiTable:
     def read_as_of(self, instant: str) -> DataFrame:
         """The table as it was when ``instant`` completed (time travel; needs its files not yet cleaned)."""
         return self._spark.read.format("hudi").option("as.of.instant", instant).load(self.base_path)
+
+
+def index_conf(
+    table: HudiTable, user_conf: Mapping[str, str], *, partitioned: bool, rows: int | None = None
+) -> dict[str, str]:
+    """The settings of a write to ``table``: the user's, with the index ``options.resolve_index`` gives
+    the table as it is now (its last commit's recorded layout, or a new table's default for ``rows``).
+
+    Every writer and check of a CDC table asks this, so they agree on the index. The timeline is
+    read only when the settings leave the index open.
+    """
+    if opt.names_index(user_conf, partitioned=partitioned):
+        return dict(user_conf)
+    last = table.checkpoint_commit()
+    recorded = last.extra.get(opt.INDEX_KEY) if last else None
+    committed = last is not None or table.has_commits()
+    return opt.resolve_index(user_conf, partitioned=partitioned, committed=committed, recorded=recorded, rows=rows)
 
 
 def _requested_times(timeline) -> list[str]:  # noqa: ANN001 - py4j HoodieTimeline

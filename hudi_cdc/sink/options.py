@@ -7,6 +7,7 @@ semantics, so an attempt is a ConfigError.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 
 from hudi_cdc.errors import ConfigError
@@ -22,6 +23,9 @@ ORDERING_FIELDS = "hoodie.table.ordering.fields"
 MERGE_MODE = "hoodie.record.merge.mode"
 COMMIT_META_PREFIX = "hoodie.datasource.write.commitmeta.key.prefix"
 INDEX_TYPE = "hoodie.index.type"
+BUCKET_ENGINE = "hoodie.index.bucket.engine"
+NUM_BUCKETS = "hoodie.bucket.index.num.buckets"
+BUCKET_HASH_FIELD = "hoodie.bucket.index.hash.field"
 GLOBAL_SIMPLE_UPDATE_PARTITION = "hoodie.simple.index.update.partition.path"
 COMPACT_INLINE = "hoodie.compact.inline"
 COMPACT_INLINE_MAX_DELTA_COMMITS = "hoodie.compact.inline.max.delta.commits"
@@ -231,9 +235,9 @@ def log_block_max_size(task_heap: int) -> int:
 _FILE_INDEXES = {"SIMPLE", "GLOBAL_SIMPLE", "BLOOM", "GLOBAL_BLOOM"}
 FILE_LOOKUP = "file lookup"  # their index_layout: interchangeable with each other
 _BUCKET_SETTINGS = (
-    ("hoodie.index.bucket.engine", "SIMPLE"),
-    ("hoodie.bucket.index.num.buckets", "256"),  # Hudi's defaults
-    ("hoodie.bucket.index.hash.field", ""),
+    (BUCKET_ENGINE, "SIMPLE"),
+    (NUM_BUCKETS, "256"),  # Hudi's defaults
+    (BUCKET_HASH_FIELD, ""),
 )
 
 
@@ -269,13 +273,92 @@ def check_index_layout(recorded: str | None, options: Mapping[str, str], where: 
         )
 
 
-def first_commit_bulk_insert(user_conf: Mapping[str, str]) -> bool:
-    """Whether a new table's first commit may be a bulk insert rather than an upsert.
+# A new unpartitioned table's index, when the user names none: Hudi's simple bucket index. A bucket is
+# a file group named by the key's hash, so a round finds its keys' files without reading any: 1,000
+# random updates into a 1M-row table took 2.67 s with 4 buckets against 9.18 s with SIMPLE's lookup
+# on MERGE_ON_READ, 11.32 s against 26.84 s on COPY_ON_WRITE (docs/benchmarks.md "commit cost").
+# The count is fixed when the table is made: a power of two from MIN_BUCKETS (the write's
+# parallelism) to MAX_BUCKETS (Hudi's default), with at most ROWS_PER_BUCKET rows of the first commit
+# in each (1-2M once above the floor): a COPY_ON_WRITE update rewrites a whole bucket's file.
+MIN_BUCKETS, MAX_BUCKETS = 4, 256
+ROWS_PER_BUCKET = 2_000_000
+_RECORDED_BUCKET = re.compile(r"BUCKET\(SIMPLE, (\d+), .+\)")
 
-    Not when the user chose the operation, nor with an index that keeps its own map of
-    keys to files (bucket, record-level): those are left to the upsert path they are
-    tested with.
+
+def bucket_count(rows: int | None) -> int:
+    """The buckets of a new table whose first commit writes ``rows`` (None: not known, the floor)."""
+    needed = -(-max(rows or 0, 0) // ROWS_PER_BUCKET)
+    count = MIN_BUCKETS
+    while count < needed and count < MAX_BUCKETS:
+        count *= 2
+    return count
+
+
+def names_index(user_conf: Mapping[str, str], *, partitioned: bool) -> bool:
+    """Whether the settings decide the index without the table: the user's choice, or a partitioned table's."""
+    return INDEX_TYPE in user_conf or _enabled(user_conf, RECORD_INDEX_ENABLE) or partitioned
+
+
+def resolve_index(
+    user_conf: Mapping[str, str], *, partitioned: bool, committed: bool, recorded: str | None, rows: int | None = None
+) -> dict[str, str]:
+    """The user's settings, with the index a write uses when they name none.
+
+    ``recorded`` is the index layout of the table's last hudi-cdc commit, ``committed`` whether any
+    commit completed, ``rows`` how many the table's first commit writes. An index the user chose, the
+    record-level index and a partitioned table's GLOBAL_SIMPLE (``write_options``) are left alone. An
+    existing table keeps the layout it recorded; one with commits but no recorded layout (an older
+    hudi-cdc's, or written otherwise) keeps Hudi's SIMPLE, the default it was written with. A new table
+    gets the bucket index, ``bucket_count(rows)`` buckets unless the user set the count. The user's
+    settings come last: a bucket count that differs from the recorded one is refused by
+    ``check_index_layout``, not ignored.
     """
-    index = user_conf.get(INDEX_TYPE, "SIMPLE").upper()
-    record_index = _enabled(user_conf, RECORD_INDEX_ENABLE)
-    return OPERATION not in user_conf and index in _FILE_INDEXES and not record_index
+    if names_index(user_conf, partitioned=partitioned):
+        return dict(user_conf)
+    if recorded is not None:
+        return {**_recorded_index(recorded), **user_conf}
+    if committed:
+        return dict(user_conf)
+    return {INDEX_TYPE: "BUCKET", BUCKET_ENGINE: "SIMPLE", NUM_BUCKETS: str(bucket_count(rows)), **user_conf}
+
+
+def compaction_options(options: Mapping[str, str], recorded: str | None) -> dict[str, str]:
+    """A compaction's options: a continuous process's write options, made before a new table had an
+    index (``resolve_index``), with the index its last commit ``recorded`` and the key bloom filters
+    that index reads (none with the bucket default): compacted base files like the rounds' own."""
+    partitioned = bool(options.get(PARTITION_PATH))
+    resolved = resolve_index(options, partitioned=partitioned, committed=True, recorded=recorded)
+    if not _keeps_key_blooms(resolved, resolved):
+        resolved[BLOOM_FILTER] = "false"
+    return resolved
+
+
+def _recorded_index(recorded: str) -> dict[str, str]:
+    """The settings that give back a recorded layout: a file lookup's (Hudi's SIMPLE, no setting) or a simple
+    bucket index's on the record key. Any other layout gets none, and the user's settings must name it."""
+    match = _RECORDED_BUCKET.fullmatch(recorded)
+    if match is None:
+        return {}
+    return {INDEX_TYPE: "BUCKET", BUCKET_ENGINE: "SIMPLE", NUM_BUCKETS: match[1]}
+
+
+def first_commit_bulk_insert(user_conf: Mapping[str, str]) -> bool:
+    """Whether a new table's first commit may be a bulk insert rather than an upsert, by the user's settings.
+
+    Not when the user chose the operation, nor with an index the user chose that
+    ``bulk_inserts`` refuses. With no index set, the write's own options decide
+    (``bulk_inserts``, asked again once the index is resolved).
+    """
+    return OPERATION not in user_conf and bulk_inserts(user_conf)
+
+
+def bulk_inserts(options: Mapping[str, str]) -> bool:
+    """Whether a first commit with these settings' index is a bulk insert: only with a file lookup.
+
+    An index that keeps its own map of keys to files (bucket, record-level) is left to the upsert
+    path it is tested with. For the bucket default (``resolve_index``) that was measured too:
+    Hudi 1.2's bulk insert writes it bucket by bucket and later upserts find every key, but 300k
+    rows took 4.6-16.4 s on MERGE_ON_READ against an upsert's 3.1-11.9 s, and 3.5-7.2 s on
+    COPY_ON_WRITE against 3.0-16.1 s (two runs each on a loaded 2-core machine): no gain.
+    """
+    return index_layout(options) == FILE_LOOKUP and not _enabled(options, RECORD_INDEX_ENABLE)

@@ -50,6 +50,8 @@ class QuarantineStore:
         self._table = HudiTable(spark, self.path)
 
     def _write(self, rows: DataFrame, note: str) -> str:
+        # Hudi's SIMPLE index, not a CDC table's bucket default (options.resolve_index): the table is small,
+        # and the tables written so far record no index layout to keep them on another.
         options = opt.write_options(
             table_name=_table_name(self._target),
             table_type="COPY_ON_WRITE",

@@ -93,3 +93,18 @@ def test_settings_refused_before_the_table_exists(spark, tmp_path: Path) -> None
         files_config(source, tmp_path / "t", hoodie_conf=bucket), spark=spark
     )  # unpartitioned: a bucket index is fine
     assert fine.check("target.table_config").status == "ok", fine.check("target.table_config")
+
+
+def test_the_index_shown_is_the_one_the_table_recorded(spark, tmp_path: Path) -> None:
+    """No index on the command line: validate names the table's own (the bucket default of a new table, or
+    the simple index a table was created with) and passes; another index on the command line fails."""
+    source = tmp_path / "events"
+    write_events(source / "a.avro", envelope_schema("customers", CUSTOMERS), [pg_event("c", lsn=1, after={"id": 1})])
+    simple = ["--hoodie-conf", "hoodie.index.type=SIMPLE"]
+    for base, extra, index in ((tmp_path / "b", [], "BUCKET(SIMPLE, 4, id)"), (tmp_path / "s", simple, "file lookup")):
+        assert run_cli(*ingest_args(str(source), str(base), extra=extra)).exit_code == 0
+        check = validate(files_config(source, base), spark=spark).check("target.table_config")
+        assert check.status == "ok" and f"index {index}: matches the command line" in check.detail, check
+    wrong = files_config(source, tmp_path / "b", hoodie_conf={"hoodie.index.type": "SIMPLE"})
+    check = validate(wrong, spark=spark).check("target.table_config")
+    assert check.status == "fail" and "index 'BUCKET(SIMPLE, 4, id)', the command line 'file lookup'" in check.detail

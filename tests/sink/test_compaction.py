@@ -65,7 +65,8 @@ def test_a_continuous_mor_round_leaves_its_compaction_to_the_thread(spark, tmp_p
     optimized = spark.read.format("hudi").option("hoodie.datasource.query.type", "read_optimized").load(base)
     assert {r["id"]: r.asDict() for r in optimized.select(*COLUMNS).collect()} == sample.state
     # The thread's compactions write with the rounds' options: zstd, not Hudi's gzip, and a key
-    # bloom filter only where the table's index may read one.
+    # bloom filter only where the table's index may read one: neither the bucket default nor BUCKET does.
     assert all(c == {"ZSTD"} for c in base_file_codecs(base).values())
     blooms = base_file_bloom_filters(base)
-    assert blooms and all(has == ("hoodie.index.type" not in settings) for has in blooms.values()), blooms
+    assert HudiTable(spark, base).checkpoint_commit().extra["hudi_cdc.index"].startswith("BUCKET(SIMPLE, ")
+    assert blooms and not any(blooms.values()), blooms

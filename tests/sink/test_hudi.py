@@ -108,3 +108,23 @@ def test_a_round_after_a_kill_during_the_property_update_finishes_the_job(spark,
     assert result.exit_code == 0, result.output
     assert read_rows(spark, base, ("id", "name", "bio")) == [(1, "n", "b")]
     assert f"{opt.PARTIAL_UPDATE_MODE}=FILL_UNAVAILABLE" in _properties(base)
+
+
+def test_the_index_of_a_table_written_otherwise_is_simple_and_a_new_ones_the_bucket(spark, tmp_path: Path) -> None:
+    """``index_conf``: a table with commits but no recorded layout (written by hand, or by an older
+    hudi-cdc) keeps Hudi's SIMPLE; a path with no completed commit gets the bucket index for its rows."""
+    from hudi_cdc.sink.hudi import index_conf
+
+    base = str(tmp_path / "table")
+    new = index_conf(HudiTable(spark, base), {}, partitioned=False, rows=10_000_000)
+    assert (new[opt.INDEX_TYPE], new[opt.NUM_BUCKETS]) == ("BUCKET", "8")
+    options = opt.write_options(
+        table_name="t", table_type="COPY_ON_WRITE", record_key_fields=("id",), partition_path_field=None,
+        ordering_field="ord", user_conf={},
+    )  # fmt: skip
+    rows = spark.createDataFrame([(1, "a", 1)], "id long, name string, ord long")
+    rows.write.format("hudi").options(**options).mode("append").save(base)
+    table = HudiTable(spark, base)
+    assert table.has_commits() and table.checkpoint_commit() is None
+    assert index_conf(table, {}, partitioned=False, rows=10_000_000) == {}
+    assert index_conf(table, {"x": "y"}, partitioned=True) == {"x": "y"}  # the settings decide: not read

@@ -99,6 +99,13 @@ def test_a_first_commit_bulk_inserts_only_with_an_index_that_reads_the_files(use
     assert opt.first_commit_bulk_insert(user_conf) is bulk
 
 
+def test_the_bucket_default_first_commit_is_an_upsert_and_a_partitioned_tables_a_bulk_insert() -> None:
+    new = {"partitioned": False, "committed": False, "recorded": None, "rows": 1000}
+    assert not opt.bulk_inserts(_options(user_conf=opt.resolve_index({}, **new)))  # type: ignore[arg-type]
+    partitioned = opt.resolve_index({}, **{**new, "partitioned": True})  # type: ignore[arg-type]
+    assert opt.bulk_inserts(_options(user_conf=partitioned, partition_path_field="region"))
+
+
 def test_async_mor_compaction_is_scheduled_by_the_commit_and_run_under_the_in_process_lock() -> None:
     options = _options(table_type="MERGE_ON_READ", async_compaction=True)
     assert options[opt.COMPACT_INLINE] == "false" and options[opt.COMPACT_SCHEDULE_INLINE] == "true"
@@ -245,3 +252,81 @@ def test_log_blocks_other_than_avro_are_refused(block_format: str) -> None:
 )
 def test_the_log_block_is_a_twelfth_of_a_tasks_heap_within_hudis_bounds(task_heap: int, block: int) -> None:
     assert opt.log_block_max_size(task_heap) == pytest.approx(block, rel=0.02)
+
+
+@pytest.mark.parametrize(
+    ("rows", "buckets"),
+    [
+        (None, 4),  # not known: the floor, the write's parallelism
+        (0, 4),
+        (300_000, 4),
+        (8_000_000, 4),  # 2M rows a bucket
+        (8_000_001, 8),
+        (100_000_000, 64),  # 1.56M a bucket
+        (512_000_000, 256),
+        (10_000_000_000, 256),  # Hudi's default is the cap
+    ],
+)
+def test_a_new_tables_bucket_count_is_a_power_of_two_of_at_most_2m_rows_each(rows: int | None, buckets: int) -> None:
+    assert opt.bucket_count(rows) == buckets
+
+
+def _resolved(user_conf: dict[str, str], **kw: object) -> dict[str, str]:
+    state: dict[str, object] = {"partitioned": False, "committed": False, "recorded": None, "rows": 20_000_000}
+    state.update(kw)
+    return opt.resolve_index(user_conf, **state)  # type: ignore[arg-type]
+
+
+def test_a_new_unpartitioned_table_gets_the_bucket_index_sized_by_its_first_commit() -> None:
+    resolved = _resolved({"hoodie.metadata.enable": "false"})
+    assert resolved == {
+        "hoodie.metadata.enable": "false",
+        opt.INDEX_TYPE: "BUCKET",
+        opt.BUCKET_ENGINE: "SIMPLE",
+        opt.NUM_BUCKETS: "16",
+    }
+    assert opt.index_layout(_options(user_conf=resolved)) == "BUCKET(SIMPLE, 16, id)"
+    assert _resolved({opt.NUM_BUCKETS: "32"})[opt.NUM_BUCKETS] == "32"  # the user's count wins
+
+
+@pytest.mark.parametrize(
+    "user_conf",
+    [{opt.INDEX_TYPE: "SIMPLE"}, {opt.INDEX_TYPE: "bloom"}, {opt.RECORD_INDEX_ENABLE: "true"}],
+)
+def test_a_users_index_is_left_alone(user_conf: dict[str, str]) -> None:
+    assert _resolved(user_conf) == user_conf
+
+
+def test_a_partitioned_table_keeps_the_global_simple_index() -> None:
+    resolved = _resolved({}, partitioned=True)
+    assert resolved == {}
+    assert _options(user_conf=resolved, partition_path_field="region")[opt.INDEX_TYPE] == "GLOBAL_SIMPLE"
+
+
+def test_an_existing_table_keeps_the_layout_it_recorded_and_one_without_keeps_simple() -> None:
+    assert _resolved({}, committed=True, recorded=opt.FILE_LOOKUP) == {}
+    assert _resolved({}, committed=True, recorded=None) == {}  # an older hudi-cdc's: SIMPLE, Hudi's default
+    bucket = _resolved({}, committed=True, recorded="BUCKET(SIMPLE, 8, id)", rows=900_000_000)
+    assert opt.index_layout(_options(user_conf=bucket)) == "BUCKET(SIMPLE, 8, id)"
+    assert opt.index_layout(_options(user_conf={})) == opt.FILE_LOOKUP
+    # A count given now that differs from the recorded one is the user's, and the guard refuses it.
+    changed = _resolved({opt.NUM_BUCKETS: "16"}, committed=True, recorded="BUCKET(SIMPLE, 8, id)")
+    with pytest.raises(ConfigError, match="written with the index BUCKET"):
+        opt.check_index_layout("BUCKET(SIMPLE, 8, id)", _options(user_conf=changed), "t")
+
+
+def test_a_recorded_layout_the_defaults_cannot_give_is_left_to_the_users_settings() -> None:
+    assert _resolved({}, committed=True, recorded="RECORD_INDEX") == {}
+    assert _resolved({}, committed=True, recorded="BUCKET(CONSISTENT_HASHING, id)") == {}
+
+
+def test_a_compaction_takes_the_index_and_bloom_filters_the_table_recorded() -> None:
+    """The async compactor's options are made before a new table exists: its recorded index decides."""
+    rounds = _options(table_type="MERGE_ON_READ")  # no index set: made without the table
+    assert opt.BLOOM_FILTER not in rounds
+    bucket = opt.compaction_options(rounds, "BUCKET(SIMPLE, 4, id)")
+    assert (bucket[opt.INDEX_TYPE], bucket[opt.NUM_BUCKETS], bucket[opt.BLOOM_FILTER]) == ("BUCKET", "4", "false")
+    assert opt.compaction_options(rounds, opt.FILE_LOOKUP) == rounds  # the simple index: blooms kept
+    assert opt.compaction_options(rounds, None) == rounds  # an older hudi-cdc's table: SIMPLE
+    asked = _options(table_type="MERGE_ON_READ", user_conf={opt.BLOOM_FILTER: "true"})
+    assert opt.compaction_options(asked, "BUCKET(SIMPLE, 4, id)")[opt.BLOOM_FILTER] == "true"
