@@ -83,6 +83,9 @@ class IngestConfig:
     message written with schemas on."""
     allow_data_loss: bool = False
     """Continue when the checkpoint is outside the offsets Kafka still retains."""
+    kafka_driver_read_max_messages: int = 20_000
+    """Kafka: a round of at most this many messages is read by the process's own consumer instead of a
+    Spark Kafka read (about 0.4 s less per round); a larger one by the executors. 0: always Spark's."""
     jdbc_url: str | None = None
     """JDBC source: ``jdbc:postgresql://host:port/db`` or ``jdbc:mariadb://`` / ``jdbc:mysql://``."""
     jdbc_table: str | None = None
@@ -171,6 +174,8 @@ class IngestConfig:
                 "kafka_value_schema_file is for JSON without embedded schemas: set --kafka-value-format json"
             )
         _check_literal("kafka_starting_offsets", self.kafka_starting_offsets, Literal["earliest", "latest"])
+        if self.kafka_driver_read_max_messages < 0:
+            raise ConfigError(f"kafka_driver_read_max_messages must be >= 0, got {self.kafka_driver_read_max_messages}")
         if self.source_limit is not None and self.source_limit <= 0:
             raise ConfigError(f"source_limit must be positive, got {self.source_limit}")
         if self.tombstone_retention_hours < 0:
@@ -329,7 +334,12 @@ def normalise_settings(values: Mapping[str, Any], origin: str) -> dict[str, Any]
             "kafka_value_format",
         ) and isinstance(value, str):
             value = value.lower()
-        elif key in ("source_limit", "max_rounds", "jdbc_fetch_size") and isinstance(value, str):
+        elif key in (
+            "source_limit",
+            "max_rounds",
+            "jdbc_fetch_size",
+            "kafka_driver_read_max_messages",
+        ) and isinstance(value, str):
             value = _parse_number(key, value, int, origin)
         elif key in (
             "min_sync_interval_seconds",

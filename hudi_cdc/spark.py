@@ -31,6 +31,8 @@ __all__ = ["spark_session", "release", "worker_python"]
 _log = logging.getLogger(__name__)
 
 # Settings Hudi's Spark integration needs; a user's own session must carry them too.
+ARROW_ENABLED = "spark.sql.execution.arrow.pyspark.enabled"
+
 _HUDI_SESSION_CONF = {
     # Spark 3.5 can deadlock building nested cached plans under AQE (seen here: two
     # threads parked on each other's cache stage). Plain cache plans avoid it.
@@ -39,6 +41,9 @@ _HUDI_SESSION_CONF = {
     "spark.sql.extensions": "org.apache.spark.sql.hudi.HoodieSparkSessionExtension",
     "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.hudi.catalog.HoodieCatalog",
     "spark.kryo.registrator": "org.apache.spark.HoodieSparkKryoRegistrar",
+    # A small Kafka round is read by the driver and handed to Spark as Arrow batches (sources.kafka):
+    # without Arrow the rows would pass through Python workers, slower than Spark's own Kafka read.
+    ARROW_ENABLED: "true",
 }
 
 # Small-machine defaults: a CDC batch is rarely worth 200 shuffle partitions.

@@ -48,6 +48,9 @@ class TableStatus:
     tombstones_held: int | None = None
     quarantined: int | None = None  # events waiting in the quarantine table (None: it has none, or unread)
     dropped_at_source: str | None = None  # the DROP the runner saw on the schema-change topic
+    freshness: dict[str, Any] | None = None
+    """The runner's view against the table's ``max_freshness_seconds`` (continuous Kafka runs): target_s,
+    oldest_pending_s, late (what it waits for, while past the target), missed (rounds), last_miss."""
     problems: list[str] = field(default_factory=list)  # what could not be read
 
 
@@ -82,8 +85,38 @@ class PipelineStatus:
                 lines.append(f"    last error: {t.last_error}")
             if t.dropped_at_source:
                 lines.append(f"    dropped at the source: {t.dropped_at_source}")
+            lines += _freshness_lines(t.freshness)
             lines += [f"    could not read: {p}" for p in t.problems]
         return "\n".join(lines)
+
+
+def _freshness_lines(freshness: dict[str, Any] | None) -> list[str]:
+    if not freshness:
+        return []
+    lines = []
+    if freshness.get("late"):
+        lines.append(
+            f"    late: its oldest change has waited {freshness['oldest_pending_s']}s "
+            f"(target {freshness['target_s']:g}s), for {freshness['late']}"
+        )
+    if freshness.get("missed"):
+        lines.append(
+            f"    freshness target missed by {freshness['missed']} round(s); the last: {freshness['last_miss']}"
+        )
+    return lines
+
+
+def _freshness(known: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The runner's freshness figures of a table from ``status.json``; None without a target."""
+    if not known or known.get("freshness_target_s") is None:
+        return None
+    return {
+        "target_s": known["freshness_target_s"],
+        "oldest_pending_s": known.get("oldest_pending_s"),
+        "late": known.get("late"),
+        "missed": known.get("freshness_missed", 0),
+        "last_miss": known.get("last_miss"),
+    }
 
 
 def pipeline_status(spark: SparkSession, spec: PipelineSpec, *, tables: Sequence[str] = ()) -> PipelineStatus:
@@ -147,6 +180,7 @@ def _table(
     if state != "failed":
         status.last_error = None
     status.dropped_at_source = (known or {}).get("dropped_at_source")
+    status.freshness = _freshness(known)
     status.behind_unit = "messages" if spec.source.kind == "kafka" else "files"
     try:
         commits = HudiTable(spark, config.target_base_path).commits()

@@ -17,6 +17,7 @@ flavor = "postgres"
 target_base_path = "/lake/{schema}/{table}"  # {topic} {server} {schema} {table}
 target_table = "{schema}_{table}"
 table_type = "mor"
+max_freshness_seconds = 30                   # hudi-cdc run: rank and report tables by this target
 
 [defaults.hoodie_conf]
 "hoodie.parquet.max.file.size" = "134217728"

@@ -316,3 +316,57 @@ def test_quarantine_keeps_the_message_bytes_and_reapplies_through_the_registry(s
         "still_quarantined": 1,
     }
     assert read_rows(spark, base, ["id", "name", "tier"]) == [(1, "a", 1), (3, "c", 7), (4, "d", 4)]
+
+
+def test_a_small_round_read_by_the_driver_gives_the_table_the_executors_read_gives(
+    spark,  # noqa: ANN001
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Three partitions, two schema versions, Kafka tombstones, deletes and a source limit: the same rounds
+    read by the process's consumer (the default for a small round) and by Spark's executors."""
+    topic = Topic(partitions=3)
+    first = [pg_event("c", lsn=10 + k, after=row(k, f"n{k}")) for k in range(9)]
+    later = [pg_event("u", lsn=100 + k, after=row(k, f"m{k}", tier=k)) for k in range(0, 9, 2)]
+    later += [pg_event("d", lsn=200 + k, before=row(k, None, tier=None)) for k in (1, 4)]
+    topic.send(first)
+    topic.send(later, version=2)
+    topic.send_raw([(1, None), (4, None)])  # Debezium's tombstones after the deletes
+    tables = {}
+    for read_by, limit in (("driver", None), ("executors", "0")):
+        if limit is not None:
+            monkeypatch.setenv("HUDI_CDC__KAFKA_DRIVER_READ_MAX_MESSAGES", limit)
+        base, seen = str(tmp_path / read_by), set()
+        for _ in range(3):  # 18 messages, at most 6 a round
+            done = ingest(topic, base, "--source-limit", "6")
+            assert done.exit_code == 0, done.output
+            result = last_result(done.output)
+            seen.add(result["details"].get("read"))
+        assert seen == {read_by}
+        assert sum(result["checkpoint"]["offsets"].values()) == 18
+        tables[read_by] = read_rows(spark, base, ["id", "name", "tier"])
+    expected = apply_events([dict(e, after={**e["after"], "tier": None}) for e in first] + later)
+    assert (
+        tables["driver"]
+        == tables["executors"]
+        == sorted((r["id"], r["name"], r.get("tier")) for r in expected.values())
+    )
+
+
+def test_a_driver_read_of_offsets_no_longer_retained_is_data_loss(tmp_path: Path) -> None:
+    """Retention removing a range's start between planning and reading: an error, never a silent gap."""
+    from confluent_kafka import TopicPartition
+    from confluent_kafka.admin import AdminClient
+
+    from hudi_cdc.sources.kafka import OffsetRange, read_ranges
+
+    topic = Topic()
+    topic.send([pg_event("c", lsn=10 + k, after=row(k, "a")) for k in range(5)])
+    assert [m[3] for m in read_ranges(BOOTSTRAP, topic.name, [OffsetRange(0, 1, 4)], {}, what="t")] == [1, 2, 3]
+    admin = AdminClient({"bootstrap.servers": BOOTSTRAP})
+    for future in admin.delete_records([TopicPartition(topic.name, 0, 3)]).values():
+        future.result(30)
+    from hudi_cdc.errors import SourceError
+
+    with pytest.raises(SourceError, match=r"-0: offset 1 is gone from Kafka: data was lost upstream"):
+        read_ranges(BOOTSTRAP, topic.name, [OffsetRange(0, 1, 5)], {}, what=topic.name)

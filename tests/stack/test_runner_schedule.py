@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from hudi_cdc.ops.status import pipeline_status
 from hudi_cdc.service import Runner, control, load_pipeline
 from hudi_cdc.service.control import read_status
 from tests.stack.conftest import BOOTSTRAP, REGISTRY, CustomersTopic
@@ -129,6 +130,11 @@ def test_idle_tables_get_no_rounds_and_the_earliest_deadline_goes_first(spark, t
         paused = status["tables"][PAUSED]
         assert paused["late"] == "the table is paused" and paused["oldest_pending_s"] >= 0.5  # rounded to 0.1 s
         assert status["tables"][QUIET]["late"] is None and status["tables"][QUIET]["pending_since"] is None
+        shown = pipeline_status(spark, spec, tables=[PAUSED, URGENT])
+        freshness = {t.name: t.freshness for t in shown.tables}
+        assert freshness[PAUSED] is not None and freshness[PAUSED]["late"] == "the table is paused"
+        assert freshness[URGENT] is not None and freshness[URGENT]["missed"] == urgent.freshness_missed
+        assert "late: its oldest change has waited" in shown.describe() and "missed by" in shown.describe()
         assert len(rounds) == 7, rounds  # the paused table's message started no round
     finally:
         runner.stop()
