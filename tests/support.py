@@ -219,6 +219,7 @@ def tamper(
     """Write straight into a Hudi table, past hudi-cdc, as corruption would: rows upserted (give them an
     ``_source_order`` above every stored one), deleted, and written again as second rows of their key."""
     from hudi_cdc.sink import options as opt
+    from hudi_cdc.sink.hudi import HudiTable, index_conf
     from payloads.base import ORDER_COLUMN, is_data_column
 
     frame = spark.read.format("hudi").load(base)
@@ -229,7 +230,7 @@ def tamper(
         record_key_fields=tuple(keys),
         partition_path_field=None,
         ordering_field=ORDER_COLUMN,
-        user_conf={},
+        user_conf=index_conf(HudiTable(spark, base), {}, partitioned=False),  # the table's own index
     )
     # bulk_insert adds a second row of a key in a new file group; no inline compaction tidies anything up
     for records, operation in ((upserts, "upsert"), (deletes, "delete"), (duplicates, "bulk_insert")):

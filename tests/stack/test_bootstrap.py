@@ -203,6 +203,8 @@ def test_killed_under_writes_the_rerun_hands_over_with_no_gap(spark, tmp_path: P
         # The reruns in this process: only the killed run needs one of its own.
         loaded = _bootstrap_here(command)
         assert loaded["replaced_slot"] and not loaded["already_loaded"] and loaded["rows"] > 40_000
+        # No index set: the bucket default, sized by Postgres's estimate of the rows (options.bucket_count).
+        assert HudiTable(spark, str(base)).checkpoint_commit().extra["hudi_cdc.index"] == "BUCKET(SIMPLE, 4, id)"
         assert _bootstrap_here(command)["already_loaded"]
 
         with postgres_connector(
