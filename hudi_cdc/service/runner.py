@@ -538,7 +538,7 @@ class Runner:
         seen = (
             ended,
             tuple(
-                (n, t.state, t.rounds, t.failures_total, t.due, t.pending_since, t.late and round(now))
+                (n, t.state, t.rounds, t.failures_total, t.due, t.pending_since is None, t.late and round(now))
                 for n, t in sorted(self.tables.items())
             ),
         )

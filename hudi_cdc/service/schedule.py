@@ -24,7 +24,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["UNTARGETED_S", "Arrivals", "committed_offsets", "deadline"]
+__all__ = ["KEPT_SIGHTINGS", "UNTARGETED_S", "Arrivals", "committed_offsets", "deadline"]
+
+KEPT_SIGHTINGS = 1_000
+"""At most this many sightings per table: a paused table's topic keeps moving. Past it the oldest is kept
+(the oldest pending change's date stays exact) and the next oldest go: a partial round may then date its
+remainder a little late."""
 
 UNTARGETED_S = 60.0
 """The target a table without ``max_freshness_seconds`` is ranked by (not reported as missed)."""
@@ -43,6 +48,8 @@ class Arrivals:
         """End offsets as asked at ``now``; kept only when they moved since the last observation."""
         if not self.seen or dict(ends) != self.seen[-1][1]:
             self.seen.append((now, dict(ends)))
+        if len(self.seen) > KEPT_SIGHTINGS:
+            del self.seen[1]
 
     def apply(self, offsets: Mapping[int, int]) -> None:
         """A round committed up to ``offsets``: observations it covers whole are forgotten."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hudi_cdc.service.schedule import UNTARGETED_S, Arrivals, committed_offsets, deadline
+from hudi_cdc.service.schedule import KEPT_SIGHTINGS, UNTARGETED_S, Arrivals, committed_offsets, deadline
 
 
 def test_a_table_holding_every_seen_message_has_nothing_pending() -> None:
@@ -60,3 +60,13 @@ def test_earliest_deadline_ranks_a_cold_change_against_a_hot_table() -> None:
     assert deadline(85.0, 30.0) > hot  # a cold change 15 s older has more time left: the hot table first
     assert deadline(75.0, 30.0) < hot  # 25 s older: its 30 s end first, it goes first
     assert deadline(5.0, None) == 5.0 + UNTARGETED_S
+
+
+def test_a_table_that_runs_no_rounds_keeps_a_bounded_history_with_its_oldest_sighting() -> None:
+    arrivals = Arrivals(applied={0: 0})
+    for n in range(1, 3 * KEPT_SIGHTINGS):
+        arrivals.observe(float(n), {0: n})
+    assert len(arrivals.seen) == KEPT_SIGHTINGS
+    assert arrivals.pending_since() == 1.0  # the oldest unapplied message's date is kept exactly
+    arrivals.apply({0: 3 * KEPT_SIGHTINGS - 2})
+    assert arrivals.pending_since() == float(3 * KEPT_SIGHTINGS - 1)
