@@ -364,10 +364,13 @@ def _drop_planner(key: _PlannerKey) -> None:
 
 @atexit.register
 def _close_planners() -> None:
+    """Close the process's planning and reading consumers (never a parent's, copied by a fork)."""
     with _PLANNERS_LOCK:
-        ours = [key for key in _PLANNERS if key[0] == os.getpid()]  # never a parent's, copied by a fork
-        entries = [_PLANNERS.pop(key) for key in ours]
-    for _, consumer in entries:
+        ours = [key for key in _PLANNERS if key[0] == os.getpid()]
+        consumers = [_PLANNERS.pop(key)[1] for key in ours]
+        ours = [key for key in _READERS if key[0] == os.getpid()]
+        consumers += [c for key in ours for c in _READERS.pop(key)]
+    for consumer in consumers:
         _close_quietly(consumer)
 
 
