@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -123,7 +124,10 @@ def check_table_config(ctx: _Context) -> _Outcome:
     except ConfigError as exc:
         return _fail(str(exc))
     if not exists:
-        return _ok(f"no Hudi table at {config.target_base_path} yet: the first ingest creates it ({config.table_type})")
+        return _ok(
+            f"no Hudi table at {config.target_base_path} yet: the first ingest creates it ({config.table_type}, "
+            f"index {_new_table_index(config.hoodie_conf, wanted)})"
+        )
     table = ctx.table()
     tc = table._meta_client().getTableConfig()
     merge_mode = tc.getRecordMergeMode()
@@ -163,6 +167,15 @@ def check_table_config(ctx: _Context) -> _Outcome:
         f"partition {have['partition field'] or '(none)'}, ordering {have['ordering field']}, "
         f"{have['merge mode']}{payload_note}, index {want['index']}: matches the command line"
     )
+
+
+def _new_table_index(user_conf: Mapping[str, str], wanted: Mapping[str, str]) -> str:
+    """The index a new table gets: the settings' own, or the bucket default sized by its first commit."""
+    partitioned = bool(wanted[opt.PARTITION_PATH])
+    if opt.names_index(user_conf, partitioned=partitioned):
+        return opt.index_layout(wanted)
+    buckets = user_conf.get(opt.NUM_BUCKETS) or f"{opt.MIN_BUCKETS}-{opt.MAX_BUCKETS} by the first commit's rows"
+    return f"BUCKET (SIMPLE engine, {buckets} buckets)"
 
 
 def _ordering_column() -> str:

@@ -93,6 +93,9 @@ def test_settings_refused_before_the_table_exists(spark, tmp_path: Path) -> None
         files_config(source, tmp_path / "t", hoodie_conf=bucket), spark=spark
     )  # unpartitioned: a bucket index is fine
     assert fine.check("target.table_config").status == "ok", fine.check("target.table_config")
+    assert "index BUCKET(SIMPLE, 256, id)" in fine.check("target.table_config").detail  # the user's: Hudi's count
+    default = validate(files_config(source, tmp_path / "t"), spark=spark).check("target.table_config")
+    assert default.status == "ok" and "index BUCKET (SIMPLE engine, 4-256 by the first commit's rows" in default.detail
 
 
 def test_the_index_shown_is_the_one_the_table_recorded(spark, tmp_path: Path) -> None:
