@@ -53,6 +53,7 @@ def test_a_rounds_result_carries_the_plans_counts_under_the_same_keys() -> None:
         duration_s=1.5,
         details={"files": 1},
         quarantined=3,
+        steps_s={"plan": 0.5, "commit": 1.0},
     )
     # What --json prints, the Airflow operator returns and the runner records (keys sorted there).
     assert json.dumps(result.to_dict(), sort_keys=True) == json.dumps(
@@ -70,6 +71,7 @@ def test_a_rounds_result_carries_the_plans_counts_under_the_same_keys() -> None:
             "source_ts_ms_max": 7_000,
             "source_ts_ms_min": 3_000,
             "stale": 1,
+            "steps_s": {"commit": 1.0, "plan": 0.5},
             "superseded": 4,
             "table": "t",
             "toast_filled": 2,
