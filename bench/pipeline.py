@@ -179,7 +179,8 @@ def measure(scenario: Scenario, work: Path, hoodie_conf: dict[str, str] | None =
     run_id = uuid.uuid4().hex[:6]
     names = [f"bench_many_{run_id}_{i:02d}" for i in range(scenario.tables)]
     _create_tables(names)
-    pipeline = _write_pipeline(work, run_id, scenario.max_concurrent_tables, hoodie_conf or {})
+    hot = names[: scenario.hot_tables]
+    pipeline = _write_pipeline(work, run_id, scenario.max_concurrent_tables, hoodie_conf or {}, hot)
     out_path = work / f"many_{run_id}.jsonl"
     out = open(out_path, "w")  # noqa: SIM115 - the child writes it until terminated
     runner = subprocess.Popen(
@@ -258,8 +259,14 @@ def _create_tables(names: list[str]) -> None:
         time.sleep(2)
 
 
-def _write_pipeline(work: Path, run_id: str, max_concurrent_tables: int, hoodie_conf: dict[str, str]) -> Path:
+def _write_pipeline(
+    work: Path, run_id: str, max_concurrent_tables: int, hoodie_conf: dict[str, str], hot: list[str]
+) -> Path:
+    """The pipeline file; in the skewed scenario each table's goal is its ``max_freshness_seconds``, which the
+    runner schedules by (the hot tables' 10 s in a section each)."""
     pipeline = work / f"many_{run_id}.toml"
+    targets = f"max_freshness_seconds = {ALL_GOAL_S}\n" if hot else ""
+    sections = "".join(f'\n[tables."inventory.{n}"]\nmax_freshness_seconds = {HOT_GOAL_S}\n' for n in hot)
     pipeline.write_text(
         f"""
 [source]
@@ -273,7 +280,7 @@ target_base_path = "{work}/{{table}}"
 target_table = "{{table}}"
 table_type = "mor"
 min_sync_interval_seconds = 0
-{_conf_table(hoodie_conf)}
+{targets}{_conf_table(hoodie_conf)}{sections}
 [run]
 max_concurrent_tables = {max_concurrent_tables}
 discovery_interval_seconds = 60
