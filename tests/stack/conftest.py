@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import socket
 import time
+from collections.abc import Callable
+from typing import Any
 
 from hudi_cdc.testing import envelope_schema, pg_event
 from hudi_cdc.testing.kafka import Framer, create_topic, produce, register_schema
@@ -47,3 +49,13 @@ class CustomersTopic:
         if garbage_first:
             messages.insert(0, (None, b"\x7fELF not in the wire format", 0))
         self.sent += produce(BOOTSTRAP, self.name, messages)
+
+
+def wait_until(what: str, ready: Callable[[], Any], timeout_s: float = 90.0) -> Any:  # noqa: ANN401
+    """``ready()``'s first truthy value, polled every 0.05 s; an AssertionError naming ``what`` after the timeout."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if got := ready():
+            return got
+        time.sleep(0.05)
+    raise AssertionError(f"timed out after {timeout_s:.0f}s waiting for {what}")

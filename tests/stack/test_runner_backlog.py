@@ -14,16 +14,14 @@ import threading
 import time
 import urllib.request
 import uuid
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from hudi_cdc.ops.status import TableStatus, pipeline_status
 from hudi_cdc.service import Runner, control, load_pipeline
-from tests.stack.conftest import BOOTSTRAP, REGISTRY, CustomersTopic
+from tests.stack.conftest import BOOTSTRAP, REGISTRY, CustomersTopic, wait_until
 
 pytestmark = [pytest.mark.kafka, pytest.mark.hudi]
 
@@ -47,15 +45,6 @@ def _scrape(port: int) -> dict[str, dict[str, float]]:
             if sample.name in found:
                 found[sample.name][sample.labels["table"]] = sample.value
     return found
-
-
-def _wait(what: str, ready: Callable[[], Any], timeout_s: float = 90.0) -> Any:  # noqa: ANN401
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if got := ready():
-            return got
-        time.sleep(0.1)
-    raise AssertionError(f"timed out after {timeout_s:.0f}s waiting for {what}")
 
 
 def test_gauges_are_what_status_reports_for_paused_waiting_and_failed_tables(spark, tmp_path: Path) -> None:  # noqa: ANN001
@@ -99,7 +88,7 @@ backlog_interval_seconds = {INTERVAL_S}
     running.start()
     try:
         states = {PAUSED: "paused", WAITING: "waiting", FAILED: "failed"}
-        _wait("the first rounds", lambda: {n: t.state for n, t in runner.tables.items()} == states)
+        wait_until("the first rounds", lambda: {n: t.state for n, t in runner.tables.items()} == states)
         assert runner.tables[PAUSED].commits == runner.tables[WAITING].commits == 1
         assert runner.tables[FAILED].last_error_kind == "terminal" and runner.tables[FAILED].commits == 0
 
@@ -108,12 +97,12 @@ backlog_interval_seconds = {INTERVAL_S}
         topics[WAITING].send(2)
         topics[FAILED].send(1)
         held = {PAUSED: 4.0, WAITING: 2.0, FAILED: 5.0}  # the failed table has no checkpoint: all its messages
-        _wait("the gauges to show the backlog", lambda: _scrape(port)["hudi_cdc_behind"] == held)
+        wait_until("the gauges to show the backlog", lambda: _scrape(port)["hudi_cdc_behind"] == held)
         _same_as_status(spark, spec, port, held, states)
 
         # Resumed, the paused table catches up: its gauges go to 0, as status does.
         control.resume(spec.run.state_dir, PAUSED)
-        _wait(
+        wait_until(
             "the resumed table's gauges at 0",
             lambda: (g := _scrape(port))["hudi_cdc_behind"].get(PAUSED) == 0 and g["hudi_cdc_lag_seconds"][PAUSED] == 0,
         )

@@ -11,30 +11,19 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from hudi_cdc.ops.status import pipeline_status
 from hudi_cdc.service import Runner, control, load_pipeline
 from hudi_cdc.service.control import read_status
-from tests.stack.conftest import BOOTSTRAP, REGISTRY, CustomersTopic
+from tests.stack.conftest import BOOTSTRAP, REGISTRY, CustomersTopic, wait_until
 
 pytestmark = [pytest.mark.kafka, pytest.mark.hudi]
 
 SERVER = f"sc{uuid.uuid4().hex[:8]}"
 URGENT, RELAXED, QUIET, PAUSED = "urgent.customers", "relaxed.customers", "quiet.customers", "paused.customers"
-
-
-def _wait(what: str, ready: Callable[[], Any], timeout_s: float = 90.0) -> Any:  # noqa: ANN401
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if got := ready():
-            return got
-        time.sleep(0.05)
-    raise AssertionError(f"timed out after {timeout_s:.0f}s waiting for {what}")
 
 
 def _pipeline(tmp_path: Path) -> Path:
@@ -90,7 +79,7 @@ def test_idle_tables_get_no_rounds_and_the_earliest_deadline_goes_first(spark, t
     running = threading.Thread(target=runner.run, name="schedule-test-runner")
     running.start()
     try:
-        _wait("every table's first round", lambda: len(rounds) == 4)
+        wait_until("every table's first round", lambda: len(rounds) == 4)
         assert sorted(rounds) == sorted((n, 2) for n in topics)
         time.sleep(2.0)  # ten looks at the offsets, nothing new: no table is given a round
         assert len(rounds) == 4, rounds
@@ -101,10 +90,10 @@ def test_idle_tables_get_no_rounds_and_the_earliest_deadline_goes_first(spark, t
         control.pause(spec.run.state_dir, PAUSED)
         hold.set()
         topics[QUIET].send(1)
-        _wait("the quiet table's round", lambda: len(rounds) >= 5)
+        wait_until("the quiet table's round", lambda: len(rounds) >= 5)
         # While that round's end held the loop, the relaxed table's change came first and the urgent one's
         # later: the urgent one's deadline (0.5 s) is nearer than the relaxed one's (60 s), so it goes first.
-        _wait("two more rounds", lambda: len(rounds) >= 7)
+        wait_until("two more rounds", lambda: len(rounds) >= 7)
         assert rounds[4:7] == [(QUIET, 1), (URGENT, 1), (RELAXED, 3)], rounds
         urgent = runner.tables[URGENT]
         assert urgent.freshness_missed == missed_before + 1 and urgent.last_miss is not None
@@ -123,7 +112,7 @@ def test_idle_tables_get_no_rounds_and_the_earliest_deadline_goes_first(spark, t
 
         # A paused table past its target: status says so, and what it waits for.
         topics[PAUSED].send(1)
-        status = _wait(
+        status = wait_until(
             "the paused table reported late",
             lambda: (s := read_status(spec.run.state_dir)) and s["tables"][PAUSED].get("late") and s,
         )
