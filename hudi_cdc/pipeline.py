@@ -72,7 +72,8 @@ class RoundSteps:
     """Which step a round is in, since when, and the seconds each step took.
 
     The steps: ``open`` (the table's checkpoint, tombstone purge), ``read`` (the source's offsets and
-    schemas), ``plan`` (reading, decoding and deciding each key: one Spark job), ``quarantine``,
+    schemas, and a small Kafka round's messages, read by the driver), ``plan`` (decoding and deciding
+    each key, reading the messages there when the executors read them: one Spark job), ``quarantine``,
     ``tombstones`` and ``commit`` (the Hudi write). A runner reads :attr:`current` from another thread
     to say what a late table is waiting for; a plain attribute read is enough for that.
     """
