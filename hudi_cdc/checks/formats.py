@@ -21,22 +21,13 @@ _JSON_CONVERTER = "org.apache.kafka.connect.json.JsonConverter"
 
 def _newest(ctx: _Context, per_partition: int = 1) -> list[tuple[int, int, bytes]]:
     """``(partition, offset, value)`` of the newest messages that are not tombstones."""
-    from confluent_kafka import Consumer, KafkaException, TopicPartition
+    from confluent_kafka import KafkaException, TopicPartition
 
-    from hudi_cdc.console import kafka_logger
-    from hudi_cdc.sources.kafka import client_conf
+    from hudi_cdc.sources.kafka import client_conf, new_consumer
 
     c = ctx.config
     marks = ctx.watermarks()
-    consumer = Consumer(
-        {
-            "bootstrap.servers": c.bootstrap_servers,
-            "group.id": "hudi-cdc-validate",
-            "enable.auto.commit": False,
-            **client_conf(c.hoodie_conf),
-            "logger": kafka_logger(),
-        }
-    )
+    consumer = new_consumer(str(c.bootstrap_servers), client_conf(c.hoodie_conf), group_id="hudi-cdc-validate")
     found: list[tuple[int, int, bytes]] = []
     try:
         for partition, (low, high) in sorted(marks.items()):

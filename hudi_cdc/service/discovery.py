@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from hudi_cdc.console import kafka_logger
 from hudi_cdc.errors import SourceError, TransientError
 from hudi_cdc.service.spec import PipelineSpec, TableRef
-from hudi_cdc.sources.kafka import client_conf, request_timeout_s
+from hudi_cdc.sources.kafka import client_conf, new_consumer, request_timeout_s
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -32,18 +31,11 @@ def _database_tables(spec: PipelineSpec) -> list[tuple[str, tuple[str, ...]]]:
 
 
 def _topics(spec: PipelineSpec) -> list[str]:
-    from confluent_kafka import Consumer, KafkaException
+    from confluent_kafka import KafkaException
 
     conf = client_conf(spec.defaults.get("hoodie_conf", {}))
     # A consumer, not an AdminClient: it can be closed, so no client keeps retrying a dead broker behind us.
-    client = Consumer(
-        {
-            "bootstrap.servers": str(spec.source.bootstrap_servers),
-            "group.id": "hudi-cdc-discovery",
-            **conf,
-            "logger": kafka_logger(),
-        }
-    )
+    client = new_consumer(str(spec.source.bootstrap_servers), conf, group_id="hudi-cdc-discovery")
     try:
         topics = client.list_topics(timeout=request_timeout_s(conf)).topics
     except KafkaException as exc:

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hudi_cdc.errors import DecodeError, TransientError
-from hudi_cdc.sources.kafka import request_timeout_s
+from hudi_cdc.sources.kafka import new_consumer, request_timeout_s
 
 __all__ = ["SchemaChange", "SchemaChangeWatcher", "table_name"]
 
@@ -84,19 +84,10 @@ class SchemaChangeWatcher:
 
     def poll(self) -> list[SchemaChange]:
         """Read what is new on the topic; return the changes read (in order)."""
-        from confluent_kafka import Consumer, KafkaException, TopicPartition
+        from confluent_kafka import KafkaException, TopicPartition
 
-        from hudi_cdc.console import kafka_logger
-
-        consumer = Consumer(
-            {
-                "bootstrap.servers": self._bootstrap,
-                "group.id": "hudi-cdc-schema-changes",
-                "enable.auto.commit": False,
-                **{k: v for k, v in self._conf.items() if k != "basic.auth.user.info"},
-                "logger": kafka_logger(),
-            }
-        )
+        conf = {k: v for k, v in self._conf.items() if k != "basic.auth.user.info"}
+        consumer = new_consumer(self._bootstrap, conf, group_id="hudi-cdc-schema-changes")
         read: list[SchemaChange] = []
         try:
             meta = consumer.list_topics(self.topic, timeout=request_timeout_s(self._conf)).topics.get(self.topic)

@@ -46,6 +46,7 @@ __all__ = [
     "broker_conf",
     "client_conf",
     "end_offsets",
+    "new_consumer",
     "plan_ranges",
     "parse_kafka_checkpoint",
 ]
@@ -111,22 +112,10 @@ def end_offsets(
     Asked through the process's planning consumer (the one the sources plan with), so a
     runner refreshing its tables' backlog every few seconds opens no connection of its own.
     """
-    from confluent_kafka import Consumer, KafkaException, TopicPartition
+    from confluent_kafka import KafkaException, TopicPartition
 
     conf = dict(conf or {})
-
-    def make() -> Any:  # noqa: ANN401 - confluent_kafka.Consumer
-        return Consumer(
-            {
-                "bootstrap.servers": bootstrap_servers,
-                "group.id": "hudi-cdc-planner",
-                "enable.auto.commit": False,
-                **conf,
-                "logger": kafka_logger(),
-            }
-        )
-
-    key, lock, consumer = _planner(bootstrap_servers, conf, make)
+    key, lock, consumer = _planner(bootstrap_servers, conf, lambda: new_consumer(bootstrap_servers, conf))
     wait_s = request_timeout_s(conf)
     try:
         with lock:
@@ -189,15 +178,30 @@ def read_ranges(
 
 
 def _reader_consumer(bootstrap_servers: str, conf: Mapping[str, str]) -> Any:  # noqa: ANN401 - a Consumer
+    reading = {
+        "enable.partition.eof": True,  # the end of a partition is an event: no waiting to learn it
+        "fetch.wait.max.ms": 20,  # as FETCH_DEFAULTS, for librdkafka
+    }
+    return new_consumer(bootstrap_servers, conf, group_id="hudi-cdc-reader", defaults=reading)
+
+
+def new_consumer(
+    bootstrap_servers: str,
+    conf: Mapping[str, str],
+    *,
+    group_id: str = "hudi-cdc-planner",
+    defaults: Mapping[str, Any] | None = None,
+) -> Any:  # noqa: ANN401 - confluent_kafka.Consumer
+    """A consumer that never commits offsets, with the user's ``kafka.*`` settings over ``defaults``; its log
+    lines go to hudi-cdc's logger."""
     from confluent_kafka import Consumer
 
     return Consumer(
         {
             "bootstrap.servers": bootstrap_servers,
-            "group.id": "hudi-cdc-reader",
+            "group.id": group_id,
             "enable.auto.commit": False,
-            "enable.partition.eof": True,  # the end of a partition is an event: no waiting to learn it
-            "fetch.wait.max.ms": 20,  # as FETCH_DEFAULTS, for librdkafka
+            **(defaults or {}),
             **conf,
             "logger": kafka_logger(),
         }
@@ -414,17 +418,7 @@ class KafkaSource:
 
     def _consumer(self) -> Any:  # noqa: ANN401 - confluent_kafka.Consumer
         """A consumer for planning: offsets and a peek at a few messages, never committing."""
-        from confluent_kafka import Consumer
-
-        return Consumer(
-            {
-                "bootstrap.servers": self._config.bootstrap_servers,
-                "group.id": "hudi-cdc-planner",
-                "enable.auto.commit": False,
-                **self._client_conf,
-                "logger": kafka_logger(),
-            }
-        )
+        return new_consumer(str(self._config.bootstrap_servers), self._client_conf)
 
     def _watermarks(self) -> dict[int, tuple[int, int]]:
         from confluent_kafka import KafkaException, TopicPartition
