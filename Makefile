@@ -31,6 +31,12 @@ $(PICK_JAR): jars/pick/pom.xml $(wildcard jars/pick/src/*/java/io/hudicdc/pick/*
 	mvn -q -B -f jars/pick/pom.xml package
 	cp jars/pick/target/hudi-cdc-pick-1.jar $@
 
+# hudi-cdc's small-round writer (hudi_cdc/sink/small_write.py: Hudi's Java write client, no Spark job); tests/sink/test_small_write.py.
+WRITER_JAR := $(JARS_DIR)/hudi-cdc-writer-1.jar
+$(WRITER_JAR): jars/writer/pom.xml $(wildcard jars/writer/src/*/java/io/hudicdc/writer/*.java) $(JARS)
+	mvn -q -B -f jars/writer/pom.xml package
+	cp jars/writer/target/hudi-cdc-writer-1.jar $@
+
 # Airflow pins its own dependencies (they clash with ours): its own venv, with hudi-cdc's
 # module installed without dependencies; the tasks run hudi-cdc from .venv.
 AIRFLOW_VENV := .venv-airflow
@@ -47,9 +53,9 @@ $(AIRFLOW_INSTALLED): setup.cfg | $(INSTALLED)
 
 airflow: $(AIRFLOW_INSTALLED) ## Airflow 3 and its Spark provider in .venv-airflow, for examples/airflow/ and its tests
 
-install: $(INSTALLED) $(JARS) $(PICK_JAR) ## Create .venv with hudi-cdc (editable), fetch the Spark-side jars, build our own
+install: $(INSTALLED) $(JARS) $(PICK_JAR) $(WRITER_JAR) ## Create .venv with hudi-cdc (editable), fetch the Spark-side jars, build our own
 
-jars: $(JARS) $(PICK_JAR) ## Fetch the Hudi bundle and spark-avro jars into .jars/ (Maven Central), build jars/pick
+jars: $(JARS) $(PICK_JAR) $(WRITER_JAR) ## Fetch the Hudi bundle and spark-avro jars into .jars/ (Maven Central), build jars/pick and jars/writer
 
 demo: demo-files demo-stack ## Both demos: the embedded default (files), then the real pipeline on the local stack
 

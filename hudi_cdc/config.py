@@ -86,6 +86,10 @@ class IngestConfig:
     kafka_driver_read_max_messages: int = 20_000
     """Kafka: a round of at most this many messages is read by the process's own consumer instead of a
     Spark Kafka read (about 0.4 s less per round); a larger one by the executors. 0: always Spark's."""
+    java_writer_max_rows: int = 20_000
+    """A MERGE_ON_READ round of at most this many rows into an unpartitioned table with the bucket index
+    is written by Hudi's Java write client in the driver (``sink.small_write``: no Spark job) instead of
+    Spark's Hudi datasource. 0: always the datasource."""
     jdbc_url: str | None = None
     """JDBC source: ``jdbc:postgresql://host:port/db`` or ``jdbc:mariadb://`` / ``jdbc:mysql://``."""
     jdbc_table: str | None = None
@@ -176,6 +180,8 @@ class IngestConfig:
         _check_literal("kafka_starting_offsets", self.kafka_starting_offsets, Literal["earliest", "latest"])
         if self.kafka_driver_read_max_messages < 0:
             raise ConfigError(f"kafka_driver_read_max_messages must be >= 0, got {self.kafka_driver_read_max_messages}")
+        if self.java_writer_max_rows < 0:
+            raise ConfigError(f"java_writer_max_rows must be >= 0, got {self.java_writer_max_rows}")
         if self.source_limit is not None and self.source_limit <= 0:
             raise ConfigError(f"source_limit must be positive, got {self.source_limit}")
         if self.tombstone_retention_hours < 0:
@@ -339,6 +345,7 @@ def normalise_settings(values: Mapping[str, Any], origin: str) -> dict[str, Any]
             "max_rounds",
             "jdbc_fetch_size",
             "kafka_driver_read_max_messages",
+            "java_writer_max_rows",
         ) and isinstance(value, str):
             value = _parse_number(key, value, int, origin)
         elif key in (

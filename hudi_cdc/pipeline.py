@@ -20,7 +20,7 @@ from hudi_cdc.errors import ConfigError, DecodeError, HudiCdcError, SinkError, S
 from hudi_cdc.policy import merge_policy
 from hudi_cdc.sink import options as opt
 from hudi_cdc.sink.failures import WriteFailures
-from hudi_cdc.sink.hudi import HudiTable, first_commit_rows, index_conf
+from hudi_cdc.sink.hudi import HudiTable, SmallWrite, first_commit_rows, index_conf
 from hudi_cdc.sink.quarantine import QuarantineStore
 from hudi_cdc.sink.tombstones import TombstoneStore
 from hudi_cdc.spark import release
@@ -322,6 +322,7 @@ def _write(round_: _Round, batch: Batch, plan: WritePlan, committed: bool) -> In
     except SinkError as exc:
         raise failures.judge(exc, start=json.dumps(round_.checkpoint, sort_keys=True)) from exc.__cause__
     failures.clear()
+    details["writer"] = round_.table.last_writer
     return _record(round_, batch, plan, commit_time, held=held, details=details, quarantined=quarantined)
 
 
@@ -457,7 +458,8 @@ def _commit(
         metadata[opt.CHECKPOINT_RESET_KEY] = config.checkpoint
     if truncated_at:
         metadata[opt.TRUNCATED_AT_KEY] = truncated_at
-    return table.write(rows, options, metadata)
+    small = SmallWrite(rows=stats.get("upserts", 0) + stats.get("deletes", 0), max_rows=config.java_writer_max_rows)
+    return table.write(rows, options, metadata, small=small)
 
 
 def _write_options(

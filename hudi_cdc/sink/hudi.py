@@ -15,13 +15,22 @@ from typing import TYPE_CHECKING
 from hudi_cdc._jvm import hadoop_conf, java_message, jvm
 from hudi_cdc.errors import SinkError
 from hudi_cdc.sink import options as opt
+from hudi_cdc.sink import small_write
 from hudi_cdc.spark import task_heap_bytes
 from payloads.base import DELETED_COLUMN
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["HudiTable", "CommitInfo", "first_commit_rows", "index_conf"]
+__all__ = ["CommitInfo", "HudiTable", "SmallWrite", "first_commit_rows", "index_conf"]
+
+
+@dataclass(frozen=True)
+class SmallWrite:
+    """A write of ``rows`` rows, which Hudi's Java write client may take if at most ``max_rows``."""
+
+    rows: int
+    max_rows: int
 
 
 @dataclass(frozen=True)
@@ -41,6 +50,7 @@ class HudiTable:
         # object (a round's), the timeline reloaded at each ask. ~25 ms of a 2 s round.
         self._client = None
         self._exists = False
+        self.last_writer = ""  # who wrote the last write(): "spark" (the datasource) or "java" (sink.small_write)
 
     def exists(self) -> bool:
         """Whether the table has its properties, or their backup alone: a writer killed while Hudi
@@ -178,8 +188,13 @@ class HudiTable:
         extra_metadata: Mapping[str, str],
         *,
         marker: str = opt.CHECKPOINT_KEY,
+        small: SmallWrite | None = None,
     ) -> str:
-        """Upsert ``rows`` in one commit carrying ``extra_metadata`` (with ``marker``); return its instant time."""
+        """Upsert ``rows`` in one commit carrying ``extra_metadata`` (with ``marker``); return its instant time.
+
+        ``small``: the row count, and the most rows Hudi's Java write client may take instead of Spark's
+        datasource (``sink.small_write``); which of the two wrote the commit is left in ``last_writer``.
+        """
         before = self._instant_times()
         # Arrays may hold NULL elements (int[] {1,NULL}); parquet-avro's legacy
         # two-level lists cannot, and a user's own session may not set this.
@@ -188,13 +203,27 @@ class HudiTable:
             block = opt.log_block_max_size(task_heap_bytes(self._spark))
             options = {**options, opt.LOG_BLOCK_MAX_SIZE: str(block)}
         try:
-            rows.write.format("hudi").options(**options).options(**extra_metadata).mode("append").save(self.base_path)
+            self.last_writer = "java" if self._write_small(rows, options, extra_metadata, small) else "spark"
+            if self.last_writer == "spark":
+                rows.write.format("hudi").options(**options).options(**extra_metadata).mode("append").save(
+                    self.base_path
+                )
         except Exception as exc:
             raise SinkError(f"writing Hudi table {self.base_path} failed: {java_message(exc)}") from exc
         ours = [c for c in self._commit_infos(only=self._instant_times() - before) if marker in c.extra]
         if not ours:
             raise SinkError(f"the write to {self.base_path} completed but no new commit carries {marker}")
         return ours[0].instant
+
+    def _write_small(
+        self, rows: DataFrame, options: Mapping[str, str], metadata: Mapping[str, str], small: SmallWrite | None
+    ) -> bool:
+        """Whether Hudi's Java write client wrote ``rows`` (False: nothing written, Spark's datasource writes them)."""
+        if small is None or small_write.declined(options, small.rows, small.max_rows) is not None:
+            return False
+        if not self.has_commits():  # a new table: Spark's datasource creates it and its file groups
+            return False
+        return small_write.write(self._spark, self.base_path, rows, options, metadata) is not None
 
     def read(self) -> DataFrame:
         return self._spark.read.format("hudi").load(self.base_path)
