@@ -8,7 +8,7 @@ JARS := $(JARS_DIR)/.fetched
 PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help install jars airflow demo demo-files demo-stack test test-setup test-archive test-nostack bench bench-scale bench-freshness bench-verify bench-first-load bench-pipeline bench-pipeline-skewed bench-formats bench-rounds bench-commit-cost bench-java-client bench-index bench-toast bench-pick bench-report bench-all chaos test-fast lint clean stack-up stack-down stack-reset
+.PHONY: help install jars airflow demo demo-files demo-stack test test-setup test-archive test-nostack bench bench-scale bench-freshness bench-verify bench-first-load bench-pipeline bench-pipeline-skewed bench-formats bench-rounds bench-commit-cost bench-java-client bench-small-round bench-index bench-toast bench-pick bench-report bench-all chaos test-fast lint clean stack-up stack-down stack-reset
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -142,6 +142,9 @@ bench-commit-cost: install ## 1,000 updates into a 1M-row table under each index
 bench-java-client: install ## Experiment: the same small MOR round through Hudi's Java write client in the same JVM, against Spark's
 	$(PY) -m bench.java_client --results $(BENCH_RESULTS)
 	$(REPORT)
+
+bench-small-round: install ## A warm round of 1,000 changes into a 1M-row MOR table through the Python API: Java write client vs Spark's datasource, metadata table on/off
+	$(PY) -m bench.small_round --results $(BENCH_RESULTS)
 
 bench-formats: install stack-up ## The same stream as Avro, JSON with schemas and JSON without, ingested side by side
 	$(PY) -m bench.formats --results $(BENCH_RESULTS)

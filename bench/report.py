@@ -51,8 +51,13 @@ SHOW: dict[str, list[Shown]] = {
     "freshness": [Shown("latency", hide=("compaction", "seconds"))],
     "pipeline": [Shown("runs", turned=True, hide=("idle_rounds_per_table_s",))],
     "rounds": [Shown("rounds"), Shown("outcome")],
+    "oneshot": [
+        Shown("oneshot", hide=("min_s", "max_s", "python_s", "cli_to_session_s", "open_s", "tombstones_s")),
+        Shown("outcomes"),
+    ],
     "commit-cost": [Shown("commits", hide=("min_s", "max_s", "markers_s", "clean_archive_s"))],
     "java-client": [Shown("rounds", hide=("min_s", "max_s", "build_s"))],
+    "small-round": [Shown("rounds", hide=("min_s", "max_s", "tombstones_s"))],
     "index": [Shown("upserts", hide=("round_min_s", "data_files"))],
     "formats": [Shown("runs", hide=("note",))],
     "toast": [Shown("lookup")],

@@ -1,0 +1,254 @@
+"""A warm round of 1,000 random updates into a table of 1,000,000 rows, through the public Python API.
+
+    python -m bench.small_round [--table-rows 1000000] [--rows 1000] [--rounds 6] [--variants ...]
+
+Issue 42's first goal, measured as a user meets it: one warm Spark session (``local[2]``, 4 GiB),
+``hudi_cdc.ingest(...)`` over the embedded files source, one round per new file of Debezium
+envelopes. Every variant's table is built by hudi-cdc's own first round from the same snapshot
+file (1M ``op = r`` events); then each round writes one file of ``--rows`` updates to random keys
+(``--delete-share`` of them deletes, ``--placeholder-share`` of the updates leaving ``notes``
+unchanged: a TOAST placeholder, which the round fills from the stored row), and every variant's
+table ingests it, the variants taking turns so that JIT and load favour none. The round's wall
+time, its steps (``IngestResult.steps_s``) and who wrote it (``details["writer"]``) are kept; the
+first round is left out; a MERGE_ON_READ round whose commit compacted (inline, every fifth delta
+commit by default) is shown apart.
+
+Variants (``--variants``, each ``label`` or ``label:key=value,...`` of settings): the default is
+hudi-cdc's defaults (the Java write client for small MOR rounds), the same with
+``java_writer_max_rows = 0`` (Spark's datasource), and both with the metadata table off.
+
+At the end every table is read back by Spark and must equal the source's rows, column for column.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import shutil
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from bench import results as result_files
+from bench.run import REPO
+
+PLACEHOLDER = "__debezium_unavailable_value"
+COLUMNS = [("id", "long"), ("name", ["null", "string"]), ("balance", ["null", "long"]), ("notes", ["null", "string"])]
+NAMES = [name for name, _ in COLUMNS]
+DEFAULT_VARIANTS = [
+    "mor java",
+    "mor spark:java_writer_max_rows=0",
+    "mor java, metadata off:hoodie.metadata.enable=false",
+    "mor spark, metadata off:java_writer_max_rows=0,hoodie.metadata.enable=false",
+]
+
+
+class Source:
+    """The source table and its Debezium files: a snapshot, then rounds of random updates and deletes."""
+
+    def __init__(self, folder: Path, rows: int, placeholders: float, deletes: float, seed: int = 42) -> None:
+        from hudi_cdc.testing import envelope_schema
+
+        self.folder, self.rows, self.placeholders, self.deletes = folder, rows, placeholders, deletes
+        self.schema = envelope_schema("accounts", COLUMNS)
+        self.state: dict[int, dict[str, Any]] = {}
+        self.lsn, self.files = 1000, 0
+        self.rng = random.Random(seed)
+
+    def _write(self, events: list[dict[str, Any]]) -> None:
+        from hudi_cdc.testing import write_events
+
+        write_events(self.folder / f"accounts+0+{self.files:010d}.avro", self.schema, events)
+        self.files += 1
+
+    def snapshot(self) -> None:
+        from hudi_cdc.testing import pg_event
+
+        events = []
+        for key in range(self.rows):
+            row = {"id": key, "name": f"account {key}", "balance": key % 977, "notes": f"notes of {key} " * 8}
+            self.state[key] = row
+            events.append(pg_event("r", lsn=self.lsn, after=row))
+        self._write(events)
+
+    def changes(self, count: int) -> None:
+        """``count`` changes to distinct random keys: deletes, re-inserts and updates (some keep ``notes``: a placeholder)."""
+        from hudi_cdc.testing import pg_event
+
+        events = []
+        for key in self.rng.sample(range(self.rows), count):
+            self.lsn += 1
+            if key not in self.state:
+                row = {"id": key, "name": f"again {key}", "balance": self.lsn % 977, "notes": f"new {self.lsn}"}
+                self.state[key] = row
+                events.append(pg_event("c", lsn=self.lsn, after=row, txid=self.lsn))
+            elif self.rng.random() < self.deletes:
+                events.append(
+                    pg_event("d", lsn=self.lsn, before={"id": key, "name": None, "balance": None, "notes": None})
+                )
+                del self.state[key]
+            else:
+                keep = self.rng.random() < self.placeholders
+                row = {**self.state[key], "name": f"updated {self.lsn}", "balance": self.lsn % 977}
+                if not keep:
+                    row["notes"] = f"changed {self.lsn}"
+                self.state[key] = row
+                events.append(
+                    pg_event("u", lsn=self.lsn, after={**row, "notes": PLACEHOLDER} if keep else row, txid=self.lsn)
+                )
+        self.rng.shuffle(events)
+        self._write(events)
+
+
+def _config(label: str, settings: dict[str, str], source: Source, work: Path) -> Any:  # noqa: ANN401
+    from hudi_cdc import load_config
+
+    ours = {k: v for k, v in settings.items() if not k.startswith("hoodie.")}
+    hoodie = {k: v for k, v in settings.items() if k.startswith("hoodie.")}
+    table = "t_" + "".join(c if c.isalnum() else "_" for c in label)
+    return load_config(
+        env={}, source="files", source_path=str(source.folder), flavor="postgres", target_base_path=str(work / table),
+        target_table=table, table_type=label.split()[0].upper(), record_key_fields="id",
+        toast_placeholder=PLACEHOLDER, hoodie_conf=hoodie, **{k: int(v) for k, v in ours.items()},
+    )  # fmt: skip
+
+
+def _round(spark: Any, config: Any) -> dict[str, Any]:  # noqa: ANN401
+    import hudi_cdc
+
+    began = time.perf_counter()
+    result = hudi_cdc.ingest(config, spark=spark)
+    wall = time.perf_counter() - began
+    assert result.committed, result
+    return {
+        "seconds": wall, "round_s": result.duration_s, "writer": result.details.get("writer", "?"),
+        "compacted": _compactions(spark, config.target_base_path), **{f"{k}_s": v for k, v in result.steps_s.items()},
+    }  # fmt: skip
+
+
+def _compactions(spark: Any, base: str) -> int:  # noqa: ANN401
+    from hudi_cdc.sink.hudi import HudiTable
+
+    return sum(1 for c in HudiTable(spark, base).commits() if c.operation == "compact")
+
+
+def _equal(spark: Any, source: Source, base: str) -> bool:  # noqa: ANN401
+    expected = spark.createDataFrame(
+        [tuple(r[n] for n in NAMES) for r in source.state.values()], "id long, name string, balance long, notes string"
+    )
+    table = spark.read.format("hudi").load(base).select(*NAMES)
+    missing, extra = expected.exceptAll(table).count(), table.exceptAll(expected).count()
+    print(f"{base}: {missing} rows missing, {extra} rows not expected", flush=True)
+    return missing == extra == 0
+
+
+def _summary(label: str, rounds: list[dict[str, Any]], build_s: float, equal: bool) -> dict[str, Any]:
+    measured = rounds[1:]
+    plain = [r for r in measured if not r["compacted_now"]]
+    compacting = [r["seconds"] for r in measured if r["compacted_now"]]
+
+    def median(key: str) -> float | None:
+        values = [r[key] for r in plain if key in r]
+        return round(statistics.median(values), 3) if values else None
+
+    return {
+        "variant": label, "median_s": median("seconds"), "min_s": round(min(r["seconds"] for r in plain), 3) if plain else None,
+        "max_s": round(max(r["seconds"] for r in plain), 3) if plain else None, "rounds": len(plain),
+        "writer": ",".join(sorted({r["writer"] for r in plain})), **{f"{s}_s": median(f"{s}_s") for s in ("open", "read", "plan", "tombstones", "commit")},
+        "compacting_s": round(statistics.median(compacting), 2) if compacting else None,
+        "build_s": round(build_s, 1), "equal": equal,
+    }  # fmt: skip
+
+
+COLUMNS_OUT = [
+    result_files.column("variant"), result_files.column("median_s", "median round", "s"),
+    result_files.column("min_s", "min", "s"), result_files.column("max_s", "max", "s"),
+    result_files.column("rounds", unit="#"), result_files.column("writer", "written by"),
+    result_files.column("open_s", "open", "s"), result_files.column("read_s", "read", "s"),
+    result_files.column("plan_s", "plan", "s"), result_files.column("tombstones_s", "tombstones", "s"),
+    result_files.column("commit_s", "commit", "s"), result_files.column("compacting_s", "a round that compacted", "s"),
+    result_files.column("build_s", "first round (1M rows)", "s"), result_files.column("equal", "table equals the source"),
+]  # fmt: skip
+ROUND_COLUMNS = [
+    result_files.column("variant"), result_files.column("round", unit="#"), result_files.column("seconds", unit="s"),
+    result_files.column("round_s", "round (its own clock)", "s"), result_files.column("writer"),
+    result_files.column("compacted_now", "compacted"), result_files.column("commit_s", unit="s"),
+]  # fmt: skip
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--table-rows", type=int, default=1_000_000)
+    parser.add_argument("--rows", type=int, default=1000)
+    parser.add_argument("--rounds", type=int, default=6, help="rounds per variant; the first is left out")
+    parser.add_argument("--variants", nargs="+", default=DEFAULT_VARIANTS)
+    parser.add_argument("--delete-share", type=float, default=0.2, help="of the changes to stored keys")
+    parser.add_argument(
+        "--placeholder-share", type=float, default=0.5, help="of the updates: notes unchanged, a TOAST placeholder"
+    )
+    parser.add_argument("--work", type=Path, default=REPO / ".bench" / "small_round")
+    parser.add_argument("--results", type=Path, help="default: .bench/results")
+    args = parser.parse_args(argv)
+    import hudi_cdc
+    from bench.run import variant
+
+    started_utc = result_files.now_utc()
+    shutil.rmtree(args.work, ignore_errors=True)
+    conf = {"spark.master": "local[2]", "spark.driver.memory": "4g"}
+    spark = hudi_cdc.spark_session(app_name="small-round", conf=conf)
+    spark.sparkContext.setLogLevel("ERROR")
+    source = Source(args.work / "events", args.table_rows, args.placeholder_share, args.delete_share)
+    source.snapshot()
+    variants = [variant(v) for v in args.variants]
+    configs = {label: _config(label, settings, source, args.work) for label, settings in variants}
+    builds = {}
+    for label, config in configs.items():
+        began = time.perf_counter()
+        hudi_cdc.ingest(config, spark=spark)
+        builds[label] = time.perf_counter() - began
+        print(f"{label}: first round in {builds[label]:.1f} s", flush=True)
+    rounds: dict[str, list[dict[str, Any]]] = {label: [] for label in configs}
+    for number in range(1, args.rounds + 1):
+        source.changes(args.rows)
+        order = list(configs) if number % 2 else list(reversed(configs))
+        for label in order:
+            before = (
+                rounds[label][-1]["compacted"]
+                if rounds[label]
+                else _compactions(spark, configs[label].target_base_path)
+            )
+            outcome = _round(spark, configs[label])
+            outcome.update(variant=label, round=number, compacted_now=outcome["compacted"] > before)
+            rounds[label].append(outcome)
+            print(f"round {number} {label}: {outcome['seconds']:.2f} s by {outcome['writer']}"
+                  f"{' (compacted)' if outcome['compacted_now'] else ''}", flush=True)  # fmt: skip
+    equal = {label: _equal(spark, source, config.target_base_path) for label, config in configs.items()}
+    summary = [_summary(label, rounds[label], builds[label], equal[label]) for label in configs]
+    path = result_files.write(
+        "small-round",
+        series=f"{args.table_rows:,} rows, {args.rows:,} changes a round",
+        parameters={
+            "table_rows": args.table_rows,
+            "rows": args.rows,
+            "rounds": args.rounds,
+            "variants": args.variants,
+            "measured_from_round": 2,
+            "shared_machine": True,
+        },  # fmt: skip
+        tables={
+            "rounds": result_files.table(COLUMNS_OUT, summary),
+            "each": result_files.table(ROUND_COLUMNS, [r for label in configs for r in rounds[label]]),
+        },
+        directory=args.results or result_files.LOCAL,
+        started_utc=started_utc,
+    )
+    for row in summary:
+        print(row, flush=True)
+    shutil.rmtree(args.work, ignore_errors=True)
+    return 0 if all(equal.values()) and path else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
