@@ -8,7 +8,7 @@ JARS := $(JARS_DIR)/.fetched
 PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help install jars airflow demo demo-files demo-stack test test-setup test-archive test-nostack bench bench-scale bench-freshness bench-verify bench-first-load bench-pipeline bench-pipeline-skewed bench-formats bench-rounds bench-commit-cost bench-java-client bench-small-round bench-index bench-toast bench-pick bench-report bench-all chaos test-fast lint clean stack-up stack-down stack-reset
+.PHONY: help install jars airflow demo demo-files demo-stack test test-setup test-archive test-nostack bench bench-scale bench-freshness bench-verify bench-repair bench-first-load bench-pipeline bench-pipeline-skewed bench-formats bench-rounds bench-commit-cost bench-java-client bench-small-round bench-index bench-toast bench-pick bench-report bench-all chaos test-fast lint clean stack-up stack-down stack-reset
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -167,6 +167,10 @@ bench-pick: install ## A merge policy's per-key pick over 1M events: sort-based 
 
 bench-verify: install stack-up ## How long hudi-cdc verify takes on a 10M-row table (Postgres against a Hudi COW table)
 	$(PY) -m bench.verify --rows 10000000 --results $(BENCH_RESULTS)
+	$(REPORT)
+
+bench-repair: install stack-up ## How long hudi-cdc verify --repair takes per 1,000 keys (a 200k-row table, 100 to 5,000 keys)
+	$(PY) -m bench.repair --rows 200000 --keys 100,1000,5000 --results $(BENCH_RESULTS)
 	$(REPORT)
 
 bench-first-load: install stack-up ## First load of a 10M-row Postgres table by hudi-cdc bootstrap: rows/s, peak memory, COPY as the limit

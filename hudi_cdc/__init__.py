@@ -27,6 +27,7 @@ from hudi_cdc.errors import (
     TerminalError,
     TransientError,
 )
+from hudi_cdc.ops.repair import repair
 from hudi_cdc.pipeline import IngestResult, run
 from hudi_cdc.spark import spark_session
 
@@ -50,6 +51,7 @@ __all__ = [
     "__version__",
     "ingest",
     "load_config",
+    "repair",
     "run",
     "spark_session",
 ]

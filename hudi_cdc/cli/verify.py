@@ -20,6 +20,7 @@ from hudi_cdc.errors import ConfigError
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+    from hudi_cdc.config import IngestConfig
     from hudi_cdc.ops.verify import VerifyResult
     from hudi_cdc.upstream.database import SourceDatabase
 
@@ -73,6 +74,25 @@ _COULD_NOT_RUN = OnFailure(
 @click.option(
     "--slot", help="Postgres: the connector's replication slot (default: every logical slot of the database)."
 )
+@click.option(
+    "--repair",
+    "apply_repair",
+    is_flag=True,
+    help="Write each differing key as the source has it at a known WAL position (Postgres). Without it, "
+    "--max-repair only says what a repair would write.",
+)
+@click.option(
+    "--max-repair",
+    type=int,
+    help="Repair at most this many keys (default with --repair: 1000); more differing keys refuses the repair. "
+    "Given without --repair: a dry run.",
+)
+@click.option(
+    "--pipeline",
+    help="With --max-repair or --repair: the pipeline file whose table this is; the repair writes with that "
+    "table's settings (default: the settings the Hudi table records).",
+)
+@click.option("--pipeline-topic", help="With --pipeline: the table's topic, e.g. dbserver1.inventory.customers.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as one JSON object.")
 @command(_COULD_NOT_RUN)
 def verify(
@@ -92,6 +112,10 @@ def verify(
     recheck_timeout: float,
     bootstrap_servers: str | None,
     slot: str | None,
+    apply_repair: bool,
+    max_repair: int | None,
+    pipeline: str | None,
+    pipeline_topic: str | None,
     as_json: bool,
 ) -> int:
     """Compare a Hudi table with its source: counts, hashes per key bucket, then the differing keys."""
@@ -102,12 +126,23 @@ def verify(
         raise ConfigError("give either --source-path, or --source-url with --table, not both")
     if not source_path and not (source_url and source_table):
         raise ConfigError("name the source: --source-url and --table, or --source-path")
+    if (apply_repair or max_repair is not None) and (source_path or columns or where):
+        raise ConfigError(
+            "--repair and --max-repair take a database source and whole rows: no --source-path, --columns or --where"
+        )
     database = (
         SourceDatabase(source_url, password_file=password_file, password_env=password_env) if source_url else None
     )
     spark = run.session()
     compare: dict[str, Any] = {"columns": split_list(columns) or None, "where": where, "max_diffs": max_diffs}
     keys = split_list(record_key_field)
+    if apply_repair or max_repair is not None:
+        assert database is not None and source_table is not None
+        wait = (
+            _recheck(spark, target_base_path, database, bootstrap_servers, slot, recheck_timeout) if recheck else None
+        )
+        config = _repair_config(spark, target_base_path, keys, pipeline, pipeline_topic)
+        return _repair(spark, config, database, source_table, keys, wait, apply_repair, max_repair, as_json)
     if source_path:
         result = _against_files(spark, target_base_path, source_path, flavor, keys, compare)
     else:
@@ -141,6 +176,49 @@ def _against_files(
         record_key_fields=keys or HudiTable(spark, target_base_path).record_key_fields(),
     )
     return verify_replay(spark, config, **compare)
+
+
+def _repair_config(
+    spark: SparkSession, target_base_path: str, keys: tuple[str, ...], pipeline: str | None, topic: str | None
+) -> IngestConfig:
+    """The settings the repair writes with: the pipeline table's, else what the Hudi table records."""
+    from hudi_cdc.ops.repair import pipeline_table_config, table_config
+
+    if bool(pipeline) != bool(topic):
+        raise ConfigError("--pipeline and --pipeline-topic go together")
+    if not pipeline:
+        return table_config(spark, target_base_path, **({"record_key_fields": keys} if keys else {}))
+    assert topic is not None
+    config = pipeline_table_config(pipeline, topic)
+    if config.target_base_path.rstrip("/") != target_base_path.rstrip("/"):
+        raise ConfigError(
+            f"{pipeline}: {topic} is written to {config.target_base_path}, not --target-base-path {target_base_path}"
+        )
+    return config
+
+
+def _repair(
+    spark: SparkSession,
+    config: IngestConfig,
+    database: SourceDatabase,
+    source_table: str,
+    keys: tuple[str, ...],
+    wait: Callable[[Any, str], str] | None,
+    apply: bool,
+    max_repair: int | None,
+    as_json: bool,
+) -> int:
+    """Verify, then repair (or say what a repair would write). Exit 0 only when every differing key was repaired."""
+    from hudi_cdc.ops.repair import repair
+
+    result = repair(
+        spark, config, database, source_table, apply=apply, max_repair=max_repair or 1000, key_fields=keys, recheck=wait
+    )
+    click.echo(json.dumps(result.to_dict(), sort_keys=True, default=str) if as_json else result.describe())
+    if result.verify.equal:
+        return EQUAL
+    done = apply and all(k.outcome == "repaired" for k in result.keys)
+    return EQUAL if done else DIFFERENT
 
 
 def _recheck(

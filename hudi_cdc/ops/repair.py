@@ -1,0 +1,523 @@
+"""``hudi-cdc verify --repair``: write the keys verify found different from the source, ranked at a known position.
+
+1. :func:`hudi_cdc.upstream.compare.verify` names the differing keys (both
+   passes, with a recheck); more than ``max_repair`` of them is refused.
+2. A REPEATABLE READ transaction reads, in its first statement, its snapshot
+   ``S`` and the WAL insert position ``P``: every change ``S`` holds was
+   written below ``P``. Changes below ``P`` that ``S`` does not hold can only
+   belong to transactions in progress then (``S``'s in-progress list, and the
+   transactions that began between ``S`` and ``P``): repair waits until each
+   of them has ended, then compares each key's row in a second snapshot with
+   its row in ``S``. A key that differs changed at the source during the
+   repair: it is left to the stream, which carries that change. Every other
+   key's state in ``S`` is its state after all its changes below ``P``.
+3. Rows present in ``S`` are written as snapshot reads at ``P`` (``_source_order``
+   ``P`` + ``0``: below a streaming change at ``P``, above every change before
+   it); absent keys as deletes at ``P - 1`` (WAL records start on 8-byte
+   boundaries, so no change sits there), with their tombstones. They go through
+   the ingest's own merge (:func:`hudi_cdc.pipeline.ingest_once`, with a source
+   of their own and the table's checkpoint unchanged): a stored row or tombstone
+   from after ``P`` wins, a later event from the stream wins, an earlier one loses.
+4. A key Hudi holds twice, or whose stored position is beyond where the WAL
+   was when repair looked (no real change can be there: a corrupt row that
+   would outrank every repair), is first deleted by a Hudi ``delete`` commit
+   that removes every copy (on MERGE_ON_READ compacted in the same step, so no
+   base file still holds the key); the ranked write then brings it back.
+
+Repair writes the table: nothing else may write it meanwhile (Hudi takes one
+writer at a time; hudi-cdc has no lock across processes). The Debezium stream
+and Kafka keep running; pause the table's ingest for the repair and resume it.
+A kill at any point leaves keys either as they were, deleted (between the two
+commits) or repaired: a rerun finds and repairs what is left.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from dataclasses import asdict, dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+from hudi_cdc.errors import ConfigError, SourceError
+from hudi_cdc.upstream import canonical
+from hudi_cdc.upstream.compare import Difference, VerifyResult, verify
+from payloads.postgres import DEFAULT_TOAST_PLACEHOLDER
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+    from pyspark.sql import DataFrame, SparkSession
+
+    from hudi_cdc.config import IngestConfig
+    from hudi_cdc.envelope.events import Batch
+    from hudi_cdc.upstream.database import SourceDatabase
+
+__all__ = ["RepairResult", "RepairedKey", "pipeline_table_config", "repair", "table_config"]
+
+log = logging.getLogger("hudi_cdc")
+
+_WAIT_POLL_S = 0.5
+
+
+@dataclass(frozen=True)
+class RepairedKey:
+    key: dict[str, str | None]
+    """The key columns as canonical text (as verify names them)."""
+    found: str
+    """What verify found: ``changed: amount``, ``missing``, ``extra``, ``duplicate (2 rows in Hudi)``."""
+    action: str
+    """``upsert`` (the source's row), ``delete`` (absent at the source), or ``skip`` (see ``note``)."""
+    note: str | None = None
+    outcome: str | None = None
+    """After the write: ``repaired``, or ``outranked`` (the table holds a change after the position)."""
+
+
+@dataclass
+class RepairResult:
+    table: str
+    source: str
+    target: str
+    verify: VerifyResult
+    applied: bool = False
+    """False: a dry run, nothing written (``keys`` say what would be)."""
+    position: str | None = None
+    """The WAL position the rows are ranked at (``X/Y``), None when nothing differed."""
+    keys: list[RepairedKey] = field(default_factory=list)
+    commits: list[str] = field(default_factory=list)
+    duration_s: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["verify"] = self.verify.to_dict()
+        return out
+
+    def describe(self) -> str:
+        head = "repair" if self.applied else "repair (dry run: nothing written; --repair applies)"
+        lines = [self.verify.describe(), f"{head}: {len(self.keys)} key(s) at position {self.position or '-'}"]
+        for k in self.keys:
+            key = ", ".join(f"{n}={v}" for n, v in k.key.items())
+            verb = k.action if self.applied or k.action == "skip" else f"would {k.action}"
+            tail = (f" ({k.note})" if k.note else "") + (f": {k.outcome}" if k.outcome else "")
+            lines.append(f"  {key}: {k.found} -> {verb}{tail}")
+        if self.commits:
+            lines.append(f"  commits: {', '.join(self.commits)}")
+        return "\n".join(lines)
+
+
+def table_config(spark: SparkSession, base_path: str, **settings: Any) -> IngestConfig:
+    """The settings a repair writes a table with, from its ``hoodie.properties`` (``settings`` override them)."""
+    from hudi_cdc.config import IngestConfig
+
+    path = base_path.rstrip("/") + "/.hoodie/hoodie.properties"
+    try:
+        lines = [r[0] for r in spark.read.text(path).collect()]
+    except Exception as exc:  # noqa: BLE001 - Spark's AnalysisException: no such file
+        raise ConfigError(f"{base_path} is not a Hudi table (no {path})") from exc
+    props = dict(line.split("=", 1) for line in lines if "=" in line and not line.startswith("#"))
+    partition = props.get("hoodie.table.partition.fields") or None
+    values: dict[str, Any] = {
+        "target_base_path": base_path,
+        "target_table": props.get("hoodie.table.name", base_path.rstrip("/").rsplit("/", 1)[-1]),
+        "table_type": props.get("hoodie.table.type", "COPY_ON_WRITE"),
+        "record_key_fields": tuple(props.get("hoodie.table.recordkey.fields", "").split(",")),
+        "partition_path_field": partition,
+        "source": "files",
+        "source_path": base_path,  # never read: repair brings its own source
+    }
+    return IngestConfig(**{**values, **settings})
+
+
+def pipeline_table_config(pipeline: str, topic: str) -> IngestConfig:
+    """A pipeline table's own settings (defaults, environment, its section), as ``hudi-cdc run`` writes it."""
+    from hudi_cdc.service.spec import TableRef, load_pipeline
+
+    spec = load_pipeline(pipeline)
+    ref = TableRef(topic)
+    if not spec.source.matches(topic) or not spec.enabled(ref):
+        raise ConfigError(f"{pipeline}: {topic} is not one of its tables (not matched by [source] tables, or disabled)")
+    return spec.table_config(ref)
+
+
+def repair(
+    spark: SparkSession,
+    config: IngestConfig,
+    database: SourceDatabase,
+    source_table: str,
+    *,
+    apply: bool = True,
+    max_repair: int = 1000,
+    key_fields: Sequence[str] = (),
+    recheck: Callable[[Any, str], str] | None = None,
+    wait_timeout_s: float = 300.0,
+) -> RepairResult:
+    """Verify the Hudi table of ``config`` against ``source_table`` and write each differing key as the source has it.
+
+    ``apply=False`` is a dry run: it verifies, reads the source at a position
+    and says per key what it would write. Refused: a source that cannot give
+    a position (only Postgres can, so far), more than ``max_repair`` keys.
+    """
+    started = time.monotonic()
+    if database.kind != "postgres" or config.flavor != "postgres":
+        raise ConfigError(
+            f"{database.display}: repair reads the source at a known WAL position, which only Postgres gives so far "
+            "(MySQL/MariaDB: not yet); nothing was written"
+        )
+    if max_repair < 1:
+        raise ConfigError(f"max_repair={max_repair}: repair at least 1 key")
+    found = verify(
+        spark, config.target_base_path, database, source_table, key_fields=key_fields or config.record_key_fields,
+        max_diffs=max_repair, recheck=recheck, toast_placeholder=config.toast_placeholder or DEFAULT_TOAST_PLACEHOLDER,
+    )  # fmt: skip
+    result = RepairResult(config.target_table, database.display, config.target_base_path, found, applied=apply)
+    if found.missing_columns:
+        raise SourceError(f"{config.target_base_path} lacks the source's columns {', '.join(found.missing_columns)}: "
+                          "repair writes whole rows; ingest the schema change first")  # fmt: skip
+    if found.truncated or len(found.differences) > max_repair:
+        raise ConfigError(
+            f"{source_table}: more than max_repair={max_repair} keys differ; nothing was written "
+            "(raise --max-repair, or load the table again with bootstrap)"
+        )
+    if found.differences:
+        _repair_keys(spark, config, database, source_table, found, result, wait_timeout_s)
+    result.duration_s = time.monotonic() - started
+    return result
+
+
+def _found(d: Difference) -> str:
+    return d.kind + (f": {', '.join(d.columns)}" if d.columns else "") + (f" ({d.note})" if d.note else "")
+
+
+def _key_plan(conn: Any, spark: SparkSession, config: IngestConfig, table: str, keys: Sequence[str]) -> list[Any]:
+    """The canonical key mappings (Postgres and Spark SQL), as verify builds them."""
+    schema, _, name = table.rpartition(".")
+    hudi = spark.read.format("hudi").load(config.target_base_path)
+    types = {f.name: f.dataType.simpleString() for f in hudi.schema.fields}
+    with conn.cursor() as cur:
+        cur.execute(
+            "select column_name, data_type, udt_name, numeric_precision, numeric_scale from information_schema.columns"
+            " where table_schema = %s and table_name = %s",
+            (schema, name),
+        )
+        catalog: dict[str, tuple[Any, ...]] = {r[0]: tuple(r) for r in cur.fetchall()}
+    mappings = [canonical.map_column(k, *_types(catalog[k]), types[k]) for k in keys]
+    bad = [m for m in mappings if isinstance(m, str)]
+    if bad:
+        raise ConfigError(f"{table}: a key column cannot be compared exactly ({bad[0]})")
+    return mappings
+
+
+def _types(column: tuple[Any, ...]) -> tuple[str, str, int | None, int | None]:
+    return column[1], column[2], column[3], column[4]
+
+
+def _text(values: Sequence[str | None]) -> str:
+    """The framed key text verify's canonical SQL computes, from the key's canonical values."""
+    return "".join("~" if v is None else f"{len(v)}:{v}" for v in values)
+
+
+@dataclass
+class _Snapshot:
+    """The source's side of a repair: the position, the rows present in ``S``, and which keys moved since."""
+
+    position: int
+    rows: DataFrame | None
+    present: set[str]
+    moved: set[str]
+
+
+def _lsn(text: str) -> int:
+    high, low = text.split("/")
+    return (int(high, 16) << 32) + int(low, 16)
+
+
+def _lsn_text(value: int) -> str:
+    return f"{value >> 32:X}/{value & 0xFFFFFFFF:X}"
+
+
+def _images(conn: Any, table: str, key_sql: str, texts: list[str]) -> dict[str, str]:
+    rows = conn.execute(f"select {key_sql}, md5(t::text) from {table} t where {key_sql} = any(%s)", (texts,))  # noqa: S608
+    return {r[0]: r[1] for r in rows.fetchall()}
+
+
+def _read_at_position(
+    spark: SparkSession, database: SourceDatabase, table: str, key_sql: str, texts: list[str], timeout_s: float
+) -> _Snapshot:
+    """Read the keys' rows in a snapshot whose WAL position is known; wait out the transactions it did not see."""
+    conn = database.connect(application="hudi-cdc repair")
+    try:
+        conn.autocommit = False
+        conn.execute("set transaction isolation level repeatable read, read only")
+        lsn, snap, exported = conn.execute(
+            "select pg_current_wal_insert_lsn()::text, pg_current_snapshot()::text, pg_export_snapshot()"
+        ).fetchone()
+        images = _images(conn, table, key_sql, texts)
+        rows = _source_rows(spark, database, conn, table, key_sql, sorted(images), exported) if images else None
+        conn.rollback()
+        conn.autocommit = True
+        _wait_for(conn, _unseen(conn, snap), timeout_s, table)
+        again = _images(conn, table, key_sql, texts)
+        moved = {t for t in texts if again.get(t) != images.get(t)}
+    finally:
+        conn.close()
+    return _Snapshot(_lsn(lsn), rows, set(images), moved)
+
+
+def _unseen(conn: Any, snapshot: str) -> list[int]:
+    """Transactions that may have written below the position without ``snapshot`` holding their changes."""
+    xmin, xmax, xip = snapshot.split(":")
+    now_xmax = int(conn.execute("select pg_current_snapshot()::text").fetchone()[0].split(":")[1])
+    return sorted({int(x) for x in xip.split(",") if x} | set(range(int(xmax), now_xmax)))
+
+
+def _wait_for(conn: Any, xids: list[int], timeout_s: float, table: str) -> None:
+    deadline = time.monotonic() + timeout_s
+    while xids:
+        xids = [
+            int(r[0])
+            for r in conn.execute(
+                "select x::text from unnest(%s::text[]) x where pg_xact_status(x::xid8) = 'in progress'",
+                ([str(x) for x in xids],),
+            ).fetchall()
+        ]
+        if xids and time.monotonic() > deadline:
+            raise SourceError(
+                f"{table}: transactions {', '.join(map(str, xids[:5]))} still open after {timeout_s:.0f}s; "
+                "repair waits for every transaction its snapshot did not see; nothing was written"
+            )
+        if xids:
+            time.sleep(_WAIT_POLL_S)
+
+
+def _source_rows(
+    spark: SparkSession, database: SourceDatabase, conn: Any, table: str, key_sql: str, texts: list[str], snapshot: str
+) -> DataFrame:
+    """The keys' rows as Debezium sends them, read by Spark inside the exported snapshot, held before it ends."""
+    from pyspark.sql import functions as F
+
+    from hudi_cdc._jvm import java_message
+    from hudi_cdc.sources.snapshot import SnapshotSource, column_reading, quote_ident
+
+    columns = SnapshotSource(spark, database, table, key_fields=(), next_checkpoint={})._catalog(conn)  # noqa: SLF001
+    readings = [column_reading(c) for c in columns]
+    select = ", ".join(f"{sql} as {quote_ident(c.name)}" for c, (sql, _) in zip(columns, readings, strict=True))
+    literals = ", ".join("'" + t.replace("'", "''") + "'" for t in texts)
+    relation = f"(select {select} from {table} t where {key_sql} in ({literals})) hudi_cdc_repair"  # noqa: S608
+    url, properties = database.jdbc()
+    properties = {**properties, "driver": "org.postgresql.Driver", "fetchsize": "1000",
+                  "sessionInitStatement": "set transaction isolation level repeatable read, read only; "
+                                          f"set transaction snapshot '{snapshot}'"}  # fmt: skip
+    try:
+        rows = spark.read.jdbc(url, relation, properties=properties)
+        typed = rows.select(
+            *[F.col(f"`{c.name}`").cast(ddl).alias(c.name) for c, (_, ddl) in zip(columns, readings, strict=True)]
+        )
+        return typed.localCheckpoint(eager=True)  # read now, while the snapshot lives
+    except Exception as exc:
+        raise SourceError(f"{database.display} ({table}): {java_message(exc)}") from None
+
+
+def _repair_keys(
+    spark: SparkSession,
+    config: IngestConfig,
+    database: SourceDatabase,
+    table: str,
+    found: VerifyResult,
+    result: RepairResult,
+    timeout_s: float,
+) -> None:
+    """Read the differing keys at a position, decide each, and (unless a dry run) write them."""
+    from hudi_cdc.spark import release
+
+    diffs = {_text(list(d.key.values())): d for d in found.differences}
+    with database.connect(application="hudi-cdc repair") as conn:
+        mappings = _key_plan(conn, spark, config, table, found.key_fields)
+    key_sql = canonical.row_text([m.source_sql for m in mappings], "postgres")
+    snap = _read_at_position(spark, database, table, key_sql, sorted(diffs), timeout_s)
+    stored = None
+    try:
+        spark_key = canonical.row_text([m.spark_sql for m in mappings], "spark")
+        stored = _stored(spark, config, spark_key, sorted(diffs))
+        with database.connect(application="hudi-cdc repair") as conn:
+            reached = _lsn(conn.execute("select pg_current_wal_insert_lsn()::text").fetchone()[0])
+        result.position = _lsn_text(snap.position)
+        plan = _decide(diffs, snap, stored, reached)
+        result.keys = [k for _, k, _ in plan]
+        if result.applied and any(k.action != "skip" for k in result.keys):
+            result.commits = _write(spark, config, snap, stored, plan)
+            _outcomes(spark, config, spark_key, plan, result)
+    finally:
+        release(snap.rows, stored)
+
+
+def _order(position: int, streaming: bool) -> str:
+    """``_source_order`` of a Postgres change at ``position`` (see ``payloads.postgres``)."""
+    from payloads.postgres import LSN_DIGITS
+
+    return f"{position:0{LSN_DIGITS}d}{1 if streaming else 0}"
+
+
+def _stored(spark: SparkSession, config: IngestConfig, key_sql: str, texts: list[str]) -> DataFrame:
+    """The table's rows of the keys, each with its canonical key text ``__hudi_cdc_key``."""
+    from pyspark.sql import functions as F
+
+    frame = spark.read.format("hudi").load(config.target_base_path)
+    keyed = frame.withColumn("__hudi_cdc_key", F.expr(key_sql)).where(F.col("__hudi_cdc_key").isin(texts))
+    return keyed.localCheckpoint(eager=True)
+
+
+def _decide(
+    diffs: dict[str, Difference], snap: _Snapshot, stored: DataFrame, reached: int
+) -> list[tuple[str, RepairedKey, bool]]:
+    """Per key: (key text, what repair does, whether every stored copy is deleted first)."""
+    from payloads.base import ORDER_COLUMN
+
+    orders: dict[str, list[str]] = {}
+    for row in stored.select("__hudi_cdc_key", ORDER_COLUMN).collect():
+        orders.setdefault(row[0], []).append(row[1] or "")
+    at, impossible = _order(snap.position, False), _order(reached, True)
+    plan = []
+    for text, d in sorted(diffs.items()):
+        action = "upsert" if text in snap.present else "delete"
+        held = orders.get(text, [])
+        newer = [o for o in held if at < o <= impossible]
+        key = RepairedKey(d.key, _found(d), action)
+        if text in snap.moved:
+            key = RepairedKey(d.key, _found(d), "skip", "changed at the source during the repair: the stream brings it")
+        elif len(held) > 1 and newer:
+            key = RepairedKey(d.key, _found(d), "skip", "a copy holds a change after the position: repair again later")
+        elif action == "delete" and not held:
+            key = RepairedKey(d.key, _found(d), "skip", "absent at the source and in the table")
+        force = key.action != "skip" and (len(held) > 1 or any(o > impossible for o in held))
+        if force:
+            key = RepairedKey(d.key, _found(d), action, "every stored copy deleted first")
+        plan.append((text, key, force))
+    return plan
+
+
+def _write(
+    spark: SparkSession,
+    config: IngestConfig,
+    snap: _Snapshot,
+    stored: DataFrame,
+    plan: list[tuple[str, RepairedKey, bool]],
+) -> list[str]:
+    """The forced deletes (one Hudi ``delete`` commit), then the ranked rows through the ingest's merge."""
+    from pyspark.sql import functions as F
+
+    from hudi_cdc.pipeline import ingest_once
+    from hudi_cdc.sink.hudi import HudiTable
+
+    commits = []
+    forced = [text for text, _, force in plan if force]
+    if forced:
+        commits.append(_delete_copies(spark, config, stored.where(F.col("__hudi_cdc_key").isin(forced))))
+    upserts = [t for t, k, _ in plan if k.action == "upsert"]
+    deletes = [t for t, k, _ in plan if k.action == "delete"]
+    table = HudiTable(spark, config.target_base_path)
+    source = _RepairSource(snap, upserts, stored.where(F.col("__hudi_cdc_key").isin(deletes)), table)
+    done = ingest_once(replace(config, checkpoint=None), spark=spark, source=source)  # the table's, unchanged
+    if done.commit_time:
+        commits.append(done.commit_time)
+    return commits
+
+
+def _delete_copies(spark: SparkSession, config: IngestConfig, rows: DataFrame) -> str:
+    """Delete every stored copy of the keys in ``rows`` (each at its own position, so each delete wins)."""
+    from hudi_cdc.sink import options as opt
+    from hudi_cdc.sink.hudi import HudiTable, index_conf
+    from payloads.base import ORDER_COLUMN
+
+    table = HudiTable(spark, config.target_base_path)
+    options = opt.write_options(
+        table_name=config.target_table,
+        table_type=config.table_type,
+        record_key_fields=config.record_key_fields or table.record_key_fields(),
+        partition_path_field=config.partition_path_field,
+        ordering_field=ORDER_COLUMN,
+        user_conf=index_conf(table, config.hoodie_conf, partitioned=bool(config.partition_path_field)),
+    )
+    data = rows.select(*[c for c in rows.columns if not c.startswith("_hoodie_") and c != "__hudi_cdc_key"])
+    stats = {"repair": "delete every stored copy", "keys": rows.select("__hudi_cdc_key").distinct().count()}
+    options[opt.OPERATION] = "delete"
+    if config.table_type == "MERGE_ON_READ":
+        # Compacted at once: a key whose base file still holds it would be tagged there again by the ranked
+        # write (both copies of a duplicate come back), and a log's bogus position could still outrank it.
+        options.update({opt.COMPACT_INLINE: "true", opt.COMPACT_INLINE_MAX_DELTA_COMMITS: "1"})
+    return table.write(data, options, {opt.STATS_KEY: json.dumps(stats)}, marker=opt.STATS_KEY)
+
+
+def _outcomes(
+    spark: SparkSession,
+    config: IngestConfig,
+    key_sql: str,
+    plan: list[tuple[str, RepairedKey, bool]],
+    result: RepairResult,
+) -> None:
+    """Read the keys back: each written key holds the repair's row (or is gone), or was outranked by a newer change."""
+    from pyspark.sql import functions as F
+
+    from payloads.base import ORDER_COLUMN
+
+    frame = spark.read.format("hudi").load(config.target_base_path)
+    keyed = frame.select(F.expr(key_sql).alias("k"), F.col(ORDER_COLUMN))
+    held: dict[str, list[str]] = {}
+    for k, order in keyed.where(F.col("k").isin([t for t, _, _ in plan])).collect():
+        held.setdefault(k, []).append(order)
+    at = _order(_lsn(result.position or "0/0"), False)
+    keys = []
+    for text, key, _ in plan:
+        now = held.get(text, [])
+        if key.action == "skip":
+            keys.append(key)
+            continue
+        good = (key.action == "delete" and not now) or (key.action == "upsert" and now == [at])
+        keys.append(RepairedKey(key.key, key.found, key.action, key.note, "repaired" if good else "outranked"))
+    result.keys = keys
+
+
+class _RepairSource:
+    """One batch: the present keys as snapshot reads at the position, the absent ones as deletes just below it.
+
+    Its checkpoint is the table's own, unchanged: the stream goes on from where it was.
+    """
+
+    def __init__(self, snap: _Snapshot, upserts: list[str], absent: DataFrame, table: Any) -> None:  # noqa: ANN401
+        self._snap, self._upserts, self._absent = snap, upserts, absent
+        self._stored = table.latest_checkpoint()
+
+    def parse_checkpoint(self, text: str) -> dict[str, Any]:
+        return json.loads(text)
+
+    def next_batch(self, checkpoint: dict[str, Any] | None) -> Batch | None:
+        from pyspark.sql import functions as F
+
+        from hudi_cdc.envelope.events import Batch, BatchPart, change_events
+
+        where = f"repair at {_lsn_text(self._snap.position)}"
+        parts = []
+        if self._upserts and self._snap.rows is not None:
+            rows = self._snap.rows
+            image = F.struct(*[F.col(f"`{c}`") for c in rows.columns])
+            envelopes = change_events(rows, op="r", image=image, source=self._source(self._snap.position), where=where)
+            parts.append(BatchPart(envelopes=envelopes, where=where))
+        if self._absent.take(1):
+            from payloads.base import INGESTED_AT_COLUMN
+
+            columns = [c for c in self._absent.columns if not c.startswith(("_hoodie_", "_source_", "__hudi_cdc"))]
+            image = F.struct(*[F.col(f"`{c}`") for c in columns if c != INGESTED_AT_COLUMN])
+            source = self._source(self._snap.position - 1)
+            parts.append(BatchPart(envelopes=change_events(self._absent, op="d", image=image, source=source,
+                                                           where=where), where=where))  # fmt: skip
+        return Batch(parts=parts, next_checkpoint=dict(checkpoint or {}), description=where, details={"repair": True})
+
+    @staticmethod
+    def _source(position: int) -> Any:  # noqa: ANN401 - a Spark Column
+        from pyspark.sql import functions as F
+
+        return F.struct(
+            F.lit(position).cast("bigint").alias("lsn"),
+            F.lit(None).cast("string").alias("txId"),
+            F.lit(int(time.time() * 1000)).cast("bigint").alias("ts_ms"),
+            F.lit("true").alias("snapshot"),
+        )

@@ -1,0 +1,68 @@
+"""``repair``'s refusals and its ranking, without a stack: what is refused is refused before anything is read
+or written, with the reason; the position a repair writes at sorts exactly as the Postgres policy sorts events.
+(The repair itself, against the real stack under a workload: tests/stack/test_repair.py.)"""
+
+from __future__ import annotations
+
+import pytest
+from click.testing import CliRunner
+
+from hudi_cdc.cli import main
+from hudi_cdc.config import IngestConfig
+from hudi_cdc.errors import ConfigError
+from hudi_cdc.ops import repair as ops
+from hudi_cdc.upstream.compare import Difference, VerifyResult
+from hudi_cdc.upstream.database import SourceDatabase
+
+CONFIG = IngestConfig(target_base_path="/nowhere/t", target_table="t", record_key_fields=("id",),
+                      source="files", source_path="/nowhere/t")  # fmt: skip
+
+
+def test_a_source_without_a_position_is_refused() -> None:
+    mysql = SourceDatabase("mysql://repair@127.0.0.1:53306/inventory", password_env="NO_SUCH_PASSWORD")
+    with pytest.raises(ConfigError, match="only Postgres gives so far.*nothing was written"):
+        ops.repair(None, CONFIG, mysql, "inventory.t")  # type: ignore[arg-type]  # refused before any Spark
+
+
+def test_a_bound_below_one_is_refused() -> None:
+    pg = SourceDatabase("postgresql://repair@127.0.0.1:55432/inventory", password_env="NO_SUCH_PASSWORD")
+    with pytest.raises(ConfigError, match="max_repair=0"):
+        ops.repair(None, CONFIG, pg, "inventory.t", max_repair=0)  # type: ignore[arg-type]
+
+
+def test_the_cli_refuses_repair_of_a_partial_comparison() -> None:
+    result = CliRunner().invoke(
+        main,
+        ["verify", "--target-base-path", "/nowhere/t", "--source-url", "postgresql://u@127.0.0.1:1/db",
+         "--table", "public.t", "--where", "id < 5", "--repair"],
+    )  # fmt: skip
+    assert result.exit_code == 2
+    assert "--repair and --max-repair take a database source and whole rows" in result.output
+
+
+def test_positions_sort_as_the_stream_sorts_them() -> None:
+    from payloads.postgres import LSN_DIGITS
+
+    position = ops._lsn("16/B374D848")  # noqa: SLF001
+    assert position == (0x16 << 32) + 0xB374D848 and ops._lsn_text(position) == "16/B374D848"  # noqa: SLF001
+    upsert, delete = ops._order(position, False), ops._order(position - 1, True)  # noqa: SLF001
+    stream_at, stream_before = ops._order(position, True), ops._order(position - 8, True)  # noqa: SLF001
+    assert len(upsert) == LSN_DIGITS + 1
+    # A change before the position loses to both; a change at or after it wins over both.
+    assert stream_before < delete < upsert < stream_at < ops._order(position + 8, True)  # noqa: SLF001
+
+
+def test_keys_are_framed_as_verify_frames_them() -> None:
+    assert ops._text(["12", "p1"]) == "2:122:p1"  # noqa: SLF001
+    assert ops._text([None, "ü"]) == "~1:ü"  # noqa: SLF001
+
+
+def test_a_dry_run_says_what_it_would_write() -> None:
+    found = VerifyResult(table="inventory.t", source="pg", target="/t", key_fields=("id",))
+    found.differences = [Difference({"id": "7"}, "changed", ("name",))]
+    result = ops.RepairResult("t", "pg", "/t", found, applied=False, position="0/10")
+    result.keys = [ops.RepairedKey({"id": "7"}, "changed: name", "upsert")]
+    text = result.describe()
+    assert "dry run: nothing written" in text and "id=7: changed: name -> would upsert" in text
+    result.applied = True
+    assert "id=7: changed: name -> upsert" in result.describe()
