@@ -130,6 +130,10 @@ def verify(
         raise ConfigError(
             "--repair and --max-repair take a database source and whole rows: no --source-path, --columns or --where"
         )
+    if bool(pipeline) != bool(pipeline_topic):
+        raise ConfigError(
+            "--pipeline and --pipeline-topic go together (the pipeline's name for the table is its topic)"
+        )
     database = (
         SourceDatabase(source_url, password_file=password_file, password_env=password_env) if source_url else None
     )
@@ -184,8 +188,6 @@ def _repair_config(
     """The settings the repair writes with: the pipeline table's, else what the Hudi table records."""
     from hudi_cdc.ops.repair import pipeline_table_config, table_config
 
-    if bool(pipeline) != bool(topic):
-        raise ConfigError("--pipeline and --pipeline-topic go together")
     if not pipeline:
         return table_config(spark, target_base_path, **({"record_key_fields": keys} if keys else {}))
     assert topic is not None

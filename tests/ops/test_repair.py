@@ -66,3 +66,34 @@ def test_a_dry_run_says_what_it_would_write() -> None:
     assert "dry run: nothing written" in text and "id=7: changed: name -> would upsert" in text
     result.applied = True
     assert "id=7: changed: name -> upsert" in result.describe()
+
+
+PIPELINE = """[source]
+kind = "kafka"
+bootstrap_servers = "127.0.0.1:1"
+schema_registry_url = "http://127.0.0.1:2"
+tables = "dbserver1.inventory.*"
+exclude = "dbserver1.inventory.audit_log"
+
+[defaults]
+target_base_path = "/lake/{table}"
+target_table = "inventory_{table}"
+table_type = "mor"
+tombstone_path = "/tombstones/{table}"
+"""
+
+
+def test_a_pipeline_table_is_repaired_with_its_own_settings(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: ANN001
+    monkeypatch.delenv("HUDI_CDC__TABLE_TYPE", raising=False)
+    path = tmp_path / "inventory.toml"
+    path.write_text(PIPELINE)
+    config = ops.pipeline_table_config(str(path), "dbserver1.inventory.orders")
+    assert (config.target_base_path, config.table_type) == ("/lake/orders", "MERGE_ON_READ")
+    assert config.resolved_tombstone_path == "/tombstones/orders"  # not the default beside the table
+    with pytest.raises(ConfigError, match="dbserver1.inventory.audit_log is not one of its tables"):
+        ops.pipeline_table_config(str(path), "dbserver1.inventory.audit_log")
+    # The CLI: the two options go together, and the pipeline must write the table named.
+    args = ["verify", "--target-base-path", "/lake/orders", "--source-url", "postgresql://u@127.0.0.1:1/db",
+            "--table", "inventory.orders", "--max-repair", "5", "--pipeline", str(path)]  # fmt: skip
+    alone = CliRunner().invoke(main, args)
+    assert alone.exit_code == 2 and "--pipeline and --pipeline-topic go together" in alone.output
