@@ -8,7 +8,7 @@ JARS := $(JARS_DIR)/.fetched
 PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help install jars airflow demo demo-files demo-stack test test-setup test-archive test-nostack bench bench-scale bench-freshness bench-verify bench-repair bench-first-load bench-pipeline bench-pipeline-skewed bench-formats bench-rounds bench-commit-cost bench-java-client bench-small-round bench-index bench-toast bench-pick bench-report bench-all chaos test-fast lint clean stack-up stack-down stack-reset
+.PHONY: help install jars airflow demo demo-files demo-stack test test-setup test-archive test-nostack bench bench-scale bench-freshness bench-verify bench-repair bench-first-load bench-pipeline bench-pipeline-skewed bench-formats bench-rounds bench-oneshot bench-commit-cost bench-java-client bench-small-round bench-index bench-toast bench-pick bench-report bench-all chaos test-fast lint clean stack-up stack-down stack-reset
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -133,6 +133,10 @@ bench-pipeline-skewed: install stack-up ## 200 tables at 5,000 changes/s, 10 of 
 
 bench-rounds: install stack-up ## Small rounds: continuous rounds of 1, 100 and 10,000 messages, a one-shot run's fixed cost
 	$(PY) -m bench.rounds --results $(BENCH_RESULTS)
+	$(REPORT)
+
+bench-oneshot: install ## Where a one-shot round's wall time goes (JVM start, plan, write, exit): JIT quick/full, JVM archive on/off
+	$(PY) -m bench.oneshot --results $(BENCH_RESULTS)
 	$(REPORT)
 
 bench-commit-cost: install ## 1,000 updates into a 1M-row table under each index, metadata table, markers, timeline server, file size: seconds, Spark jobs, steps

@@ -8,6 +8,14 @@ verifying and linking the classes again: a one-shot round of 1M Kafka events
 took 2.4-3.1 s less on 2 cores, since class loading and verification are a
 large part of a cold JVM's first job.
 
+On Java 25 and later (the ``java`` of ``JAVA_HOME``) the same command builds
+the JVM's AOT cache instead (``-XX:AOTCacheOutput``, JEP 483/514/515: classes
+loaded and linked ahead of time, and method profiles), which later JVMs map
+with ``-XX:AOTCache``. Spark 3.5 as released does not start on Java 24+ (its
+Hadoop 3.3.4 client calls ``Subject.getSubject``, which throws there): this is
+for a Spark whose Hadoop client runs there (``SPARK_HOME`` with Hadoop 3.4.3's
+client jars did); Java 17 stays the supported default.
+
 The archive only fits the Java, Spark, jars and hudi-cdc it was built with, so
 its name is a hash of them; a JVM that finds it does not fit ignores it. Java 17
 crashes on a truncated archive, so one is used only when its size is the one
@@ -41,6 +49,11 @@ ARCHIVE_ENV = "HUDI_CDC_JVM_ARCHIVE"
 
 # A JVM that cannot use (or dump) the archive says so on stdout, which is also --json's: silenced.
 _SILENT = ("-Xlog:cds=off", "-Xlog:cds+dynamic=off")
+# Java 25 says it under tag sets that start with aot (aot+codecache+stubs warns on stdout: a cache trained
+# with another JIT setting) or cds: all of them.
+_SILENT_AOT = ("-Xlog:aot*=off", "-Xlog:cds*=off")
+AOT_SINCE = 25
+"""The first Java whose AOT cache is built in one training run (``-XX:AOTCacheOutput``, JEP 514)."""
 
 
 def _cache_dir() -> Path:
@@ -56,6 +69,22 @@ def _java() -> str:
     return os.path.realpath(java)
 
 
+def _aot(java: str) -> bool:
+    """Whether ``java`` builds an AOT cache (Java 25+) rather than a dynamic AppCDS archive."""
+    from hudi_cdc._jvm import java_feature_version
+
+    return (java_feature_version(java) or 0) >= AOT_SINCE
+
+
+def _spark_jars() -> list[Path]:
+    """The jars of the Spark the JVM runs: ``SPARK_HOME``'s if set (as pyspark's launcher picks), else pyspark's."""
+    import pyspark
+
+    home = os.environ.get("SPARK_HOME")
+    folder = Path(home) / "jars" if home else Path(pyspark.__file__).parent / "jars"
+    return sorted(folder.glob("*.jar"))
+
+
 def _fingerprint(jars: Sequence[str]) -> str:
     """What the archive depends on: the JVM, Spark's own jars and ours (path, size, mtime), hudi-cdc."""
     import pyspark
@@ -64,7 +93,7 @@ def _fingerprint(jars: Sequence[str]) -> str:
 
     java = Path(_java())
     release = java.parent.parent / "release"
-    spark_jars = sorted(Path(pyspark.__file__).parent.joinpath("jars").glob("*.jar"))
+    spark_jars = _spark_jars()
     files = [*spark_jars, *(Path(j) for j in jars if Path(j).exists())]
     facts = {
         "java": str(java),
@@ -79,7 +108,7 @@ def _fingerprint(jars: Sequence[str]) -> str:
 def _paths(source: JarSource) -> tuple[Path, Path]:
     name = f"driver-{_fingerprint([*source.jars, *source.packages])}"
     directory = _cache_dir()
-    return directory / f"{name}.jsa", directory / f"{name}.json"
+    return directory / f"{name}.{'aot' if _aot(_java()) else 'jsa'}", directory / f"{name}.json"
 
 
 def archive_for(source: JarSource) -> Path | None:
@@ -97,8 +126,16 @@ def archive_for(source: JarSource) -> Path | None:
 
 
 def java_options(archive: Path) -> str:
-    """The driver JVM options that map ``archive``."""
+    """The driver JVM options that map ``archive`` (an AOT cache if its name ends in ``.aot``)."""
+    if archive.suffix == ".aot":  # a cache that does not fit is left unused (-XX:AOTMode=auto)
+        return " ".join([f"-XX:AOTCache={archive}", *_SILENT_AOT])
     return " ".join([f"-XX:SharedArchiveFile={archive}", "-Xshare:auto", *_SILENT])
+
+
+def _dump_options(archive: Path, dumped: Path) -> str:
+    if archive.suffix == ".aot":  # the JVM records at exit, then a child JVM writes the cache
+        return " ".join([f"-XX:AOTCacheOutput={dumped}", *_SILENT_AOT])
+    return " ".join([f"-XX:ArchiveClassesAtExit={dumped}", *_SILENT])
 
 
 def build(source: JarSource, train: Sequence[str] = (), *, launcher: Path, driver_memory: str = "2g") -> Path:
@@ -112,22 +149,20 @@ def build(source: JarSource, train: Sequence[str] = (), *, launcher: Path, drive
     archive, manifest = _paths(source)
     archive.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="hudi-cdc-jvm-archive-") as work:
-        dumped = Path(work) / "driver.jsa"
+        dumped = Path(work) / f"driver{archive.suffix}"
         spark_submit = Path(sys.executable).parent / "spark-submit"
         command = [
             str(spark_submit) if spark_submit.exists() else "spark-submit",
             "--master", "local[2]", "--driver-memory", driver_memory,
             "--conf", "spark.ui.enabled=false",
-            "--driver-java-options", " ".join([f"-XX:ArchiveClassesAtExit={dumped}", *_SILENT]),
+            "--driver-java-options", _dump_options(archive, dumped),
             *source.submit_args(),
             *([str(launcher), *train] if train else [str(launcher.parent / "jvm_training.py"), work]),
         ]  # fmt: skip
         env = {**os.environ, "PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON") or sys.executable}
         done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
         if done.returncode != 0 or not dumped.exists():
-            tail = "\n".join((done.stderr or "").splitlines()[-15:])
-            what = "hudi-cdc " + " ".join(train[:1]) if train else "the training run"
-            raise ConfigError(f"{what} for the JVM archive failed (exit {done.returncode}):\n{tail}")
+            raise _training_failed("hudi-cdc " + " ".join(train[:1]) if train else "the training run", done)
         # Renamed into place whole, then the manifest that makes it usable.
         staged = archive.with_suffix(f".{os.getpid()}.tmp")
         shutil.copyfile(dumped, staged)
@@ -136,6 +171,25 @@ def build(source: JarSource, train: Sequence[str] = (), *, launcher: Path, drive
         staged_manifest.write_text(json.dumps({"size": archive.stat().st_size, "built_at": time.time()}))
         os.replace(staged_manifest, manifest)
     return archive
+
+
+# Spark 3.5's Hadoop client (3.3.4) asks Subject.getSubject for the user; Java 24 and later throw there
+# (JEP 486), and -Djava.security.manager=allow no longer helps (the JVM refuses to start with it).
+_NO_GET_SUBJECT = "getSubject is not supported"
+
+
+def _training_failed(what: str, done: subprocess.CompletedProcess[str]) -> ConfigError:
+    lines = (done.stderr or "").splitlines()
+    thrown = next((line.strip() for line in lines if "Exception" in line and ": " in line), None)
+    message = f"{what} for the JVM archive failed (exit {done.returncode})"
+    if _NO_GET_SUBJECT in (done.stderr or ""):
+        message += (
+            f": {thrown}: this Spark's Hadoop client does not run on Java 24 and later "
+            "(Subject.getSubject); run it with Java 17 (JAVA_HOME)"
+        )
+    elif thrown is not None and not any(thrown in line for line in lines[-15:]):
+        message += f": {thrown}"
+    return ConfigError(message + ":\n" + "\n".join(lines[-15:]))
 
 
 def remove(source: JarSource) -> bool:

@@ -28,6 +28,11 @@ def jvm_archive(run: Invocation, drop: bool, show: bool, driver_memory: str, tra
     trains on one real round of that command instead (it commits like any round),
     and replaces an archive already there: a Kafka round's archive saved more
     (3.6 s against 3.1 s on a 1M-event Kafka round) than one trained on files.
+
+    With Java 25 or later in JAVA_HOME it builds that JVM's AOT cache instead
+    (-XX:AOTCacheOutput). Spark 3.5's own Hadoop client does not run there
+    (Subject.getSubject): only a SPARK_HOME with a Hadoop client that does
+    (3.4.3) can use it. Java 17 is the supported JVM.
     """
     from hudi_cdc import jars as jarmod
     from hudi_cdc import jvm_archive as archives
