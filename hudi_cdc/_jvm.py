@@ -9,7 +9,17 @@ from typing import Any
 
 from hudi_cdc.errors import ConfigError
 
-__all__ = ["JIT_ENV", "hadoop_conf", "java_binary", "java_message", "jit_options", "jvm", "jvm_conf", "jvm_options"]
+__all__ = [
+    "JIT_ENV",
+    "hadoop_conf",
+    "java_binary",
+    "java_message",
+    "jit_options",
+    "jvm",
+    "jvm_alive",
+    "jvm_conf",
+    "jvm_options",
+]
 
 # G1 before JDK 23 fails an allocation with OutOfMemoryError when two GCs in a row were held off by
 # threads in JNI critical sections (Snappy, LZ4, zlib), however much heap a GC would free (JDK-8192647).
@@ -109,6 +119,15 @@ def jvm(spark: Any) -> Any:
     gateway = spark.sparkContext._jvm
     assert gateway is not None, "the SparkContext has no JVM: was it stopped?"
     return gateway
+
+
+def jvm_alive(spark: Any) -> bool:
+    """Whether ``spark``'s driver JVM still answers (py4j fails at once once its gateway is gone)."""
+    try:
+        jvm(spark).java.lang.System.nanoTime()
+    except Exception:  # noqa: BLE001 - Py4JNetworkError, or a stopped context's assertion
+        return False
+    return True
 
 
 def hadoop_conf(spark: Any) -> Any:

@@ -42,11 +42,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from hudi_cdc.errors import ConfigError, HudiCdcError, retry_backoff_s
+from hudi_cdc.errors import ConfigError, HudiCdcError, TerminalError, retry_backoff_s
 from hudi_cdc.service import control
 from hudi_cdc.service.backlog import BacklogWatch
 from hudi_cdc.service.metrics import PipelineMetrics
-from hudi_cdc.service.schedule import Arrivals, committed_offsets, deadline
+from hudi_cdc.service.schedule import Arrivals, committed_offsets, deadline, next_wait
 from hudi_cdc.service.spec import PipelineSpec, TableRef, select
 from hudi_cdc.service.states import DONE, DROPPED, FAILED, PAUSED, REMOVED, RETRYING, RUNNING, WAITING, TableState
 
@@ -62,6 +62,7 @@ __all__ = ["RunReport", "Runner", "TableState"]
 log = logging.getLogger("hudi_cdc.runner")
 
 _IDLE_POLL_S = 1.0  # how often control files are read while nothing finishes
+_JVM_CHECK_S = 5.0  # how often the loop asks whether the driver JVM still answers
 
 
 @dataclass
@@ -112,6 +113,7 @@ class Runner:
         )
         self._stop = threading.Event()
         self._next_discovery = 0.0
+        self._next_jvm_check = 0.0
         self._discovered_once = False
         self._written: tuple[Any, ...] | None = None  # what status.json was last written from
         self._offsets = self._offset_watch() if continuous else None
@@ -159,7 +161,10 @@ class Runner:
 
         try:
             refs = discover(self.spark, self.spec)
-        except HudiCdcError as exc:
+        except Exception as exc:
+            if not isinstance(exc, HudiCdcError):
+                self._check_jvm(self.clock(), now_or_later=False)  # a files source lists through the JVM
+                raise
             if not self._discovered_once or not exc.transient:
                 raise
             log.warning("discovery failed (%s); the known tables go on", exc)
@@ -287,6 +292,7 @@ class Runner:
                     self._discover()
                     self._next_discovery = now + self.spec.run.discovery_interval_seconds
                 self._apply_control()
+                self._check_jvm(now)
                 self._take_sightings()
                 if not self._stop.is_set():
                     for table in self._due(now, workers - len(running)):
@@ -295,10 +301,24 @@ class Runner:
                 self._write_status()
                 if not running and (self._stop.is_set() or self._finished()):
                     return
-                timeout = self._sleep_for(now) if not self._stop.is_set() else None
+                timeout = self._sleep_for(now, workers - len(running)) if not self._stop.is_set() else None
                 done, _ = wait(list(running), timeout=timeout, return_when=FIRST_COMPLETED)
                 for future in done:
                     self._finish(running.pop(future), future)
+
+    def _check_jvm(self, now: float, *, now_or_later: bool = True) -> None:
+        """Stop the run when the driver JVM is gone (killed, or out of memory): no round can run again, and a
+        process that stayed would hold its tables from the supervisor's restart while it polled Kafka."""
+        from hudi_cdc._jvm import jvm_alive
+
+        if now_or_later and now < self._next_jvm_check:
+            return
+        self._next_jvm_check = now + _JVM_CHECK_S
+        if not jvm_alive(self.spark):
+            raise TerminalError(
+                f"pipeline {self.spec.name}: the Spark driver's JVM is gone (killed, or it crashed): the run stops; "
+                "committed rounds stand and the next run resumes from each table's checkpoint"
+            )
 
     def _check_scheduler(self) -> None:
         mode = self.spark.sparkContext.getConf().get("spark.scheduler.mode", "FIFO")
@@ -360,13 +380,12 @@ class Runner:
     def _finished(self) -> bool:
         return all(t.state in (DONE, FAILED, PAUSED, REMOVED, DROPPED) for t in self.tables.values())
 
-    def _sleep_for(self, now: float) -> float:
-        pending = [t.due - now for t in self.tables.values() if t.state in (WAITING, RETRYING) and self._has_work(t)]
-        if self.continuous:
-            pending.append(self._next_discovery - now)
-        if self._offsets is not None:
-            pending.append(self.spec.run.offset_poll_seconds)  # what the watch saw meanwhile starts rounds
-        return max(0.05, min([_IDLE_POLL_S, *pending]))
+    def _sleep_for(self, now: float, free_slots: int) -> float:
+        due_in = [t.due - now for t in self.tables.values() if t.state in (WAITING, RETRYING) and self._has_work(t)]
+        others = [self._next_discovery - now] if self.continuous else []
+        if self._offsets is not None and free_slots > 0:
+            others.append(self.spec.run.offset_poll_seconds)  # what the watch saw meanwhile starts rounds
+        return next_wait(due_in, free_slots, others, _IDLE_POLL_S)
 
     def _apply_control(self) -> None:
         flags = control.instructions(self.state_dir)
@@ -412,6 +431,7 @@ class Runner:
         try:
             result = future.result()
         except Exception as exc:  # noqa: BLE001 - one table's failure must not end the others
+            self._check_jvm(now, now_or_later=False)  # unless it failed because no round can run any more
             self._failed(table, exc, now)
             self.metrics.observe(table, None)
             self.backlog.changed(table.name)

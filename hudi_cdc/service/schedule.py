@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["KEPT_SIGHTINGS", "UNTARGETED_S", "Arrivals", "committed_offsets", "deadline"]
+__all__ = ["KEPT_SIGHTINGS", "MIN_WAIT_S", "UNTARGETED_S", "Arrivals", "committed_offsets", "deadline", "next_wait"]
 
 KEPT_SIGHTINGS = 1_000
 """At most this many sightings per table: a paused table's topic keeps moving. Past it the oldest is kept
@@ -33,6 +33,9 @@ remainder a little late."""
 
 UNTARGETED_S = 60.0
 """The target a table without ``max_freshness_seconds`` is ranked by (not reported as missed)."""
+
+MIN_WAIT_S = 0.05
+"""The shortest the runner's loop waits between passes."""
 
 
 @dataclass
@@ -84,3 +87,15 @@ def committed_offsets(checkpoint: Mapping[str, Any] | None) -> dict[int, int] | 
 def deadline(waiting_since: float, target_s: float | None) -> float:
     """When the oldest change waiting since ``waiting_since`` should be in the table."""
     return waiting_since + (target_s if target_s is not None else UNTARGETED_S)
+
+
+def next_wait(due_in: list[float], free_slots: int, others: list[float], idle_s: float) -> float:
+    """How long the runner's loop may wait before its next pass (a round that ends wakes it sooner).
+
+    ``due_in``: seconds until each table with work is due (negative: overdue); ``others``: seconds until
+    the loop's other events (discovery, the next offset poll). With no free slot a due table cannot start,
+    so it does not shorten the wait: under load, every table overdue and every slot busy, the loop waited
+    ``MIN_WAIT_S`` and spent its core on passes that could start nothing.
+    """
+    waits = [*others, *(due_in if free_slots > 0 else [])]
+    return max(MIN_WAIT_S, min([idle_s, *waits]))

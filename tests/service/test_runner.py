@@ -8,6 +8,10 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -318,3 +322,44 @@ def test_quarantine_per_table_with_counts_in_status(spark, tmp_path: Path, caplo
     assert any("round table=public.t1" in r.message and "quarantined=1" in r.message for r in caplog.records)
     t1 = {t.name: t for t in pipeline_status(spark, load_pipeline(path)).tables}["public.t1"]
     assert t1.quarantined == 1 and t1.recent["quarantined"] == 1
+
+
+def _java_children(pid: int) -> list[int]:
+    """The java processes whose parent is ``pid``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                comm = (entry / "comm").read_text().strip()
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+            if ppid == pid and comm == "java":
+                found.append(int(entry.name))
+    return found
+
+
+def test_a_runner_whose_jvm_is_killed_stops(tmp_path: Path) -> None:
+    # Killed by the OOM killer or by hand, the driver JVM is gone for good: the runner must end (so that a
+    # supervisor restarts it), not live on polling Kafka and failing every round.
+    path = _pipeline(tmp_path)
+    _sample(tmp_path, "t1", seed=3)
+    hudi_cdc = str(Path(sys.executable).parent / "hudi-cdc")
+    command = [hudi_cdc, "run", "--pipeline", str(path), "--continuous"]
+    process = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
+    try:
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline and not list((tmp_path / "lake").glob("*/.hoodie/timeline/*.commit")):
+            assert process.poll() is None, process.communicate()
+            time.sleep(0.5)
+        java = _java_children(process.pid)
+        assert len(java) == 1, java
+        os.kill(java[0], signal.SIGKILL)
+        _, err = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+    assert process.returncode != 0
+    assert "the Spark driver's JVM is gone" in err, err[-2000:]

@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
-from hudi_cdc.service.schedule import KEPT_SIGHTINGS, UNTARGETED_S, Arrivals, committed_offsets, deadline
+from hudi_cdc.service.schedule import (
+    KEPT_SIGHTINGS,
+    MIN_WAIT_S,
+    UNTARGETED_S,
+    Arrivals,
+    committed_offsets,
+    deadline,
+    next_wait,
+)
 
 
 def test_a_table_holding_every_seen_message_has_nothing_pending() -> None:
@@ -70,3 +78,11 @@ def test_a_table_that_runs_no_rounds_keeps_a_bounded_history_with_its_oldest_sig
     assert arrivals.pending_since() == 1.0  # the oldest unapplied message's date is kept exactly
     arrivals.apply({0: 3 * KEPT_SIGHTINGS - 2})
     assert arrivals.pending_since() == float(3 * KEPT_SIGHTINGS - 1)
+
+
+def test_with_every_slot_busy_an_overdue_table_does_not_shorten_the_loops_wait() -> None:
+    overdue = [-3.0, -0.5, 2.0]
+    assert next_wait(overdue, free_slots=1, others=[30.0], idle_s=1.0) == MIN_WAIT_S  # one can start now
+    assert next_wait(overdue, free_slots=0, others=[30.0], idle_s=1.0) == 1.0  # none can: a round's end wakes it
+    assert next_wait([], free_slots=0, others=[0.2], idle_s=1.0) == 0.2  # discovery is due sooner
+    assert next_wait([0.3], free_slots=2, others=[], idle_s=1.0) == 0.3
