@@ -36,6 +36,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -188,6 +189,7 @@ def measure(scenario: Scenario, work: Path, hoodie_conf: dict[str, str] | None =
          *hudi_cdc_jars(), str(LAUNCHER), "run", "--pipeline", str(pipeline), "--continuous", "--json"],
         stdout=out, stderr=open(work / f"many_{run_id}.log", "w"),  # noqa: SIM115
         env={**os.environ, "PYSPARK_PYTHON": sys.executable},
+        start_new_session=True,  # spark-submit's Python driver is its JVM's child: stopped with it, below
     )  # fmt: skip
     bases = {n: work / n for n in names}
     started_s = time.time()
@@ -211,7 +213,7 @@ def measure(scenario: Scenario, work: Path, hoodie_conf: dict[str, str] | None =
         time.sleep(scenario.idle_seconds)
         expected = _postgres_sums(names)  # the load has stopped: the source no longer changes
     finally:
-        runner.terminate()
+        os.killpg(runner.pid, signal.SIGTERM)
         runner.wait(120)
         out.close()
         with connect() as conn:  # the topics stay; the tables go
