@@ -52,7 +52,7 @@ SHOW: dict[str, list[Shown]] = {
     "pipeline": [Shown("runs", turned=True, hide=("idle_rounds_per_table_s",))],
     "rounds": [Shown("rounds"), Shown("outcome")],
     "oneshot": [
-        Shown("oneshot", hide=("min_s", "max_s", "python_s", "cli_to_session_s", "open_s", "tombstones_s")),
+        Shown("oneshot", hide=("min_s", "max_s", "python_s", "cli_to_session_s", "read_s", "tombstones_s", "other_s")),
         Shown("outcomes"),
     ],
     "commit-cost": [Shown("commits", hide=("min_s", "max_s", "markers_s", "clean_archive_s"))],

@@ -13,8 +13,10 @@ the JVM's AOT cache instead (``-XX:AOTCacheOutput``, JEP 483/514/515: classes
 loaded and linked ahead of time, and method profiles), which later JVMs map
 with ``-XX:AOTCache``. Spark 3.5 as released does not start on Java 24+ (its
 Hadoop 3.3.4 client calls ``Subject.getSubject``, which throws there): this is
-for a Spark whose Hadoop client runs there (``SPARK_HOME`` with Hadoop 3.4.3's
-client jars did); Java 17 stays the supported default.
+for a Spark whose Hadoop client runs there. A ``SPARK_HOME`` with Hadoop 3.4.3's
+client jars ran rounds and saved as much as Java 17's archive (11.5 s either way),
+but a table two of its rounds wrote then failed a later Java 17 commit (the one
+that compacted the metadata table): Java 17 stays the supported JVM.
 
 The archive only fits the Java, Spark, jars and hudi-cdc it was built with, so
 its name is a hash of them; a JVM that finds it does not fit ignores it. Java 17

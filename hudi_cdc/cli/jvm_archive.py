@@ -32,7 +32,8 @@ def jvm_archive(run: Invocation, drop: bool, show: bool, driver_memory: str, tra
     With Java 25 or later in JAVA_HOME it builds that JVM's AOT cache instead
     (-XX:AOTCacheOutput). Spark 3.5's own Hadoop client does not run there
     (Subject.getSubject): only a SPARK_HOME with a Hadoop client that does
-    (3.4.3) can use it. Java 17 is the supported JVM.
+    (3.4.3) can use it, and a table written so failed a later Java 17 commit
+    (docs/benchmarks.md). Java 17 is the supported JVM.
     """
     from hudi_cdc import jars as jarmod
     from hudi_cdc import jvm_archive as archives
