@@ -38,8 +38,8 @@ JAVA_CLASS = "io.hudicdc.writer.SmallWrite"
 
 def declined(options: Mapping[str, str], rows: int, max_rows: int) -> str | None:
     """Why a write with ``options`` of ``rows`` rows goes to Spark's datasource; None if the Java client may take it."""
-    if rows > max_rows:
-        return f"{rows} rows > java_writer_max_rows = {max_rows}"
+    if max_rows <= 0 or rows > max_rows:
+        return f"{rows} rows > java_writer_max_rows = {max_rows}" if max_rows > 0 else "java_writer_max_rows = 0"
     if options.get(opt.TABLE_TYPE) != "MERGE_ON_READ":
         return "not MERGE_ON_READ"
     if options.get(opt.OPERATION, "upsert") != "upsert":

@@ -130,7 +130,7 @@ def _options(**changes: str) -> dict[str, str]:
 def test_declined_says_why_the_datasource_writes() -> None:
     assert declined(_options(), rows=1000, max_rows=20_000) is None
     assert "java_writer_max_rows = 10" in declined(_options(), rows=11, max_rows=10)
-    assert declined(_options(), rows=1, max_rows=0)
+    assert declined(_options(), rows=0, max_rows=0) == "java_writer_max_rows = 0"  # off, whatever the round
     assert declined(_options(**{opt.TABLE_TYPE: "COPY_ON_WRITE"}), rows=1, max_rows=10) == "not MERGE_ON_READ"
     assert declined(_options(**{opt.OPERATION: "bulk_insert"}), rows=1, max_rows=10) == "a bulk_insert"
     assert declined(_options(**{opt.INDEX_TYPE: "SIMPLE"}), rows=1, max_rows=10) == "index file lookup"
