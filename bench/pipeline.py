@@ -404,9 +404,12 @@ def _mismatched(expected: dict[str, tuple[int, int, int]], found: dict[str, tupl
 
 
 def _conf_table(conf: dict[str, str]) -> str:
-    if not conf:
-        return ""
-    return "\n[defaults.hoodie_conf]\n" + "".join(f'"{k}" = "{v}"\n' for k, v in conf.items())
+    """A variant's settings: hudi-cdc's own (``java_writer_max_rows=0``) in ``[defaults]``, Hudi's below it."""
+    ours = "".join(f"{k} = {v if v.isdigit() else repr(v)}\n" for k, v in conf.items() if not k.startswith("hoodie."))
+    hoodie = {k: v for k, v in conf.items() if k.startswith("hoodie.")}
+    if not hoodie:
+        return ours
+    return ours + "\n[defaults.hoodie_conf]\n" + "".join(f'"{k}" = "{v}"\n' for k, v in hoodie.items())
 
 
 def _caught_up(out_path: Path, newest_ms: dict[str, float]) -> bool:
@@ -434,8 +437,8 @@ def main(argv: list[str] | None = None) -> int:
         "--variant",
         action="append",
         type=variant,
-        help="label or label:key=value,...: a run with these Hudi settings on every table (repeatable; "
-        "one run with hudi-cdc's defaults when not given)",
+        help="label or label:key=value,...: a run with these settings on every table, Hudi's (hoodie.*) or "
+        "hudi-cdc's (repeatable; one run with hudi-cdc's defaults when not given)",
     )
     parser.add_argument(
         "--results", type=Path, help="write the result file under this folder (default: .bench/results)"
