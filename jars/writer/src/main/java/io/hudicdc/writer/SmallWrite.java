@@ -79,12 +79,13 @@ public final class SmallWrite {
     List<HoodieRecord<DefaultHoodieRecordPayload>> records = records(rows, struct, schema, options);
     try (HoodieJavaWriteClient<DefaultHoodieRecordPayload> client =
         new HoodieJavaWriteClient<>(new HoodieJavaEngineContext(storage), config)) {
-      HoodieJavaTable<DefaultHoodieRecordPayload> table = HoodieJavaTable.create(config, client.getEngineContext());
+      // One meta client for the round: the schema above, the file slices here, the instant's transition below.
+      HoodieJavaTable<DefaultHoodieRecordPayload> table = HoodieJavaTable.create(config, client.getEngineContext(), meta);
       String missing = tag(records, table, config);
       if (missing != null) {
         return "skip:" + missing;
       }
-      return "commit:" + upsert(client, records, extraMetadata);
+      return "commit:" + upsert(client, meta, records, extraMetadata);
     }
   }
 
@@ -175,13 +176,11 @@ public final class SmallWrite {
   }
 
   /** One prepped upsert and its commit, carrying {@code extraMetadata}; the commit's instant. */
-  private static String upsert(HoodieJavaWriteClient<DefaultHoodieRecordPayload> client,
+  private static String upsert(HoodieJavaWriteClient<DefaultHoodieRecordPayload> client, HoodieTableMetaClient meta,
       List<HoodieRecord<DefaultHoodieRecordPayload>> records, Map<String, String> extraMetadata) {
     String instant = client.startCommit();
     // Unlike the Spark executors, the Java client's prepped delta commit (written for the metadata
     // table's own commits) leaves its instant requested; committing needs it inflight.
-    HoodieTableMetaClient meta = HoodieTableMetaClient.builder().setConf(client.getEngineContext().getStorageConf())
-        .setBasePath(client.getConfig().getBasePath()).build();
     meta.getActiveTimeline().transitionRequestedToInflight(HoodieTimeline.DELTA_COMMIT_ACTION, instant);
     List<WriteStatus> statuses = client.upsertPreppedRecords(records, instant);
     long errors = statuses.stream().mapToLong(WriteStatus::getTotalErrorRecords).sum();
