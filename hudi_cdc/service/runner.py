@@ -163,7 +163,7 @@ class Runner:
             refs = discover(self.spark, self.spec)
         except Exception as exc:
             if not isinstance(exc, HudiCdcError):
-                self._check_jvm(self.clock(), now_or_later=False)  # a files source lists through the JVM
+                self._check_jvm(self.clock(), force=True)  # a files source lists through the JVM
                 raise
             if not self._discovered_once or not exc.transient:
                 raise
@@ -306,12 +306,12 @@ class Runner:
                 for future in done:
                     self._finish(running.pop(future), future)
 
-    def _check_jvm(self, now: float, *, now_or_later: bool = True) -> None:
+    def _check_jvm(self, now: float, *, force: bool = False) -> None:
         """Stop the run when the driver JVM is gone (killed, or out of memory): no round can run again, and a
         process that stayed would hold its tables from the supervisor's restart while it polled Kafka."""
         from hudi_cdc._jvm import jvm_alive
 
-        if now_or_later and now < self._next_jvm_check:
+        if not force and now < self._next_jvm_check:
             return
         self._next_jvm_check = now + _JVM_CHECK_S
         if not jvm_alive(self.spark):
@@ -431,7 +431,7 @@ class Runner:
         try:
             result = future.result()
         except Exception as exc:  # noqa: BLE001 - one table's failure must not end the others
-            self._check_jvm(now, now_or_later=False)  # unless it failed because no round can run any more
+            self._check_jvm(now, force=True)  # unless it failed because no round can run any more
             self._failed(table, exc, now)
             self.metrics.observe(table, None)
             self.backlog.changed(table.name)
