@@ -41,6 +41,11 @@ def _ingest(sample: SampleCustomers, base: Path, *extra: str, java_rows: int | N
     assert result.exit_code == 0, result.output
 
 
+def _source(sample: SampleCustomers) -> dict[int, tuple]:
+    """The source table's rows, keyed as ``table_state`` keys the table's."""
+    return {k: tuple(v[c] for c in COLUMNS) for k, v in sample.state.items()}
+
+
 def _writers(spark, base: Path) -> list[str]:  # noqa: ANN001
     """Who wrote each checkpointed commit, oldest first."""
     commits = [c for c in HudiTable(spark, str(base)).commits(newest_first=False) if opt.CHECKPOINT_KEY in c.extra]
@@ -62,7 +67,7 @@ def test_small_rounds_are_written_by_the_java_client_and_equal_the_datasource(sp
             _ingest(sample, base, *NO_INLINE_COMPACTION, java_rows=rows)
     assert _writers(spark, java) == ["spark", "java", "java", "java"]
     assert _writers(spark, spark_only) == ["spark"] * 4
-    expected = {k: tuple(v[c] for c in COLUMNS) for k, v in sample.state.items()}
+    expected = _source(sample)
     assert table_state(spark, str(java), COLUMNS) == expected
     assert table_state(spark, str(spark_only), COLUMNS) == expected
 
@@ -84,7 +89,7 @@ def test_a_bucket_without_a_file_group_goes_to_the_datasource(spark, tmp_path: P
     sample.changes(seed=8)  # now every bucket has one: the Java client takes it
     _ingest(sample, base, *NO_INLINE_COMPACTION)
     assert _writers(spark, base) == ["spark", "spark", "java"]
-    assert table_state(spark, str(base), COLUMNS) == {k: tuple(v[c] for c in COLUMNS) for k, v in sample.state.items()}
+    assert table_state(spark, str(base), COLUMNS) == _source(sample)
 
 
 def test_killed_during_a_java_client_commit_the_next_run_finishes(spark, tmp_path: Path) -> None:
@@ -101,7 +106,7 @@ def test_killed_during_a_java_client_commit_the_next_run_finishes(spark, tmp_pat
     _ingest(sample, base, *NO_INLINE_COMPACTION)
     assert _writers(spark, base) == ["spark", "java"]
     assert not pending_instants(timeline, "deltacommit")
-    assert table_state(spark, str(base), COLUMNS) == {k: tuple(v[c] for c in COLUMNS) for k, v in sample.state.items()}
+    assert table_state(spark, str(base), COLUMNS) == _source(sample)
 
 
 def test_inline_compaction_runs_in_the_java_clients_round(spark, tmp_path: Path) -> None:
@@ -115,7 +120,7 @@ def test_inline_compaction_runs_in_the_java_clients_round(spark, tmp_path: Path)
     assert _writers(spark, base) == ["spark", "java"]
     actions = [c.action for c in HudiTable(spark, str(base)).commits(newest_first=False)]
     assert actions[-2:] == ["deltacommit", "commit"], actions  # the Java client's round, then its compaction
-    expected = {k: tuple(v[c] for c in COLUMNS) for k, v in sample.state.items()}
+    expected = _source(sample)
     assert table_state(spark, str(base), COLUMNS, query_type="read_optimized") == expected
 
 
