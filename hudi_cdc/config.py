@@ -46,6 +46,7 @@ JdbcMode = Literal["incrementing", "timestamp", "timestamp+incrementing", "full"
 SchemaChangeBehavior = Literal["fail", "evolve", "ignore"]
 TruncateBehavior = Literal["fail", "apply", "ignore"]
 OnBadEvent = Literal["fail", "quarantine"]
+History = Literal["none", "soft_delete", "scd2"]
 Compaction = Literal["inline", "async"]
 ValueFormat = Literal["avro", "json"]
 
@@ -136,6 +137,10 @@ class IngestConfig:
     """What an incompatible column type change does (docs/types.md#schema-evolution)."""
     truncate_behavior: TruncateBehavior = "fail"
     """What a TRUNCATE event does: fail the round, apply it (rows older than it go), or ignore it."""
+    history: History = "none"
+    """What a table keeps of the past (docs/history.md): ``none``, the source's current rows; ``soft_delete``,
+    deleted rows stay, marked ``_source_deleted``; ``scd2``, one row per version of a key with its validity.
+    Fixed at the table's first commit."""
     on_bad_event: OnBadEvent = "fail"
     """What an event that cannot be applied does: fail the round, or go to the quarantine table and let the rest commit."""
     quarantine_path: str | None = None
@@ -153,6 +158,12 @@ class IngestConfig:
         _check_literal("schema_change_behavior", self.schema_change_behavior, SchemaChangeBehavior)
         _check_literal("truncate_behavior", self.truncate_behavior, TruncateBehavior)
         _check_literal("on_bad_event", self.on_bad_event, OnBadEvent)
+        _check_literal("history", self.history, History)
+        if self.history != "none" and self.truncate_behavior == "apply":
+            raise ConfigError(
+                f"history={self.history!r} with truncate_behavior='apply' is not supported: a TRUNCATE would "
+                "erase the history; set --truncate-behavior fail or ignore"
+            )
         _check_literal("compaction", self.compaction, Compaction)
         _check_literal("jdbc_mode", self.jdbc_mode, JdbcMode)
         keyless = self.source in ("files", "jdbc") and not self.record_key_fields
@@ -338,6 +349,7 @@ def normalise_settings(values: Mapping[str, Any], origin: str) -> dict[str, Any]
             "truncate_behavior",
             "on_bad_event",
             "kafka_value_format",
+            "history",
         ) and isinstance(value, str):
             value = value.lower()
         elif key in (

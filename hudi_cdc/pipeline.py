@@ -6,6 +6,7 @@ The CLI and the Python API are thin shells over :func:`ingest_once` and
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import time
@@ -26,6 +27,14 @@ from hudi_cdc.sink.tombstones import TombstoneStore
 from hudi_cdc.spark import release
 from payloads import ChangeCounts, StoredState
 from payloads.base import INTERNAL_PREFIX, ORDER_COLUMN, TOMBSTONED_AT_COLUMN, is_data_column
+from payloads.history import (
+    SOFT_DELETED_COLUMN,
+    first_versions,
+    plan_scd2,
+    record_key_fields,
+    soft_delete,
+    source_key_fields,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -203,18 +212,30 @@ def ingest_once(
 def _open_round(config: IngestConfig, spark: SparkSession, started: float) -> tuple[_Round, CommitInfo | None]:
     """The round's context, with old tombstones purged and the index checked; and the last checkpoint commit."""
     table = HudiTable(spark, config.target_base_path)
-    keys = config.record_key_fields or table.record_key_fields()
+    keys = config.record_key_fields or source_key_fields(config.history, table.record_key_fields())
     tombstones = TombstoneStore(spark, config.resolved_tombstone_path, key_fields=keys)
     round_ = _Round(config, spark, table, merge_policy(config), keys, tombstones, datetime.now(UTC), started)
     round_.purged = round_.tombstones.purge(round_.now - timedelta(hours=config.tombstone_retention_hours))
     if round_.purged:
         log.info("purged %d tombstone(s) older than %s hours", round_.purged, config.tombstone_retention_hours)
     last = table.checkpoint_commit()
+    _check_history(config, last)
     opt.check_index_layout(
         last.extra.get(opt.INDEX_KEY) if last else None, _write_options(config, keys, table), config.target_base_path
     )
     round_.truncated_at = last.extra.get(opt.TRUNCATED_AT_KEY) if last else None
     return round_, last
+
+
+def _check_history(config: IngestConfig, last: CommitInfo | None) -> None:
+    """A table's history mode is the one of its first commit: another would misread its rows."""
+    held = last.extra.get(opt.HISTORY_KEY, "none") if last else config.history
+    if held != config.history:
+        raise ConfigError(
+            f"{config.target_table}: the table at {config.target_base_path} keeps history={held!r}, fixed at its "
+            f"first commit, but this run asks for history={config.history!r}: set --history {held} (or history = "
+            f'"{held}" in the pipeline file), or write to a new table. Nothing was written'
+        )
 
 
 def _settle_keys(round_: _Round, batch: Batch) -> None:
@@ -252,9 +273,10 @@ def _decide(round_: _Round, batch: Batch, committed: bool) -> WritePlan:
         truncates=config.truncate_behavior,
         keep_raw=quarantine,
     )
+    live = config.history == "soft_delete"  # a marked delete is no row to take a value from
     stored = StoredState(
         tombstones=lambda: _keys_and_order(tombstones.read()),
-        stored_rows=lambda columns: _stored_columns(table, columns) if committed else None,
+        stored_rows=lambda columns: _stored_columns(table, columns, live_only=live) if committed else None,
         past_rows=lambda columns: _past_columns(table, columns) if committed else iter(()),
         truncated_at=round_.truncated_at,
         fills_placeholders=lambda: _hudi_fills(table, policy, config) if committed else False,
@@ -262,7 +284,7 @@ def _decide(round_: _Round, batch: Batch, committed: bool) -> WritePlan:
     try:
         # Reading, decoding and deciding run as one Spark job (see MergePolicy.plan).
         log.info("%s: reading, decoding and deciding each key's change", config.target_table)
-        return policy.plan(flat, key_fields=round_.keys, stored=stored, quarantine=quarantine)
+        return _plan(round_, flat, stored, quarantine, committed)
     except HudiCdcError:
         raise
     except Exception as exc:  # e.g. corrupt Avro blocks, which surface only when the data is read
@@ -273,6 +295,24 @@ def _decide(round_: _Round, batch: Batch, committed: bool) -> WritePlan:
         ) from exc
 
 
+def _plan(round_: _Round, flat: DataFrame, stored: StoredState, quarantine: bool, committed: bool) -> WritePlan:
+    """The policy's plan for ``flat``, as the table's history mode keeps it (``payloads.history``)."""
+    config, table, policy, keys = round_.config, round_.table, round_.policy, round_.keys
+    if config.history == "scd2":
+        versions = StoredState(
+            tombstones=lambda: None,
+            stored_rows=lambda columns: _stored_columns(table, columns) if committed else None,
+        )
+        return plan_scd2(policy, flat, key_fields=keys, stored=versions, quarantine=quarantine)
+    plan = policy.plan(flat, key_fields=keys, stored=stored, quarantine=quarantine)
+    if config.history == "soft_delete" and not plan.errors:
+        every_row = dataclasses.replace(
+            stored, stored_rows=lambda columns: _stored_columns(table, columns) if committed else None
+        )
+        plan = soft_delete(policy, plan, flat, key_fields=keys, stored=every_row)
+    return plan
+
+
 def _write(round_: _Round, batch: Batch, plan: WritePlan, committed: bool) -> IngestResult:
     """Set bad events aside, record tombstones, and commit the plan's rows with the batch's checkpoint."""
     config = round_.config
@@ -281,7 +321,7 @@ def _write(round_: _Round, batch: Batch, plan: WritePlan, committed: bool) -> In
             f"{config.target_table}: bad change events, nothing committed and the checkpoint did not move "
             "(--on-bad-event quarantine would set them aside): " + "; ".join(plan.errors)
         )
-    assert plan.upserts is not None and plan.tombstones is not None  # a plan without errors has them
+    assert plan.upserts is not None  # a plan without errors has them (tombstones: but with history="scd2")
     round_.steps.enter("quarantine")
     quarantined = _quarantine(round_, batch, plan)
     if plan.truncated_at is not None:
@@ -298,7 +338,7 @@ def _write(round_: _Round, batch: Batch, plan: WritePlan, committed: bool) -> In
     if events == 0 and (committed or not quarantined):
         return _commit_checkpoint_only(round_, committed, batch, quarantined)
     round_.steps.enter("tombstones")
-    if plan.counts.deletes:
+    if plan.counts.deletes and plan.tombstones is not None:
         round_.tombstones.record(plan.tombstones, stamped_at=round_.now, new_keys=plan.counts.new_tombstones)
     held = round_.tombstones.count()
     details = _details(batch, events)
@@ -408,7 +448,7 @@ def load_first(config: IngestConfig, source: Source, *, spark: SparkSession | No
         behavior=config.schema_change_behavior,
         table_schema=None,
     )
-    rows = flat.select(*[c for c in flat.columns if not c.startswith(INTERNAL_PREFIX)])
+    rows = first_versions(config.history, flat.select(*[c for c in flat.columns if not c.startswith(INTERNAL_PREFIX)]))
     log.info("%s: writing %s", config.target_table, batch.description)
     commit_time = _commit(table, config, keys, rows, batch, {"first_load": True, **batch.details}, None)
     written = next((c.written for c in table.commits() if c.instant == commit_time), {})
@@ -458,6 +498,8 @@ def _commit(
         metadata[opt.CHECKPOINT_RESET_KEY] = config.checkpoint
     if truncated_at:
         metadata[opt.TRUNCATED_AT_KEY] = truncated_at
+    if config.history != "none":
+        metadata[opt.HISTORY_KEY] = config.history
     small = SmallWrite(rows=stats.get("upserts", 0) + stats.get("deletes", 0), max_rows=config.java_writer_max_rows)
     return table.write(rows, options, metadata, small=small)
 
@@ -473,7 +515,7 @@ def _write_options(
     return opt.write_options(
         table_name=config.target_table,
         table_type=config.table_type,
-        record_key_fields=keys,
+        record_key_fields=record_key_fields(config.history, keys) if keys else keys,
         partition_path_field=config.partition_path_field,
         ordering_field=ORDER_COLUMN,
         user_conf=user_conf,
@@ -519,7 +561,7 @@ def _hudi_fills(table: HudiTable, policy: MergePolicy, config: IngestConfig) -> 
 
     The settings rule out most tables without reading the table's properties; the table has the last word.
     """
-    merger = _write_options(config, table.record_key_fields())[opt.RECORD_MERGER_CLASSES]
+    merger = _write_options(config, ())[opt.RECORD_MERGER_CLASSES]
     if policy.toast_placeholder is None or merger not in opt.FILLING_MERGERS:
         return False
     if config.table_type != "COPY_ON_WRITE" or config.partition_path_field:
@@ -527,9 +569,14 @@ def _hudi_fills(table: HudiTable, policy: MergePolicy, config: IngestConfig) -> 
     return table.fills_placeholders(policy.toast_placeholder)
 
 
-def _stored_columns(table: HudiTable, columns: Sequence[str]) -> DataFrame:
-    """The table's rows with those of ``columns`` it has (a column new in this batch is missing there)."""
+def _stored_columns(table: HudiTable, columns: Sequence[str], *, live_only: bool = False) -> DataFrame:
+    """The table's rows with those of ``columns`` it has (a column new in this batch is missing there);
+    ``live_only``: without a soft_delete table's marked deletes."""
+    from pyspark.sql import functions as F
+
     stored = table.read()
+    if live_only and SOFT_DELETED_COLUMN in stored.columns:
+        stored = stored.where(~F.coalesce(F.col(SOFT_DELETED_COLUMN), F.lit(False)))
     return stored.select(*[c for c in columns if c in stored.columns])
 
 

@@ -106,7 +106,10 @@ def check_table_config(ctx: _Context) -> _Outcome:
     """The existing table's Hudi config against what this command line would write."""
     config = ctx.config
     exists = ctx.table_exists()
-    keys = config.record_key_fields or (ctx.table().record_key_fields() if exists else ())
+    from payloads.history import record_key_fields, source_key_fields
+
+    held = ctx.table().record_key_fields() if exists else ()
+    keys = record_key_fields(config.history, config.record_key_fields or source_key_fields(config.history, held))
     user_conf = config.hoodie_conf
     if exists:  # the index a round would use on it: the one it recorded, or its default (index_conf)
         from hudi_cdc.sink.hudi import index_conf
@@ -143,6 +146,8 @@ def check_table_config(ctx: _Context) -> _Outcome:
     recorded_index = last.extra.get(opt.INDEX_KEY) if last else None
     if recorded_index is not None:  # recorded by hudi-cdc's commits since the index guard
         have["index"] = recorded_index
+    if last is not None:
+        have["history"] = last.extra.get(opt.HISTORY_KEY, "none")
     want = {
         "table name": wanted[opt.TABLE_NAME],
         "table type": wanted[opt.TABLE_TYPE],
@@ -151,6 +156,7 @@ def check_table_config(ctx: _Context) -> _Outcome:
         "ordering field": wanted[opt.PRECOMBINE_FIELD],
         "merge mode": wanted[opt.MERGE_MODE],
         "index": opt.index_layout(wanted),
+        "history": config.history,
     }
     differ = [k for k in want if have.get(k, want[k]) != want[k]]
     payload = tc.getPayloadClassIfPresent()
@@ -159,8 +165,8 @@ def check_table_config(ctx: _Context) -> _Outcome:
         return _fail(
             f"the table at {config.target_base_path} has "
             + "; ".join(f"{k} {have[k] or '(none)'!r}, the command line {want[k] or '(none)'!r}" for k in differ),
-            "use the table's settings on the command line (a table's key, type, partitioning and index cannot "
-            "change), or write to a new --target-base-path",
+            "use the table's settings on the command line (a table's key, type, partitioning, index and history "
+            "mode cannot change), or write to a new --target-base-path",
         )
     return _ok(
         f"{have['table type']} table {have['table name']!r}, key {have['record key']}, "

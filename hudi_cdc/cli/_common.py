@@ -140,6 +140,13 @@ _CONFIG_OPTIONS = [
         help="What a TRUNCATE event does (default fail): apply it (rows older than it are deleted), or ignore it.",
     ),
     click.option(
+        "--history",
+        type=click.Choice(["none", "soft_delete", "scd2"]),
+        help="What the table keeps of the past (default none, fixed at its first commit): soft_delete keeps deleted "
+        "rows, marked _source_deleted; scd2 keeps every version of a row with _valid_from/_valid_to "
+        "(docs/history.md).",
+    ),
+    click.option(
         "--compaction",
         type=click.Choice(["inline", "async"]),
         help="MERGE_ON_READ: where compactions run (default inline, inside the round that schedules one). async: "

@@ -61,6 +61,7 @@ CHECKPOINT_RESET_KEY = META_PREFIX + "checkpoint.reset"  # the --checkpoint a ru
 TRUNCATED_AT_KEY = META_PREFIX + "truncated.at"  # the newest applied TRUNCATE's position, carried by every commit
 QUARANTINE_KEY = META_PREFIX + "quarantine"  # a quarantine table's commits: the batch or re-apply they record
 INDEX_KEY = META_PREFIX + "index"  # where the commit's writer put new keys (index_layout)
+HISTORY_KEY = META_PREFIX + "history"  # the table's history mode (payloads.history), when not "none"
 WRITER_KEY = META_PREFIX + "writer"  # "java": Hudi's Java write client wrote the commit (sink.small_write)
 
 EVENT_TIME_ORDERING = "EVENT_TIME_ORDERING"
