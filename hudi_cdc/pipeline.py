@@ -212,7 +212,7 @@ def ingest_once(
 def _open_round(config: IngestConfig, spark: SparkSession, started: float) -> tuple[_Round, CommitInfo | None]:
     """The round's context, with old tombstones purged and the index checked; and the last checkpoint commit."""
     table = HudiTable(spark, config.target_base_path)
-    keys = config.record_key_fields or source_key_fields(config.history, table.record_key_fields())
+    keys = config.record_key_fields or source_key_fields(table.record_key_fields())
     tombstones = TombstoneStore(spark, config.resolved_tombstone_path, key_fields=keys)
     round_ = _Round(config, spark, table, merge_policy(config), keys, tombstones, datetime.now(UTC), started)
     round_.purged = round_.tombstones.purge(round_.now - timedelta(hours=config.tombstone_retention_hours))

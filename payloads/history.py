@@ -52,6 +52,7 @@ __all__ = [
     "plan_scd2",
     "record_key_fields",
     "soft_delete",
+    "source_key_fields",
 ]
 
 HistoryMode = Literal["none", "soft_delete", "scd2"]
@@ -88,9 +89,9 @@ def record_key_fields(mode: HistoryMode, keys: Sequence[str]) -> tuple[str, ...]
     return (*keys, _ORDER_IN_KEY) if mode == "scd2" else tuple(keys)
 
 
-def source_key_fields(mode: HistoryMode, record_key: Sequence[str]) -> tuple[str, ...]:
-    """The source key of a table in ``mode`` whose Hudi record key is ``record_key``."""
-    if mode == "scd2" and record_key and record_key[-1] == _ORDER_IN_KEY:
+def source_key_fields(record_key: Sequence[str]) -> tuple[str, ...]:
+    """The source key of a table whose Hudi record key is ``record_key`` (an scd2 table's ends in the position)."""
+    if record_key and record_key[-1] == _ORDER_IN_KEY:
         return tuple(record_key[:-1])
     return tuple(record_key)
 

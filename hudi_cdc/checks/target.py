@@ -109,7 +109,7 @@ def check_table_config(ctx: _Context) -> _Outcome:
     from payloads.history import record_key_fields, source_key_fields
 
     held = ctx.table().record_key_fields() if exists else ()
-    keys = record_key_fields(config.history, config.record_key_fields or source_key_fields(config.history, held))
+    keys = record_key_fields(config.history, config.record_key_fields or source_key_fields(held))
     user_conf = config.hoodie_conf
     if exists:  # the index a round would use on it: the one it recorded, or its default (index_conf)
         from hudi_cdc.sink.hudi import index_conf

@@ -165,6 +165,7 @@ def repair(
         )
     if max_repair < 1:
         raise ConfigError(f"max_repair={max_repair}: repair at least 1 key")
+    _refuse_history(spark, config)
     found = verify(
         spark, config.target_base_path, database, source_table, key_fields=key_fields or config.record_key_fields,
         max_diffs=max_repair, recheck=recheck, toast_placeholder=config.toast_placeholder or DEFAULT_TOAST_PLACEHOLDER,
@@ -182,6 +183,18 @@ def repair(
         _repair_keys(spark, config, database, source_table, found, result, wait_timeout_s)
     result.duration_s = time.monotonic() - started
     return result
+
+
+def _refuse_history(spark: SparkSession, config: IngestConfig) -> None:
+    """A history table's rows are versions or marked deletes: repair writes current rows only, so far."""
+    from hudi_cdc.sink.hudi import HudiTable
+
+    mode = HudiTable(spark, config.target_base_path).history()
+    if mode != "none":
+        raise ConfigError(
+            f"{config.target_base_path} keeps history={mode!r}: repair writes a table's current rows only, so far "
+            "(verify compares its current rows); nothing was written"
+        )
 
 
 def _found(d: Difference) -> str:

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from hudi_cdc.config import IngestConfig
     from hudi_cdc.envelope.events import Batch
     from hudi_cdc.sink.hudi import HudiTable
+    from payloads.base import MergePolicy, WritePlan
 
 __all__ = [
     "Difference",
@@ -63,7 +64,7 @@ def verify_replay(
     hudi = table.read()
     materialised: tuple[DataFrame, ...] = ()
     try:
-        replayed, materialised = _replayed(batch, config, result.key_fields, hudi)
+        replayed, materialised = _replayed(batch, config, result.key_fields, hudi, table.history())
         mappings = _replay_mappings(replayed, hudi, columns, result)
         opts = {"fetch_limit": fetch_limit, "max_diffs": max_diffs, "toast": config.toast_placeholder}
         plan = Plan(result.key_fields, mappings)
@@ -89,7 +90,12 @@ def _replay_scope(spark: SparkSession, config: IngestConfig) -> tuple[HudiTable,
     source = FileSource(spark, config, reader_schema=reader_schema)
     stored = table.latest_checkpoint()
     batch, not_taken = source.covered(source.parse_checkpoint(stored) if stored else None)
-    keys = config.record_key_fields or table.record_key_fields()
+    from payloads.base import ORDER_COLUMN
+    from payloads.history import source_key_fields
+
+    keys = source_key_fields(config.record_key_fields or table.record_key_fields())
+    if table.history() == "scd2":  # every version is compared: a key and a position name one
+        keys = (*keys, ORDER_COLUMN)
     result = VerifyResult(table=config.target_table, source=str(config.source_path), target=base_path, key_fields=keys)
     if not_taken:
         result.notes.append(f"{not_taken} file(s) after the table's checkpoint, not ingested yet, were not replayed")
@@ -101,20 +107,22 @@ def _replay_scope(spark: SparkSession, config: IngestConfig) -> tuple[HudiTable,
 
 
 def _replayed(
-    batch: Batch | None, config: IngestConfig, keys: tuple[str, ...], hudi: DataFrame
+    batch: Batch | None, config: IngestConfig, keys: tuple[str, ...], hudi: DataFrame, history: str = "none"
 ) -> tuple[DataFrame, tuple[DataFrame, ...]]:
-    """The rows the batch's last changes leave (no deletes), decided from nothing; and what to release afterwards."""
+    """The rows the batch's last changes leave, decided from nothing, as the table's ``history`` keeps them
+    (``none``: no deletes; ``soft_delete``: marked deletes too; ``scd2``: every version); and what to release."""
     from pyspark.sql import functions as F
 
     from hudi_cdc.envelope.batch import change_rows
     from hudi_cdc.errors import DecodeError
     from hudi_cdc.policy import merge_policy
-    from payloads import StoredState
     from payloads.base import ACTION_COLUMN, UPSERT
+    from payloads.history import source_key_fields
 
     if batch is None:
         return hudi.limit(0), ()
     policy = merge_policy(config)
+    keys = source_key_fields(keys)  # an scd2 table's is the source's and the position
     rows = change_rows(
         batch,
         policy,
@@ -124,13 +132,28 @@ def _replayed(
         table_schema=hudi.schema,
         truncates=config.truncate_behavior,
     )
-    plan = policy.plan(rows, key_fields=keys, stored=StoredState.empty())
-    if plan.errors or plan.decided is None:
+    plan = _replay_plan(policy, rows, keys, history)
+    if plan.errors or plan.upserts is None:
         from hudi_cdc.spark import release
 
         release(*plan.materialised)  # here: the raise leaves the caller nothing to release
         raise DecodeError(f"replaying {batch.description}: bad change events: " + "; ".join(plan.errors))
+    if history != "none":
+        return plan.upserts, plan.materialised
+    assert plan.decided is not None  # a plan of mode none without errors has it
     return plan.decided.filter(F.col(ACTION_COLUMN) == F.lit(UPSERT)), plan.materialised
+
+
+def _replay_plan(policy: MergePolicy, rows: DataFrame, keys: tuple[str, ...], history: str) -> WritePlan:
+    from payloads import StoredState
+    from payloads.history import plan_scd2, soft_delete
+
+    if history == "scd2":
+        return plan_scd2(policy, rows, key_fields=keys, stored=StoredState.empty())
+    plan = policy.plan(rows, key_fields=keys, stored=StoredState.empty())
+    if history == "soft_delete" and not plan.errors:
+        plan = soft_delete(policy, plan, rows, key_fields=keys, stored=StoredState.empty())
+    return plan
 
 
 def _replay_mappings(

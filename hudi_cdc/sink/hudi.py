@@ -177,6 +177,11 @@ class HudiTable:
         """The newest commit that carries a checkpoint (compactions and cleans carry none)."""
         return next((c for c in self._commit_infos() if opt.CHECKPOINT_KEY in c.extra), None)
 
+    def history(self) -> str:
+        """The table's history mode (``payloads.history``), recorded in its commits: ``none`` before the first."""
+        last = self.checkpoint_commit()
+        return last.extra.get(opt.HISTORY_KEY, "none") if last else "none"
+
     def latest_checkpoint(self) -> str | None:
         commit = self.checkpoint_commit()
         return None if commit is None else commit.extra[opt.CHECKPOINT_KEY]

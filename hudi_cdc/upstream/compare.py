@@ -367,7 +367,9 @@ def _one_pass(
     opts: dict[str, Any],
     result: VerifyResult,
 ) -> list[Difference]:
-    frame = spark.read.format("hudi").load(base_path)
+    from payloads.history import current_rows
+
+    frame = current_rows(spark.read.format("hudi").load(base_path))  # a history table's current rows
     plan = _plan(conn, engine, frame, schema, table, opts["key_fields"], opts["columns"], result)
     ident = canonical.sql_ident if engine == "postgres" else canonical.mysql_ident
     source = _SqlSide(conn, engine, f"{ident(schema)}.{ident(table)}", opts["where"])
