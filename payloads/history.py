@@ -81,6 +81,7 @@ HISTORY_COLUMNS = (
 
 _ORDER_IN_KEY = ORDER_COLUMN
 _OLD = INTERNAL_PREFIX + "old_version"
+_MAX_MOVES = 4  # a key changed this many times within one batch is followed back
 _IN_BATCH = "__in_batch"  # 0 for a stored row, 1 for an event: at equal positions the batch's is the newer
 
 
@@ -255,10 +256,7 @@ def plan_scd2(
     errors, quarantined, good = _bad_events(batch, keys, quarantine)
     if errors and not quarantine:
         return WritePlan.failed(errors)
-    events = _as_versions(policy, good, keys)
-    chain = _rebuilt(events, _stored_versions(stored, events, keys), keys, _placeholder_tests(policy, good, keys))
-    chain = chain.localCheckpoint(eager=True)
-    materialised = [chain]
+    chain, materialised = _chained(policy, good, keys, stored)
     unfilled = chain.where(F.col("__unfilled")).select(*keys, ORDER_COLUMN).limit(5).collect()
     if unfilled and not quarantine:
         return WritePlan.failed([_describe_unfilled(r, keys, policy) for r in unfilled], materialised)
@@ -281,6 +279,68 @@ def plan_scd2(
         materialised=tuple(materialised),
         quarantined=quarantined,
     )
+
+
+def _chained(
+    policy: MergePolicy, good: DataFrame, keys: list[str], stored: StoredState
+) -> tuple[DataFrame, list[DataFrame]]:
+    """Every version of the touched keys in its chain (materialised), and the local checkpoints made.
+
+    A key change is a delete of the old key and a create of the new one at the same position; Postgres
+    sends the create with placeholders for the TOASTed values it did not change. Those take the old key's
+    values, which its delete marker holds once its chain is built: so the chains are built again with the
+    creates filled, once per hop of a key moved several times.
+    """
+    tests = _placeholder_tests(policy, good, keys)
+    events = _as_versions(policy, good, keys)
+    versions = _stored_versions(stored, events, keys)
+    materialised = []
+    for _ in range(_MAX_MOVES + 1):
+        chain = _rebuilt(events, versions, keys, tests).localCheckpoint(eager=True)
+        materialised.append(chain)
+        moved = _moved_values(chain, stored, keys, list(tests))
+        if moved is None:
+            break
+        events = _with_moved(events, moved, keys, list(tests))
+    return chain, materialised
+
+
+def _moved_values(chain: DataFrame, stored: StoredState, keys: list[str], names: list[str]) -> DataFrame | None:
+    """Per create still holding a placeholder at a key change: the old key's values (``__moved``), or None."""
+    from pyspark.sql import functions as F
+
+    if not names:
+        return None
+    creates = chain.where(F.col("__unfilled") & (F.col(OP_COLUMN) == F.lit("c"))).select(*keys, ORDER_COLUMN)
+    if creates.isEmpty():
+        return None
+    values = F.struct(*[F.col(f"`{n}`") for n in names]).alias("__moved")
+    old = [F.col(k).alias(f"__old_{k}") for k in keys]
+    markers = chain.where(F.col(SOFT_DELETED_COLUMN)).select(*old, ORDER_COLUMN, values)
+    table = stored.stored_rows([*keys, ORDER_COLUMN, SOFT_DELETED_COLUMN, *names])
+    if table is not None and all(n in table.columns for n in names):  # the old key deleted in an earlier round
+        at = creates.select(ORDER_COLUMN).distinct()
+        older = table.where(F.col(SOFT_DELETED_COLUMN)).join(F.broadcast(at), ORDER_COLUMN, "left_semi")
+        markers = markers.unionByName(older.select(*old, ORDER_COLUMN, values))
+    other_key = F.lit(False)
+    for k in keys:
+        other_key = other_key | ~F.col(k).eqNullSafe(F.col(f"__old_{k}"))
+    moved = creates.join(markers, ORDER_COLUMN).where(other_key)
+    moved = moved.groupBy(*keys, ORDER_COLUMN).agg(F.first("__moved").alias("__moved")).localCheckpoint(eager=True)
+    return None if moved.isEmpty() else moved
+
+
+def _with_moved(events: DataFrame, moved: DataFrame, keys: list[str], names: list[str]) -> DataFrame:
+    """``events`` with each moved create's placeholders taken from its old key (its values are then its own)."""
+    from pyspark.sql import functions as F
+
+    joined = events.join(moved, [*keys, ORDER_COLUMN], "left")
+    has = F.col("__moved").isNotNull()
+    for n in names:
+        placeholder = F.array_contains(F.col(UNCHANGED_COLUMN), n)
+        joined = joined.withColumn(n, F.when(has & placeholder, F.col("__moved")[n]).otherwise(F.col(f"`{n}`")))
+    unchanged = F.when(has, F.array().cast("array<string>")).otherwise(F.col(UNCHANGED_COLUMN))
+    return joined.withColumn(UNCHANGED_COLUMN, unchanged).select(*events.columns)
 
 
 def _bad_events(batch: DataFrame, keys: list[str], quarantine: bool) -> tuple[list[str], DataFrame | None, DataFrame]:

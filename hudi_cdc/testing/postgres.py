@@ -223,7 +223,9 @@ def compare_table(spark: Any, base_path: str, conn: Any, table: str) -> TableCom
         raise ValueError(f"table {SCHEMA}.{table} does not exist in Postgres")
     keys = SAMPLE_KEYS.get(table) or (cols[0].name,)
     key_at = [next(i for i, c in enumerate(cols) if c.name == k) for k in keys]
-    frame = spark.read.format("hudi").load(base_path)
+    from payloads.history import current_rows
+
+    frame = current_rows(spark.read.format("hudi").load(base_path))  # a history table: its current rows
     stored_types = {f.name: f.dataType.simpleString() for f in frame.schema.fields}
     type_errors = [
         f"{c.name} is {stored_types.get(c.name, 'missing')}, expected {c.spark_type} for Postgres {c.data_type}"

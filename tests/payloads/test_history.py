@@ -114,6 +114,23 @@ def test_scd2_places_a_late_version_and_refills_the_placeholder_after_it(
     assert (valid[0].timestamp(), valid[1].timestamp()) == ((TS0 + 20) / 1000, (TS0 + 30) / 1000)
 
 
+def test_scd2_key_change_split_across_rounds_takes_the_old_keys_value(spark, tmp_path: Path) -> None:
+    """Postgres sends a key change as a delete of the old key and a create of the new one at the same position,
+    the create with placeholders for unchanged TOASTed values: they come from the old key's delete marker."""
+    rounds = [
+        [_event("c", 10, 5, "a", "big value")],
+        [_event("d", 20, 5)],
+        [_event("c", 20, 6, "a", PLACEHOLDER), _event("u", 30, 6, "b", PLACEHOLDER)],
+    ]
+    base = _ingest(tmp_path, rounds, first=0, table_type="mor", history="scd2")
+    assert _rows(spark, base, VERSION_COLUMNS) == [
+        (5, 10, "a", "big value", False, _order(20), False),
+        (5, 20, "a", "big value", True, _order(20), False),
+        (6, 20, "a", "big value", False, _order(30), False),
+        (6, 30, "b", "big value", False, None, True),
+    ]
+
+
 def test_a_table_keeps_the_history_mode_of_its_first_commit(spark, tmp_path: Path) -> None:
     from tests.support import ingest_args, run_cli
 
