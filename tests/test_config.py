@@ -164,3 +164,30 @@ def test_the_retry_backoff_doubles_to_a_minute_within_the_budget() -> None:
 
     assert [retry_backoff_s(n, 900) for n in (1, 2, 3, 6, 7)] == [2.0, 4.0, 8.0, 60.0, 60.0]
     assert retry_backoff_s(3, 5.5) == 5.5 and retry_backoff_s(3, -2) == 1.0
+
+
+def test_history_from_the_file_the_environment_and_a_pipelines_table_section(tmp_path: Path) -> None:
+    from hudi_cdc.service.spec import TableRef, load_pipeline
+
+    config_file = tmp_path / "hudi-cdc.toml"
+    config_file.write_text('history = "SOFT_DELETE"\n')
+    assert load_config(config_file=config_file, env={}, **REQUIRED).history == "soft_delete"
+    assert load_config(config_file=config_file, env={"HUDI_CDC__HISTORY": "scd2"}, **REQUIRED).history == "scd2"
+    with pytest.raises(ConfigError, match="history"):
+        load_config(env={}, history="scd3", **REQUIRED)
+    pipeline = tmp_path / "pipe.toml"
+    pipeline.write_text(
+        'name = "p"\n[source]\nkind = "kafka"\nbootstrap_servers = "127.0.0.1:1"\n'
+        'schema_registry_url = "http://127.0.0.1:2"\ntables = ["s.inv.*"]\n'
+        '[defaults]\ntarget_base_path = "/lake/{table}"\ntarget_table = "{table}"\n'
+        '[tables."inv.audit"]\nhistory = "scd2"\n'
+    )
+    spec = load_pipeline(pipeline)
+    assert spec.table_config(TableRef("s.inv.audit"), env={}).history == "scd2"
+    assert spec.table_config(TableRef("s.inv.other"), env={}).history == "none"
+
+
+def test_history_refuses_a_truncate_that_would_erase_it() -> None:
+    with pytest.raises(ConfigError, match="history='scd2' with truncate_behavior='apply'.*--truncate-behavior"):
+        load_config(env={}, history="scd2", truncate_behavior="apply", **REQUIRED)
+    assert load_config(env={}, history="scd2", truncate_behavior="ignore", **REQUIRED).history == "scd2"
