@@ -8,7 +8,7 @@ JARS := $(JARS_DIR)/.fetched
 PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help install jars airflow demo demo-files demo-stack test test-setup test-archive test-nostack bench bench-scale bench-freshness bench-verify bench-repair bench-first-load bench-pipeline bench-pipeline-skewed bench-formats bench-rounds bench-oneshot bench-commit-cost bench-java-client bench-small-round bench-index bench-toast bench-pick bench-report bench-all chaos test-fast lint clean stack-up stack-down stack-reset
+.PHONY: help install jars airflow demo demo-files demo-stack test test-setup test-archive test-nostack bench bench-scale bench-freshness bench-verify bench-repair bench-first-load bench-pipeline bench-pipeline-skewed bench-formats bench-rounds bench-oneshot bench-commit-cost bench-java-client bench-small-round bench-history bench-index bench-toast bench-pick bench-report bench-all chaos test-fast lint clean stack-up stack-down stack-reset
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -149,6 +149,11 @@ bench-java-client: install ## Experiment: the same small MOR round through Hudi'
 
 bench-small-round: install ## A warm round of 1,000 changes into a 1M-row MOR table through the Python API: Java write client vs Spark's datasource, metadata table on/off
 	$(PY) -m bench.small_round --results $(BENCH_RESULTS)
+
+bench-history: install ## What a history mode costs a round: 1,000 changes into a 200k-row table, none / soft_delete / scd2, MOR and COW
+	$(PY) -m bench.small_round --name history-cost --table-rows 200000 --results $(BENCH_RESULTS) --variants \
+		"mor none" "mor soft_delete:history=soft_delete" "mor scd2:history=scd2" "cow none" "cow scd2:history=scd2"
+	$(REPORT)
 
 bench-formats: install stack-up ## The same stream as Avro, JSON with schemas and JSON without, ingested side by side
 	$(PY) -m bench.formats --results $(BENCH_RESULTS)

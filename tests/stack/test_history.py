@@ -117,3 +117,29 @@ def test_soft_delete_on_the_stack(spark, tmp_path: Path, table_type: str) -> Non
             assert rows[10] == ("first 10", 6400, True, "d") and rows[110] == ("first 10", 6400, False, "c")
         finally:
             conn.execute(f"drop table inventory.{name}")
+
+
+def test_bootstrap_writes_each_row_as_its_first_version(spark, tmp_path: Path) -> None:  # noqa: ANN001
+    from hudi_cdc.config import load_config
+    from hudi_cdc.ops.bootstrap import bootstrap
+
+    run = uuid.uuid4().hex[:8]
+    table, slot, base = f"inventory.hist_boot_{run}", f"hist_boot_{run}", tmp_path / "boot"
+    with connect() as conn:
+        conn.execute(f"create table {table} (id int primary key, label text)")
+        conn.execute(f"insert into {table} select i, 'v' || i from generate_series(1, 40) i")  # noqa: S608
+    config = load_config(
+        env={}, source="kafka", topic=f"histboot{run}.{table}", bootstrap_servers=BOOTSTRAP,
+        schema_registry_url=REGISTRY, target_base_path=str(base), target_table=base.name, history="scd2",
+    )  # fmt: skip
+    try:
+        assert bootstrap(config, DATABASE, table, slot=slot, spark=spark).rows == 40
+        frame = spark.read.format("hudi").load(str(base))
+        flags = frame.groupBy("_is_current", "_source_deleted", frame["_valid_to"].isNull().alias("open")).count()
+        assert [tuple(r) for r in flags.collect()] == [(True, False, True, 40)]
+        assert frame.where("_valid_from is null").count() == 0
+        assert verify(spark, str(base), DATABASE, table).equal
+    finally:
+        with connect() as conn:
+            conn.execute("select pg_drop_replication_slot(%s)", (slot,))
+            conn.execute(f"drop table {table}")
