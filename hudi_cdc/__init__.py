@@ -29,6 +29,7 @@ from hudi_cdc.errors import (
 )
 from hudi_cdc.ops.repair import repair
 from hudi_cdc.pipeline import IngestResult, run
+from hudi_cdc.service.cuts import read_consistent
 from hudi_cdc.spark import spark_session
 
 if TYPE_CHECKING:
@@ -51,6 +52,7 @@ __all__ = [
     "__version__",
     "ingest",
     "load_config",
+    "read_consistent",
     "repair",
     "run",
     "spark_session",

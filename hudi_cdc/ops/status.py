@@ -59,6 +59,9 @@ class PipelineStatus:
     pipeline: str
     runner: dict[str, Any] | None  # pid, alive, updated_at, ended: from the runner's status file
     tables: list[TableStatus]
+    cut: dict[str, Any] | None = None
+    """The newest consistent cut (docs/consistent-cuts.md): id, at, transaction, its tables' commits, and
+    ``behind``: per table, the Kafka messages its head holds past the cut (None: unknown)."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -87,7 +90,40 @@ class PipelineStatus:
                 lines.append(f"    dropped at the source: {t.dropped_at_source}")
             lines += _freshness_lines(t.freshness)
             lines += [f"    could not read: {p}" for p in t.problems]
+        if self.cut is not None:
+            lines.append(_cut_line(self.cut))
         return "\n".join(lines)
+
+
+def _cut_line(cut: dict[str, Any]) -> str:
+    behind = ", ".join(f"{n} {'?' if b is None else b}" for n, b in sorted(cut["behind"].items()))
+    line = f"  newest consistent cut {cut['id']} at {cut['at']} (transaction {cut['transaction']}): "
+    line += f"the tables' heads are past it by (messages) {behind}"
+    if cut.get("left_out"):
+        line += "; left out: " + ", ".join(f"{n} ({why})" for n, why in sorted(cut["left_out"].items()))
+    return line
+
+
+def _newest_cut(spec: PipelineSpec, statuses: Sequence[TableStatus]) -> dict[str, Any] | None:
+    """The newest cut, and how many messages each of its tables' newest commit holds past it."""
+    import json
+
+    from hudi_cdc.service.cuts import CutStore
+    from hudi_cdc.service.schedule import committed_offsets
+
+    cut = CutStore.load(spec.run.state_dir).newest
+    if cut is None:
+        return None
+    checkpoints = {s.name: s.checkpoint for s in statuses}
+    behind: dict[str, int | None] = {}
+    for name, table in cut["tables"].items():
+        text = checkpoints.get(name)
+        head = committed_offsets(json.loads(text)) if text and text.startswith("{") else None
+        at = {int(p): int(o) for p, o in table["offsets"].items()}
+        behind[name] = None if head is None else sum(max(0, head.get(p, 0) - o) for p, o in at.items())
+    commits = {n: t["commit"] for n, t in cut["tables"].items()}
+    keys = ("id", "at", "transaction", "transaction_offset", "left_out")
+    return {**{k: cut.get(k) for k in keys}, "commits": commits, "behind": behind}
 
 
 def _freshness_lines(freshness: dict[str, Any] | None) -> list[str]:
@@ -140,7 +176,7 @@ def pipeline_status(spark: SparkSession, spec: PipelineSpec, *, tables: Sequence
         status = next(s for s in statuses if s.name == name)
         status.behind, status.lag_s = backlog.behind, backlog.lag_s
         status.problems += backlog.problems
-    return PipelineStatus(spec.name, _runner(written), statuses)
+    return PipelineStatus(spec.name, _runner(written), statuses, _newest_cut(spec, statuses))
 
 
 def _runner(written: dict[str, Any] | None) -> dict[str, Any] | None:

@@ -19,7 +19,15 @@ def discover(spark: SparkSession, spec: PipelineSpec) -> list[TableRef]:
     if spec.source.kind == "jdbc":
         return [TableRef(n, key) for n, key in sorted(_database_tables(spec)) if spec.source.matches(n)]
     names = _topics(spec) if spec.source.kind == "kafka" else _folders(spark, spec)
-    return [TableRef(n) for n in sorted(names) if spec.source.matches(n)]
+    return [TableRef(n) for n in sorted(names) if spec.source.matches(n) and not _transaction_topic(spec, n)]
+
+
+def _transaction_topic(spec: PipelineSpec, topic: str) -> bool:
+    """A connector's transaction topic (``[source] transaction_topic``, or Debezium's default
+    ``<topic.prefix>.transaction``): metadata, never a table, whatever the patterns match."""
+    if topic == spec.source.transaction_topic:
+        return True
+    return topic.count(".") == 1 and topic.endswith(".transaction")
 
 
 def _database_tables(spec: PipelineSpec) -> list[tuple[str, tuple[str, ...]]]:

@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from hudi_cdc.errors import ConfigError, HudiCdcError, TerminalError, retry_backoff_s
+from hudi_cdc.errors import ConfigError, HudiCdcError, TerminalError, TransientError, retry_backoff_s
 from hudi_cdc.service import control
 from hudi_cdc.service.backlog import BacklogWatch
 from hudi_cdc.service.metrics import PipelineMetrics
@@ -55,6 +55,7 @@ if TYPE_CHECKING:
 
     from hudi_cdc.config import IngestConfig
     from hudi_cdc.pipeline import IngestResult
+    from hudi_cdc.service.cutter import Cutter
     from hudi_cdc.service.offset_watch import OffsetWatch
 
 __all__ = ["RunReport", "Runner", "TableState"]
@@ -117,6 +118,7 @@ class Runner:
         self._discovered_once = False
         self._written: tuple[Any, ...] | None = None  # what status.json was last written from
         self._offsets = self._offset_watch() if continuous else None
+        self._cutter = self._new_cutter()
         self._schema_changes = None
         if spec.source.schema_change_topic:
             from hudi_cdc.service.schema_changes import SchemaChangeWatcher
@@ -132,6 +134,15 @@ class Runner:
     def stop(self) -> None:
         """End the run once the rounds under way have finished (a signal handler may call it)."""
         self._stop.set()
+
+    def _new_cutter(self) -> Cutter | None:
+        """A continuous Kafka run's consistent cuts, when ``[run] consistent_cut_interval_seconds`` is set."""
+        interval = self.spec.run.consistent_cut_interval_seconds
+        if not (self.continuous and interval and self.spec.source.kind == "kafka"):
+            return None
+        from hudi_cdc.service.cutter import Cutter
+
+        return Cutter(self.spec, self.spark, interval, self.clock())
 
     def _offset_watch(self) -> OffsetWatch | None:
         """A continuous Kafka run's watch on its tables' end offsets (other sources: every table every round)."""
@@ -294,12 +305,16 @@ class Runner:
                 self._apply_control()
                 self._check_jvm(now)
                 self._take_sightings()
+                if self._cutter is not None and not self._stop.is_set():
+                    self._cutter.step(now, self.tables.values())
                 if not self._stop.is_set():
                     for table in self._due(now, workers - len(running)):
                         self._start(table, now)
                         running[pool.submit(self._round, table)] = table
                 self._write_status()
                 if not running and (self._stop.is_set() or self._finished()):
+                    if self._cutter is not None:
+                        self._cutter.release(self.tables.values())  # a cut not whole is not recorded
                     return
                 timeout = self._sleep_for(now, workers - len(running)) if not self._stop.is_set() else None
                 done, _ = wait(list(running), timeout=timeout, return_when=FIRST_COMPLETED)
@@ -331,13 +346,23 @@ class Runner:
     def _due(self, now: float, slots: int) -> list[TableState]:
         """The tables to start now: with something to do, earliest deadline first."""
         ready = [
-            t for t in self.tables.values() if t.state in (WAITING, RETRYING) and t.due <= now and self._has_work(t)
+            t
+            for t in self.tables.values()
+            if t.state in (WAITING, RETRYING) and t.due <= now and self._has_work(t) and self._free_of_cut(t)
         ]
         ready.sort(key=lambda t: (deadline(self._waiting_since(t), t.freshness_target_s), t.name))
         return ready[: max(slots, 0)]
 
+    def _free_of_cut(self, table: TableState) -> bool:
+        """Whether the table may start a round: not while a cut drains, and its bounded round when it has one."""
+        if self._cutter is None or table.until is not None:
+            return True
+        return not self._cutter.holds(table)
+
     def _has_work(self, table: TableState) -> bool:
         """False only for a watched table known to hold every message its topic has: it costs no round."""
+        if table.until is not None:
+            return True
         arrivals = table.arrivals
         if arrivals is None or not arrivals.known or self._offsets is None or self._offsets.failing:
             return True
@@ -423,7 +448,32 @@ class Runner:
         if not table.checked:
             preflight(table.config, spark=self.spark)
             table.checked = True
+        if table.until is not None:
+            return self._bounded_round(table, table.until)
         return ingest_once(table.config, spark=self.spark, steps=table.steps)
+
+    def _bounded_round(self, table: TableState, until: dict[int, int]) -> IngestResult:
+        """Rounds of ``table`` that end exactly at a consistent cut's offsets (more than one with
+        ``source_limit``); the commit holding exactly those is kept in ``table.cut_commit``."""
+        from hudi_cdc.envelope.types import reader_schema
+        from hudi_cdc.pipeline import ingest_once
+        from hudi_cdc.service.cutter import head_commit
+        from hudi_cdc.sources.kafka import KafkaSource
+
+        assert table.config is not None
+        table.cut_commit = None
+        while True:
+            source = KafkaSource(self.spark, table.config, reader_schema=reader_schema, until=until)
+            result = ingest_once(table.config, spark=self.spark, source=source, steps=table.steps)
+            head = head_commit(self.spark, table.config.target_base_path)
+            if head is not None and head[1] == until:
+                table.cut_commit = head[0]
+                return result
+            if head is None or result.events == 0 or any(head[1].get(p, 0) > o for p, o in until.items()):
+                raise TransientError(
+                    f"{table.name}: a round bounded at {until} for a consistent cut committed "
+                    f"{head[1] if head else 'nothing'}: the cut is abandoned"
+                )
 
     def _finish(self, table: TableState, future: Future[IngestResult]) -> None:
         now = self.clock()
@@ -432,12 +482,16 @@ class Runner:
             result = future.result()
         except Exception as exc:  # noqa: BLE001 - one table's failure must not end the others
             self._check_jvm(now, force=True)  # unless it failed because no round can run any more
+            if self._cutter is not None and table.until is not None:
+                self._cutter.round_done(table, None, now)
             self._failed(table, exc, now)
             self.metrics.observe(table, None)
             self.backlog.changed(table.name)
             if self.on_round:
                 self.on_round(table, None)
             return
+        if self._cutter is not None and table.until is not None:
+            self._cutter.round_done(table, table.cut_commit, now)
         table.rounds += 1
         table.failures, table.failing_since, table.failing_since_s, table.last_error_kind = 0, None, None, None
         if table.arrivals is not None and (offsets := committed_offsets(result.checkpoint)) is not None:
@@ -555,8 +609,10 @@ class Runner:
         now, wall = self.clock(), datetime.now(UTC)
         for table in self.tables.values():
             self._freshness_now(table, now, wall)
+        cut = self._cutter.underway_now() if self._cutter is not None else None
         seen = (
             ended,
+            repr(cut),
             tuple(
                 (n, t.state, t.rounds, t.failures_total, t.due, t.pending_since is None, t.late and round(now))
                 for n, t in sorted(self.tables.items())
@@ -580,6 +636,7 @@ class Runner:
                 "continuous": self.continuous,
                 "ended": ended,
                 "tables": {n: t.to_dict() for n, t in sorted(self.tables.items())},
+                "cut_underway": cut,
             },
         )
 

@@ -36,6 +36,7 @@ metrics_port = 9464                          # continuous: Prometheus metrics (h
 backlog_interval_seconds = 15                # how often the served backlog gauges are measured
 offset_poll_seconds = 0.5                    # continuous Kafka runs: how often the topics' end offsets are read
 pushgateway_url = "pushgateway:9091"         # one-shot: push them at the end
+consistent_cut_interval_seconds = 60         # continuous Kafka runs: transaction-consistent cuts (0: off)
 ```
 
 A table's settings are ``[defaults]``, then the ``HUDI_CDC__*`` environment
@@ -119,6 +120,8 @@ class SourceSettings:
     """Kafka: avro (Confluent wire format, a registry) or json (JsonConverter); see docs/formats.md."""
     schema_change_topic: str | None = None
     """Kafka: Debezium's schema-change topic (``topic.prefix``); a table dropped there is reported, then stopped."""
+    transaction_topic: str | None = None
+    """Kafka: the connector's transaction topic, for consistent cuts; default ``<topic.prefix>.transaction``."""
 
     def matches(self, topic: str) -> bool:
         return any(fnmatch.fnmatchcase(topic, p) for p in self.tables) and not any(
@@ -138,6 +141,9 @@ class RunSettings:
     offset_poll_seconds: float = 0.5
     """Continuous Kafka runs: how often every table's end offsets are asked for (one request for all).
     A table whose topic has nothing new gets no round; a change waits at most this long to be seen."""
+    consistent_cut_interval_seconds: float = 0.0
+    """Continuous Kafka runs: take a transaction-consistent cut of the tables this often (0: never); the
+    connector needs provide.transaction.metadata=true (docs/consistent-cuts.md)."""
 
 
 @dataclass(frozen=True)
@@ -231,6 +237,11 @@ def load_pipeline(path: str | os.PathLike[str]) -> PipelineSpec:
             disabled.add(table)
         overrides[table] = _settings(values, f"{origin} [tables.{table!r}]")
     run = _run(data.get("run", {}), origin, Path(path).parent / f"{name}.state")
+    if run.consistent_cut_interval_seconds and (source.kind != "kafka" or source.value_format != "avro"):
+        raise ConfigError(
+            f'{origin} [run]: consistent_cut_interval_seconds needs [source] kind = "kafka" with Avro values '
+            "(the transaction metadata is read from the connector's topics)"
+        )
     return PipelineSpec(name, origin, source, defaults, overrides, run, frozenset(disabled))
 
 
@@ -273,6 +284,7 @@ def _source(raw: Any, origin: str) -> SourceSettings:  # noqa: ANN401 - TOML val
         flavor=flavor,
         value_format=value_format,
         schema_change_topic=_schema_change_topic(raw, kind, origin),
+        transaction_topic=_kafka_topic(raw, "transaction_topic", kind, origin),
     )
 
 
@@ -290,6 +302,13 @@ def _schema_change_topic(raw: dict[str, Any], kind: str, origin: str) -> str | N
     topic = raw.get("schema_change_topic")
     if topic is not None and (kind != "kafka" or not isinstance(topic, str) or not topic):
         raise ConfigError(f'{origin} [source]: schema_change_topic is a Kafka topic name, with kind = "kafka"')
+    return topic
+
+
+def _kafka_topic(raw: dict[str, Any], name: str, kind: str, origin: str) -> str | None:
+    topic = raw.get(name)
+    if topic is not None and (kind != "kafka" or not isinstance(topic, str) or not topic):
+        raise ConfigError(f'{origin} [source]: {name} is a Kafka topic name, with kind = "kafka"')
     return topic
 
 
@@ -339,6 +358,9 @@ def _run(raw: Any, origin: str, default_state: Path) -> RunSettings:  # noqa: AN
         raise ConfigError(f"{origin} [run]: discovery_interval_seconds must be a number >= 0")
     if not isinstance(settings.metrics_port, int) or not 0 <= settings.metrics_port < 65536:
         raise ConfigError(f"{origin} [run]: metrics_port must be a port number (0: no metrics endpoint)")
+    cut = settings.consistent_cut_interval_seconds
+    if isinstance(cut, bool) or not isinstance(cut, (int, float)) or cut < 0:
+        raise ConfigError(f"{origin} [run]: consistent_cut_interval_seconds must be a number >= 0 (0: no cuts)")
     for name in ("backlog_interval_seconds", "offset_poll_seconds"):
         interval = getattr(settings, name)
         if isinstance(interval, bool) or not isinstance(interval, (int, float)) or interval <= 0:

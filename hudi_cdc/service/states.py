@@ -68,6 +68,8 @@ class TableState:
     steps: RoundSteps | None = field(default=None, repr=False)  # the round under way
     round_started_s: float | None = field(default=None, repr=False)
     round_waiting_since_s: float | None = field(default=None, repr=False)  # its oldest change, as it started
+    until: dict[int, int] | None = field(default=None, repr=False)  # a consistent cut's bound on its next round
+    cut_commit: str | None = field(default=None, repr=False)  # the commit its bounded round ended at the cut with
 
     def to_dict(self) -> dict[str, Any]:
         hidden = {
@@ -79,5 +81,7 @@ class TableState:
             "steps",
             "round_started_s",
             "round_waiting_since_s",
+            "until",
+            "cut_commit",
         }
         return {k: v for k, v in self.__dict__.items() if k not in hidden}

@@ -392,7 +392,10 @@ class KafkaSource:
         config: IngestConfig,
         *,
         reader_schema: Callable[[dict[str, Any]], dict[str, Any]] = lambda schema: schema,
+        until: Mapping[int, int] | None = None,
     ) -> None:
+        """``until``: partition -> offset no round reads past (a consistent cut's bounded round)."""
+        self._until = dict(until) if until is not None else None
         self._json = config.kafka_value_format == "json"
         if not (config.topic and config.bootstrap_servers and (config.schema_registry_url or self._json)):
             raise SourceError("--source kafka needs --topic, --bootstrap-servers and --schema-registry-url")
@@ -443,6 +446,12 @@ class KafkaSource:
         except KafkaException as exc:
             _drop_planner(key)  # the next round starts from a new connection
             raise TransientError(f"cannot reach Kafka at {self._config.bootstrap_servers}: {exc}") from None
+
+    def _bounded(self, watermarks: Mapping[int, tuple[int, int]]) -> dict[int, tuple[int, int]]:
+        """The watermarks capped at ``until``: a bounded round plans as if the topic ended there."""
+        if self._until is None:
+            return dict(watermarks)
+        return {p: (low, min(high, self._until.get(p, high))) for p, (low, high) in watermarks.items()}
 
     def _keep_moves_whole(
         self, ranges: list[OffsetRange], watermarks: Mapping[int, tuple[int, int]]
@@ -580,8 +589,9 @@ class KafkaSource:
         from hudi_cdc.envelope.events import Batch
 
         watermarks = self._watermarks()
+        planned = self._bounded(watermarks)
         ranges = plan_ranges(
-            watermarks,
+            planned,
             checkpoint,
             limit=self._config.source_limit,
             start_when_new=self._config.kafka_starting_offsets,
@@ -589,7 +599,7 @@ class KafkaSource:
             topic=self._topic,
         )
         if self._config.flavor == "postgres":
-            ranges = self._keep_moves_whole(ranges, watermarks)
+            ranges = self._keep_moves_whole(ranges, planned)
         next_checkpoint = {
             "kind": CHECKPOINT_KIND,
             "topic": self._topic,

@@ -1,0 +1,99 @@
+"""Where a consistent cut falls (pure: no Kafka, no Spark), and how cuts are kept and picked."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from hudi_cdc.errors import ConfigError
+from hudi_cdc.service.cuts import CutPlan, CutStore, TableScan, new_cut, plan_cut
+from hudi_cdc.sources.transactions import TableEvent, TransactionEnd
+
+
+def _end(offset: int, tx: str, **counts: int) -> TransactionEnd:
+    return TransactionEnd(offset, tx, {f"s.{k}": v for k, v in counts.items()})
+
+
+def _scan(name: str, transactions: list[str | None], *, head: int = 0, start: int = 0) -> TableScan:
+    """A one-partition table whose messages from offset ``start`` belong to ``transactions`` ("~": tombstone)."""
+    events = [
+        TableEvent(0, start + k, None if tx == "~" else tx, tombstone=tx == "~") for k, tx in enumerate(transactions)
+    ]
+    return TableScan(f"s.{name}", {0: head}, events, {0: start + len(transactions)})
+
+
+def test_the_newest_transaction_whose_events_all_arrived_is_the_cut() -> None:
+    ends = [_end(1, "t1", a=1, b=1), _end(3, "t2", a=2), _end(5, "t3", a=1, b=1)]
+    a = _scan("a", ["t1", "t2", "t2", "t3"])
+    b = _scan("b", ["t1"])  # t3's event for b has not arrived: the cut is t2
+    plan = plan_cut(ends, [a, b])
+    assert plan is not None and plan.end.id == "t2"
+    assert plan.offsets == {"s.a": {0: 3}, "s.b": {0: 1}}
+
+
+def test_a_tombstone_goes_with_its_delete_and_snapshot_reads_come_first() -> None:
+    ends = [_end(1, "t1", a=2)]
+    a = _scan("a", [None, None, "t1", "t1", "~", "t9"])  # t9: not ended yet
+    plan = plan_cut(ends, [a])
+    assert plan is not None and plan.offsets == {"s.a": {0: 5}}
+
+
+def test_no_cut_before_what_a_table_already_holds() -> None:
+    ends = [_end(1, "t1", a=1), _end(2, "t2", a=1)]
+    a = _scan("a", ["t1", "t2", "t3"], head=3)  # its newest commit holds t3, not ended yet
+    assert plan_cut(ends, [a]) is None
+    # Once t3 ends, the cut is t3 and the table needs no bounded round.
+    plan = plan_cut([*ends, _end(3, "t3", a=1)], [a])
+    assert plan is not None and plan.end.id == "t3" and plan.offsets == {"s.a": {0: 3}}
+
+
+def test_a_redelivered_transaction_is_never_split() -> None:
+    # After a connector restart t2 is sent again behind t3: a cut at t2 would leave its copy after t3 out.
+    ends = [_end(1, "t1", a=1), _end(2, "t2", a=1), _end(3, "t3", a=1), _end(4, "t2", a=1)]
+    a = _scan("a", ["t1", "t2", "t3", "t2", "t4"])
+    plan = plan_cut(ends, [a])
+    assert plan is not None and plan.end.id == "t3" and plan.offsets == {"s.a": {0: 4}}
+    early = plan_cut(ends[:2], [a])  # t3 not ended yet: t2's copy after it keeps the cut at t1
+    assert early is not None and early.end.id == "t1" and early.offsets == {"s.a": {0: 1}}
+
+
+def test_a_transaction_whose_end_was_not_read_is_never_taken_for_an_old_one() -> None:
+    # t4 before t5: t4 ended before the transaction topic was read from (a redelivery of an old transaction),
+    # or is a redelivery of one not ended: either way no cut until its END is read (from the topic's start).
+    a = _scan("a", ["t4", "t5", "t6"], head=1, start=10)
+    assert plan_cut([_end(7, "t5", a=1)], [a]) is None
+    plan = plan_cut([_end(2, "t4", a=1), _end(7, "t5", a=1)], [a])
+    assert plan is not None and plan.end.id == "t5" and plan.offsets == {"s.a": {0: 12}}
+
+
+def test_a_table_joining_a_cut_reads_all_ends_and_the_others_skip_those_before_their_scan() -> None:
+    # b was in the previous cut (END offset 2): t1 wrote to it before its scan starts; a joins from its start.
+    ends = [_end(2, "t1", a=1, b=1), _end(4, "t2", a=1, b=1)]
+    a = _scan("a", ["t1", "t2"], head=1)
+    b = TableScan("s.b", {0: 6}, [TableEvent(0, 6, "t2")], {0: 7}, ended_before=2)
+    plan = plan_cut(ends, [a, b])
+    assert plan is not None and plan.end.id == "t2" and plan.offsets == {"s.a": {0: 2}, "s.b": {0: 7}}
+    assert plan_cut(ends, [a, TableScan("s.b", {0: 6}, [TableEvent(0, 6, "t2")], {0: 7})]) is None
+
+
+def test_nothing_ended_means_no_cut() -> None:
+    assert plan_cut([], [_scan("a", ["t1"])]) is None
+
+
+def test_cuts_are_kept_atomically_and_picked_by_latest_transaction_offset_or_time(tmp_path: Path) -> None:
+    store = CutStore.load(str(tmp_path))
+    with pytest.raises(ConfigError, match="no consistent cut"):
+        store.pick()
+    for n, tx in enumerate(["t1", "t2"], start=1):
+        plan = CutPlan(_end(10 * n, tx), {"s.a": {0: n}})
+        store.record(new_cut(plan, "srv.transaction", {"s.a": {"path": "/a", "commit": f"c{n}"}}, {"s.b": "paused"}, n))
+    again = CutStore.load(str(tmp_path))
+    assert [c["transaction"] for c in again.cuts] == ["t1", "t2"]
+    assert again.pick()["tables"]["s.a"]["commit"] == "c2" and again.pick()["left_out"] == {"s.b": "paused"}
+    assert again.pick("t1")["id"] == 1 and again.pick(15)["id"] == 1 and again.pick(20)["id"] == 2
+    assert again.pick(datetime.now(UTC))["id"] == 2
+    with pytest.raises(ConfigError, match="no consistent cut at"):
+        again.pick(datetime.now(UTC) - timedelta(days=1))
+    assert [p.name for p in tmp_path.iterdir()] == ["cuts.json"]  # no temporary file left behind

@@ -1,0 +1,157 @@
+"""Consistent cuts on the real stack: multi-table transactions, ``hudi-cdc run --continuous`` killed mid-cut.
+
+A Debezium Postgres connector of the test's own, with
+``provide.transaction.metadata=true``, publishes four tables that a workload
+changes only in multi-table transactions (money moved between two tables; an
+order and its lines). The runner takes a cut every few seconds and is killed
+(SIGKILL to its process group) twice just after it planned a cut, while the
+cut's bounded rounds are under way. Every cut it recorded is then read back
+with ``read_consistent``: the money total and every order's lines must hold at
+each one, and the newest cut must equal Postgres as of its transaction.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from hudi_cdc import read_consistent
+from hudi_cdc.cli import main
+from hudi_cdc.service.cuts import CutStore
+from hudi_cdc.testing.faults import kill_group
+from hudi_cdc.testing.postgres import connect
+from hudi_cdc.testing.transfers import TransferWorkload, broken_invariants
+from tests.stack.conftest import BOOTSTRAP, REGISTRY, wait_until
+from tests.stack.connectors import postgres_connector
+
+pytestmark = [pytest.mark.kafka, pytest.mark.postgres, pytest.mark.hudi]
+
+RUN = f"cut_{uuid.uuid4().hex[:6]}"
+PREFIX = f"cuts{RUN[4:]}"
+
+
+def _pipeline(tmp_path: Path) -> Path:
+    path = tmp_path / "cuts.toml"
+    path.write_text(
+        f"""
+[source]
+kind = "kafka"
+bootstrap_servers = "{BOOTSTRAP}"
+schema_registry_url = "{REGISTRY}"
+tables = "{PREFIX}.inventory.{RUN}_*"
+
+[defaults]
+target_base_path = "{tmp_path}/lake/{{table}}"
+target_table = "{{table}}"
+table_type = "mor"
+min_sync_interval_seconds = 1
+
+[tables."inventory.{RUN}_acct_b"]
+table_type = "cow"
+
+[run]
+max_concurrent_tables = 2
+consistent_cut_interval_seconds = 4
+"""
+    )
+    return path
+
+
+def _runner(path: Path, log: Path) -> subprocess.Popen:
+    command = [str(Path(sys.executable).parent / "hudi-cdc"), "run", "--pipeline", str(path), "--continuous"]
+    with log.open("ab") as out:
+        return subprocess.Popen(command, stdout=out, stderr=out, start_new_session=True, env=dict(os.environ))
+
+
+def _mid_cut(state: Path) -> bool:
+    """Whether the runner's status says a cut is planned and some of its bounded rounds have not committed."""
+    try:
+        underway = json.loads((state / "status.json").read_text()).get("cut_underway")
+    except (OSError, ValueError):
+        return False
+    return bool(underway and underway["transaction"] and underway["pending"])
+
+
+def _cuts(state: Path) -> list[dict]:
+    return CutStore.load(str(state)).cuts
+
+
+def test_every_cut_keeps_the_invariants_of_multi_table_transactions_under_kills(spark, tmp_path: Path) -> None:  # noqa: ANN001
+    workload = TransferWorkload(RUN)
+    with connect() as conn:
+        workload.create(conn)
+    path, log, state = _pipeline(tmp_path), tmp_path / "runner.log", tmp_path / "cuts.state"
+    table_list = ",".join(f"inventory.{t}" for t in workload.tables)
+    with postgres_connector(
+        f"cuts-{RUN}", slot=f"slot_{RUN}", topic_prefix=PREFIX, table=table_list, **{"provide.transaction.metadata": "true"}
+    ), connect() as conn:  # fmt: skip
+        workload.start(conn)
+        try:
+            for kill in range(2):  # killed just after planning a cut: its bounded rounds are under way
+                runner = _runner(path, log)
+                try:
+                    wait_until("a cut recorded", lambda k=kill: len(_cuts(state)) > k, timeout_s=240)
+                    wait_until("a cut's bounded rounds under way", lambda: _mid_cut(state), timeout_s=240)
+                finally:
+                    kill_group(runner)
+            runner = _runner(path, log)
+            try:
+                before = len(_cuts(state))
+                wait_until("two more cuts", lambda: len(_cuts(state)) >= before + 2, timeout_s=240)
+            finally:
+                workload.stop()
+            with connect() as check:
+                totals = _source_totals(check, workload)
+            # The newest cut reaches the workload's last transaction: the source's final state.
+            deadline = time.monotonic() + 240
+            while _lake_totals(read_consistent(spark, path), RUN) != totals:
+                assert time.monotonic() < deadline, "no cut reached the workload's last transaction"
+                time.sleep(3)
+        finally:
+            workload.stop()
+            kill_group(runner)
+
+    cuts = _cuts(state)
+    assert workload.committed > 50 and len(cuts) >= 5, (workload.committed, len(cuts))
+    assert [c["id"] for c in cuts] == list(range(1, len(cuts) + 1))
+    names = {f"inventory.{t}" for t in workload.tables}
+    for cut in cuts:
+        assert set(cut["tables"]) == names and cut["left_out"] == {}, cut
+        tables = read_consistent(spark, path, at=cut["transaction"])
+        assert broken_invariants(tables, RUN) == [], (cut["id"], cut["transaction"])
+    newest = read_consistent(spark, path)
+    moved = read_consistent(spark, path, at=cuts[1]["transaction"])
+    assert _lake_totals(moved, RUN) != _lake_totals(newest, RUN)  # the cuts saw the workload move
+
+    status = CliRunner().invoke(main, ["status", "--pipeline", str(path), "--json"], catch_exceptions=False)
+    assert status.exit_code == 0, status.output
+    shown = json.loads(status.output.strip().splitlines()[-1])["cut"]
+    assert shown["id"] == cuts[-1]["id"] and shown["behind"] == dict.fromkeys(names, 0)
+    with connect() as conn:
+        workload.drop(conn)
+
+
+def _source_totals(conn, workload: TransferWorkload) -> tuple[int, int, int]:  # noqa: ANN001
+    a, b, orders, lines = workload.tables
+    row = conn.execute(
+        f"select (select sum(balance) from inventory.{a}), (select count(*) from inventory.{orders}), "  # noqa: S608
+        f"(select count(*) from inventory.{lines})"
+    ).fetchone()
+    moved = conn.execute(f"select sum(abs(balance - 1000)) from inventory.{b}").fetchone()[0]  # noqa: S608
+    return int(row[0]), int(row[1]) * 1000 + int(row[2]), int(moved)
+
+
+def _lake_totals(tables: dict, tag: str) -> tuple[int, int, int]:
+    a, b = tables[f"inventory.{tag}_acct_a"], tables[f"inventory.{tag}_acct_b"]
+    orders, lines = tables[f"inventory.{tag}_orders"], tables[f"inventory.{tag}_lines"]
+    total_a = sum(int(r["balance"]) for r in a.select("balance").collect())
+    moved = sum(abs(int(r["balance"]) - 1000) for r in b.select("balance").collect())
+    return total_a, orders.count() * 1000 + lines.count(), moved
