@@ -58,7 +58,7 @@ SHOW: dict[str, list[Shown]] = {
     "commit-cost": [Shown("commits", hide=("min_s", "max_s", "markers_s", "clean_archive_s"))],
     "java-client": [Shown("rounds", hide=("min_s", "max_s", "build_s"))],
     "small-round": [Shown("rounds", hide=("min_s", "max_s", "tombstones_s"))],
-    "history-cost": [Shown("rounds", hide=("min_s", "max_s", "tombstones_s", "compacting_s"))],
+    "history-cost": [Shown("rounds", hide=("min_s", "max_s", "tombstones_s", "compacting_s", "build_s"))],
     "index": [Shown("upserts", hide=("round_min_s", "data_files"))],
     "formats": [Shown("runs", hide=("note",))],
     "toast": [Shown("lookup")],

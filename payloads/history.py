@@ -159,8 +159,8 @@ def soft_delete(
     """``plan`` with its deletes written as marked rows holding the key's values before the delete.
 
     A delete's values: per column, the newest real value before it (in source position order) among the
-    batch's other events of the key and the stored row (a TOAST placeholder is no value; a stored row that
-    is itself a marked delete is none either); without one, the delete's own before image.
+    batch's other events of the key and the stored row (a TOAST placeholder is no value; a stored row marked
+    by this same delete, replayed, keeps its values); without one, the delete's own before image.
     """
     from pyspark.sql import functions as F
 
@@ -201,10 +201,9 @@ def _values_before(
         *[F.col(f"`{c}`").cast(types[c]).alias(c) for c in columns],
         *[(~tests[c] if c in tests else F.lit(True)).alias(f"__real_{i}") for i, c in enumerate(columns)],
     )
-    table = stored.stored_rows([*keys, ORDER_COLUMN, SOFT_DELETED_COLUMN, *columns])
+    table = stored.stored_rows([*keys, ORDER_COLUMN, *columns])
     if table is not None:
-        live = ~F.coalesce(F.col(SOFT_DELETED_COLUMN), F.lit(False)) if SOFT_DELETED_COLUMN in table.columns else None
-        table = (table if live is None else table.where(live)).join(F.broadcast(deletes), on=keys, how="left_semi")
+        table = table.join(F.broadcast(deletes), on=keys, how="left_semi")
         events = events.unionByName(
             table.select(
                 *keys,
@@ -215,7 +214,11 @@ def _values_before(
                 *[F.lit(c in table.columns).alias(f"__real_{i}") for i, c in enumerate(columns)],
             )
         )
-    before = events.join(F.broadcast(deletes), on=keys).where(F.col(ORDER_COLUMN) < F.col("__delete_order"))
+    # The stored row may be this very delete, marked by an earlier round: a replay keeps its values.
+    at_or_before = (F.col(ORDER_COLUMN) < F.col("__delete_order")) | (
+        (F.col(_IN_BATCH) == F.lit(0)) & (F.col(ORDER_COLUMN) == F.col("__delete_order"))
+    )
+    before = events.join(F.broadcast(deletes), on=keys).where(at_or_before)
     position = F.struct(F.col(ORDER_COLUMN), F.col(_IN_BATCH), F.col("__arrival"))
     return before.groupBy(*keys).agg(
         # max_by skips rows whose ordering is NULL: those where the column holds no real value

@@ -73,7 +73,7 @@ def test_soft_delete_keeps_the_row_marked_and_a_late_update_does_not_revive_it(
             _event("c", 11, 2, "k"),
         ],
         [_event("u", 25, 1, "late", "late")],  # below the delete: stale
-        [_event("d", 40, 2)],  # the stored row gives the values
+        [_event("d", 40, 2), _event("d", 30, 1)],  # the stored row gives the values; a replayed delete keeps them
     ]
     columns = ("id", "name", "bio", "_source_deleted", "_source_op", "_source_lsn", "_hoodie_is_deleted")
     mode = {"table_type": table_type, "history": "soft_delete"}
