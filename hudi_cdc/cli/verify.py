@@ -78,7 +78,8 @@ _COULD_NOT_RUN = OnFailure(
     "--repair",
     "apply_repair",
     is_flag=True,
-    help="Write each differing key as the source has it at a known WAL position (Postgres). Without it, "
+    help="Write each differing key as the source has it at a known position (Postgres: WAL; MariaDB: binlog). "
+    "Without it, "
     "--max-repair only says what a repair would write.",
 )
 @click.option(

@@ -24,6 +24,18 @@
    that removes every copy (on MERGE_ON_READ compacted in the same step, so no
    base file still holds the key); the ranked write then brings it back.
 
+MariaDB (``mysql://`` sources, flavor ``mysql``): ``START TRANSACTION WITH
+CONSISTENT SNAPSHOT`` and, in the same transaction, the status variables
+``binlog_snapshot_file`` / ``binlog_snapshot_position``: the binlog position of
+exactly that snapshot (MariaDB reads both under its commit lock). Every
+transaction the snapshot holds ends below that position, every one it lacks
+starts at or after it, so nothing is waited for and no key can move unseen.
+Present rows are snapshot reads at (file, position, row 0), which
+``payloads.mysql`` sorts below a streaming event at the same place and above
+every event before it; absent keys are deletes at position - 1 (the last
+event before the position is a transaction's commit, longer than one byte, so
+no event starts there). MySQL proper (no such status variables) is refused.
+
 Repair writes the table: nothing else may write it meanwhile (Hudi takes one
 writer at a time; hudi-cdc has no lock across processes). The Debezium stream
 and Kafka keep running; pause the table's ingest for the repair and resume it.
@@ -35,6 +47,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import time
 from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
@@ -58,6 +71,8 @@ __all__ = ["RepairResult", "RepairedKey", "pipeline_table_config", "repair", "ta
 log = logging.getLogger("hudi_cdc")
 
 _WAIT_POLL_S = 0.5
+# payloads.mysql's widths of the binlog file number, position and row in ``_source_order``.
+_FILE_DIGITS, _POS_DIGITS, _ROW_DIGITS = 10, 20, 10
 
 
 @dataclass(frozen=True)
@@ -82,7 +97,7 @@ class RepairResult:
     applied: bool = False
     """False: a dry run, nothing written (``keys`` say what would be)."""
     position: str | None = None
-    """The WAL position the rows are ranked at (``X/Y``), None when nothing differed."""
+    """The position the rows are ranked at: WAL ``X/Y``, binlog ``file:pos``; None when nothing differed."""
     keys: list[RepairedKey] = field(default_factory=list)
     commits: list[str] = field(default_factory=list)
     duration_s: float = 0.0
@@ -124,8 +139,15 @@ def table_config(spark: SparkSession, base_path: str, **settings: Any) -> Ingest
         "partition_path_field": partition,
         "source": "files",
         "source_path": base_path,  # never read: repair brings its own source
+        "flavor": _flavor(spark, base_path),
     }
     return IngestConfig(**{**values, **settings})
+
+
+def _flavor(spark: SparkSession, base_path: str) -> str:
+    """The merge policy a table was written with, from its ``_source_*`` columns (MySQL's carry the binlog file)."""
+    columns = spark.read.format("hudi").load(base_path).columns
+    return "mysql" if "_source_file" in columns else "postgres"
 
 
 def pipeline_table_config(pipeline: str, topic: str) -> IngestConfig:
@@ -155,13 +177,20 @@ def repair(
 
     ``apply=False`` is a dry run: it verifies, reads the source at a position
     and says per key what it would write. Refused: a source that cannot give
-    a position (only Postgres can, so far), more than ``max_repair`` keys.
+    a position (Postgres and MariaDB can; MySQL proper, SQL Server and Oracle
+    not yet), a table written with another flavor's merge policy, more than
+    ``max_repair`` keys.
     """
     started = time.monotonic()
-    if database.kind != "postgres" or config.flavor != "postgres":
+    if config.flavor not in ("postgres", "mysql"):
         raise ConfigError(
-            f"{database.display}: repair reads the source at a known WAL position, which only Postgres gives so far "
-            "(MySQL/MariaDB: not yet); nothing was written"
+            f"{config.target_base_path}: flavor {config.flavor!r}: repair reads the source at a known position, "
+            "which only Postgres and MariaDB give so far; nothing was written"
+        )
+    if database.kind != config.flavor:
+        raise ConfigError(
+            f"{database.display} is a {database.kind} source, but {config.target_base_path} is written with the "
+            f"{config.flavor} merge policy: repair ranks rows in the table's own order; nothing was written"
         )
     if max_repair < 1:
         raise ConfigError(f"max_repair={max_repair}: repair at least 1 key")
@@ -202,18 +231,20 @@ def _found(d: Difference) -> str:
 
 
 def _key_plan(conn: Any, spark: SparkSession, config: IngestConfig, table: str, keys: Sequence[str]) -> list[Any]:
-    """The canonical key mappings (Postgres and Spark SQL), as verify builds them."""
+    """The canonical key mappings (the source's SQL and Spark SQL), as verify builds them."""
     schema, _, name = table.rpartition(".")
     hudi = spark.read.format("hudi").load(config.target_base_path)
     types = {f.name: f.dataType.simpleString() for f in hudi.schema.fields}
+    mysql = config.flavor == "mysql"
     with conn.cursor() as cur:
         cur.execute(
-            "select column_name, data_type, udt_name, numeric_precision, numeric_scale from information_schema.columns"
-            " where table_schema = %s and table_name = %s",
+            f"select column_name, data_type, {'column_type' if mysql else 'udt_name'}, numeric_precision,"
+            " numeric_scale from information_schema.columns where table_schema = %s and table_name = %s",
             (schema, name),
         )
         catalog: dict[str, tuple[Any, ...]] = {r[0]: tuple(r) for r in cur.fetchall()}
-    mappings = [canonical.map_column(k, *_types(catalog[k]), types[k]) for k in keys]
+    mapping = canonical.map_mysql_column if mysql else canonical.map_column
+    mappings = [mapping(k, *_types(catalog[k]), types[k]) for k in keys]
     bad = [m for m in mappings if isinstance(m, str)]
     if bad:
         raise ConfigError(f"{table}: a key column cannot be compared exactly ({bad[0]})")
@@ -229,11 +260,59 @@ def _text(values: Sequence[str | None]) -> str:
     return "".join("~" if v is None else f"{len(v)}:{v}" for v in values)
 
 
+@dataclass(frozen=True)
+class _Rank:
+    """A source position, and the ``_source_*`` values and order the table's merge policy gives a change there.
+
+    Postgres: ``pos`` is the WAL position (``file`` empty). MySQL/MariaDB: the binlog ``file`` and ``pos``.
+    """
+
+    flavor: str
+    pos: int
+    file: str = ""
+
+    @property
+    def text(self) -> str:
+        return _lsn_text(self.pos) if self.flavor == "postgres" else f"{self.file}:{self.pos}"
+
+    def moved(self, by: int) -> _Rank:
+        return replace(self, pos=self.pos + by)
+
+    def order(self, *, streaming: bool) -> str:
+        """``_source_order`` of a change here: a snapshot read, or a streaming change (deletes are streaming)."""
+        if self.flavor == "postgres":
+            return _order(self.pos, streaming)
+        return _binlog_order(self.file, self.pos, 0, streaming)
+
+    def source(self) -> Any:  # noqa: ANN401 - a Spark Column
+        """The envelope's ``source`` block of a change here, as the flavor's connector sends it."""
+        from pyspark.sql import functions as F
+
+        now = F.lit(int(time.time() * 1000)).cast("bigint").alias("ts_ms")
+        if self.flavor == "postgres":
+            position = [F.lit(self.pos).cast("bigint").alias("lsn"), F.lit(None).cast("string").alias("txId")]
+        else:
+            position = [
+                F.lit(self.file).alias("file"),
+                F.lit(self.pos).cast("bigint").alias("pos"),
+                F.lit(0).cast("int").alias("row"),
+                F.lit(None).cast("string").alias("gtid"),
+            ]
+        return F.struct(*position, now, F.lit("true").alias("snapshot"))
+
+
+def _binlog_order(file: str, pos: int, row: int, streaming: bool) -> str:
+    """``_source_order`` of a MySQL change (``payloads.mysql``: file number, position, row, then streaming)."""
+    number = re.search(r"\.([0-9]+)$", file)
+    digits = number.group(1) if number else "0"
+    return f"{digits:0>{_FILE_DIGITS}}{pos:0{_POS_DIGITS}d}{row:0{_ROW_DIGITS}d}{1 if streaming else 0}"
+
+
 @dataclass
 class _Snapshot:
     """The source's side of a repair: the position, the rows present in ``S``, and which keys moved since."""
 
-    position: int
+    rank: _Rank
     rows: DataFrame | None
     present: set[str]
     moved: set[str]
@@ -273,7 +352,86 @@ def _read_at_position(
         moved = {t for t in texts if again.get(t) != images.get(t)}
     finally:
         conn.close()
-    return _Snapshot(_lsn(lsn), rows, set(images), moved)
+    return _Snapshot(_Rank("postgres", _lsn(lsn)), rows, set(images), moved)
+
+
+def _read_at_binlog(
+    spark: SparkSession, config: IngestConfig, database: SourceDatabase, table: str, key_sql: str, texts: list[str]
+) -> _Snapshot:
+    """Read the keys' rows in a MariaDB consistent snapshot whose binlog position the server states with it.
+
+    Every transaction the snapshot holds ends below the position, every one it lacks starts at or after it: no
+    key moves unseen, nothing is waited for.
+    """
+    schema, _, name = table.rpartition(".")
+    relation = f"{canonical.mysql_ident(schema)}.{canonical.mysql_ident(name)}"
+    conn = database.connect(application="hudi-cdc repair")
+    try:
+        with conn.cursor() as cur:
+            cur.execute("set session transaction isolation level repeatable read")
+            cur.execute("start transaction with consistent snapshot, read only")
+            cur.execute("show status like 'binlog\\_snapshot\\_%'")
+            status = {str(k).lower(): v for k, v in cur.fetchall()}
+            if not status.get("binlog_snapshot_file"):
+                conn.rollback()
+                raise ConfigError(
+                    f"{database.display}: no binlog position for a consistent snapshot (binlog_snapshot_file/"
+                    "_position are MariaDB's; MySQL proper is not supported by repair yet, and MariaDB needs log_bin "
+                    "on); nothing was written"
+                )
+            key = key_sql.replace("%", "%%")  # PyMySQL formats the query with its arguments
+            cur.execute(f"select {key}, t.* from {relation} t where {key} in %s", (tuple(texts),))  # noqa: S608
+            names = [d[0] for d in cur.description][1:]
+            fetched = cur.fetchall()
+        conn.rollback()
+    finally:
+        conn.close()
+    rank = _Rank("mysql", int(status["binlog_snapshot_position"]), str(status["binlog_snapshot_file"]))
+    present = {r[0] for r in fetched}
+    rows = _mysql_frame(spark, config, names, [r[1:] for r in fetched]) if fetched else None
+    return _Snapshot(rank, rows, present, set())
+
+
+def _mysql_frame(spark: SparkSession, config: IngestConfig, names: list[str], rows: list[tuple[Any, ...]]) -> DataFrame:
+    """The rows PyMySQL read, in the table's column types, as Debezium's MySQL connector sends them."""
+    from pyspark.sql.types import StructType
+
+    table = spark.read.format("hudi").load(config.target_base_path).schema
+    fields = {f.name: f for f in table.fields}
+    kept = [i for i, n in enumerate(names) if n in fields]  # a column the table lacks was refused by verify
+    schema = StructType([fields[names[i]] for i in kept])
+    values = [tuple(_mysql_value(row[i], fields[names[i]].dataType.simpleString()) for i in kept) for row in rows]
+    return spark.createDataFrame(values, schema=schema).localCheckpoint(eager=True)
+
+
+def _mysql_value(value: Any, spark_type: str) -> Any:  # noqa: ANN401, PLR0911
+    """One PyMySQL value as the table holds it (docs/types.md; the session is in UTC)."""
+    import datetime as dt
+    from decimal import Decimal
+
+    if value is None:
+        return None
+    if spark_type == "timestamp" and isinstance(value, dt.datetime):  # DATETIME: wall clock kept as UTC
+        return value.replace(tzinfo=dt.UTC)
+    if spark_type == "string" and isinstance(value, dt.timedelta):  # TIME: Debezium's MicroTime text
+        micros = value // dt.timedelta(microseconds=1)
+        seconds, fraction = divmod(micros, 1_000_000)
+        return f"{seconds // 3600:02d}:{seconds // 60 % 60:02d}:{seconds % 60:02d}.{fraction:06d}"
+    if spark_type == "string" and isinstance(value, bytes | bytearray):
+        return bytes(value).decode("utf-8")
+    if spark_type == "string":
+        return str(value)
+    if spark_type == "binary":
+        return bytes(value)
+    if spark_type == "boolean":
+        return bool(value)
+    if spark_type in ("int", "bigint", "smallint", "tinyint"):
+        return int(value)
+    if spark_type in ("float", "double"):
+        return float(value)
+    if spark_type.startswith("decimal("):
+        return Decimal(value)
+    return value
 
 
 def _unseen(conn: Any, snapshot: str) -> list[int]:
@@ -345,22 +503,36 @@ def _repair_keys(
     diffs = {_text(list(d.key.values())): d for d in found.differences}
     with database.connect(application="hudi-cdc repair") as conn:
         mappings = _key_plan(conn, spark, config, table, found.key_fields)
-    key_sql = canonical.row_text([m.source_sql for m in mappings], "postgres")
-    snap = _read_at_position(spark, database, table, key_sql, sorted(diffs), timeout_s)
+    if config.flavor == "mysql":
+        key_sql = canonical.row_text([m.source_sql for m in mappings], "mysql")
+        snap = _read_at_binlog(spark, config, database, table, key_sql, sorted(diffs))
+    else:
+        key_sql = canonical.row_text([m.source_sql for m in mappings], "postgres")
+        snap = _read_at_position(spark, database, table, key_sql, sorted(diffs), timeout_s)
     stored = None
     try:
         spark_key = canonical.row_text([m.spark_sql for m in mappings], "spark")
         stored = _stored(spark, config, spark_key, sorted(diffs))
-        with database.connect(application="hudi-cdc repair") as conn:
-            reached = _lsn(conn.execute("select pg_current_wal_insert_lsn()::text").fetchone()[0])
-        result.position = _lsn_text(snap.position)
+        reached = _reached(database)
+        result.position = snap.rank.text
         plan = _decide(diffs, snap, stored, reached)
         result.keys = [k for _, k, _ in plan]
         if result.applied and any(k.action != "skip" for k in result.keys):
             result.commits = _write(spark, config, snap, stored, plan)
-            _outcomes(spark, config, spark_key, plan, result)
+            _outcomes(spark, config, spark_key, plan, result, snap.rank.order(streaming=False))
     finally:
         release(snap.rows, stored)
+
+
+def _reached(database: SourceDatabase) -> _Rank:
+    """Where the source's change log ends now: no change read before this can sit at or beyond it."""
+    with database.connect(application="hudi-cdc repair") as conn:
+        if database.kind == "postgres":
+            return _Rank("postgres", _lsn(conn.execute("select pg_current_wal_insert_lsn()::text").fetchone()[0]))
+        with conn.cursor() as cur:
+            cur.execute("show master status")  # the end of the last event written: the next one starts there
+            file, pos = cur.fetchone()[:2]
+        return _Rank("mysql", int(pos), file)
 
 
 def _order(position: int, streaming: bool) -> str:
@@ -380,7 +552,7 @@ def _stored(spark: SparkSession, config: IngestConfig, key_sql: str, texts: list
 
 
 def _decide(
-    diffs: dict[str, Difference], snap: _Snapshot, stored: DataFrame, reached: int
+    diffs: dict[str, Difference], snap: _Snapshot, stored: DataFrame, reached: _Rank
 ) -> list[tuple[str, RepairedKey, bool]]:
     """Per key: (key text, what repair does, whether every stored copy is deleted first)."""
     from payloads.base import ORDER_COLUMN
@@ -388,7 +560,7 @@ def _decide(
     orders: dict[str, list[str]] = {}
     for row in stored.select("__hudi_cdc_key", ORDER_COLUMN).collect():
         orders.setdefault(row[0], []).append(row[1] or "")
-    at, impossible = _order(snap.position, False), _order(reached, True)
+    at, impossible = snap.rank.order(streaming=False), reached.order(streaming=True)
     plan = []
     for text, d in sorted(diffs.items()):
         action = "upsert" if text in snap.present else "delete"
@@ -466,6 +638,7 @@ def _outcomes(
     key_sql: str,
     plan: list[tuple[str, RepairedKey, bool]],
     result: RepairResult,
+    at: str,
 ) -> None:
     """Read the keys back: each written key holds the repair's row (or is gone), or was outranked by a newer change."""
     from pyspark.sql import functions as F
@@ -477,7 +650,6 @@ def _outcomes(
     held: dict[str, list[str]] = {}
     for k, order in keyed.where(F.col("k").isin([t for t, _, _ in plan])).collect():
         held.setdefault(k, []).append(order)
-    at = _order(_lsn(result.position or "0/0"), False)
     keys = []
     for text, key, _ in plan:
         now = held.get(text, [])
@@ -507,30 +679,19 @@ class _RepairSource:
 
         from hudi_cdc.envelope.events import Batch, BatchPart, change_events
 
-        where = f"repair at {_lsn_text(self._snap.position)}"
+        where = f"repair at {self._snap.rank.text}"
         parts = []
         if self._upserts and self._snap.rows is not None:
             rows = self._snap.rows
             image = F.struct(*[F.col(f"`{c}`") for c in rows.columns])
-            envelopes = change_events(rows, op="r", image=image, source=self._source(self._snap.position), where=where)
+            envelopes = change_events(rows, op="r", image=image, source=self._snap.rank.source(), where=where)
             parts.append(BatchPart(envelopes=envelopes, where=where))
         if self._absent.take(1):
             from payloads.base import INGESTED_AT_COLUMN
 
             columns = [c for c in self._absent.columns if not c.startswith(("_hoodie_", "_source_", "__hudi_cdc"))]
             image = F.struct(*[F.col(f"`{c}`") for c in columns if c != INGESTED_AT_COLUMN])
-            source = self._source(self._snap.position - 1)
+            source = self._snap.rank.moved(-1).source()
             parts.append(BatchPart(envelopes=change_events(self._absent, op="d", image=image, source=source,
                                                            where=where), where=where))  # fmt: skip
         return Batch(parts=parts, next_checkpoint=dict(checkpoint or {}), description=where, details={"repair": True})
-
-    @staticmethod
-    def _source(position: int) -> Any:  # noqa: ANN401 - a Spark Column
-        from pyspark.sql import functions as F
-
-        return F.struct(
-            F.lit(position).cast("bigint").alias("lsn"),
-            F.lit(None).cast("string").alias("txId"),
-            F.lit(int(time.time() * 1000)).cast("bigint").alias("ts_ms"),
-            F.lit("true").alias("snapshot"),
-        )

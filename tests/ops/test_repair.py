@@ -4,6 +4,8 @@ or written, with the reason; the position a repair writes at sorts exactly as th
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from click.testing import CliRunner
 
@@ -19,9 +21,16 @@ CONFIG = IngestConfig(target_base_path="/nowhere/t", target_table="t", record_ke
 
 
 def test_a_source_without_a_position_is_refused() -> None:
+    sqlserver = replace(CONFIG, flavor="sqlserver")
+    pg = SourceDatabase("postgresql://repair@127.0.0.1:55432/inventory", password_env="NO_SUCH_PASSWORD")
+    with pytest.raises(ConfigError, match="only Postgres and MariaDB give so far; nothing was written"):
+        ops.repair(None, sqlserver, pg, "inventory.t")  # type: ignore[arg-type]  # refused before any Spark
+
+
+def test_a_source_of_another_flavor_than_the_table_is_refused() -> None:
     mysql = SourceDatabase("mysql://repair@127.0.0.1:53306/inventory", password_env="NO_SUCH_PASSWORD")
-    with pytest.raises(ConfigError, match="only Postgres gives so far.*nothing was written"):
-        ops.repair(None, CONFIG, mysql, "inventory.t")  # type: ignore[arg-type]  # refused before any Spark
+    with pytest.raises(ConfigError, match="is a mysql source, but /nowhere/t is written with the postgres merge"):
+        ops.repair(None, CONFIG, mysql, "inventory.t")  # type: ignore[arg-type]
 
 
 def test_a_bound_below_one_is_refused() -> None:
@@ -50,6 +59,52 @@ def test_positions_sort_as_the_stream_sorts_them() -> None:
     assert len(upsert) == LSN_DIGITS + 1
     # A change before the position loses to both; a change at or after it wins over both.
     assert stream_before < delete < upsert < stream_at < ops._order(position + 8, True)  # noqa: SLF001
+
+
+def test_binlog_positions_sort_as_the_stream_sorts_them() -> None:
+    snapshot = ops._Rank("mysql", 31_799, "mariadb-bin.000024")  # noqa: SLF001
+    assert snapshot.text == "mariadb-bin.000024:31799"
+    upsert, delete = snapshot.order(streaming=False), snapshot.moved(-1).order(streaming=True)
+    stream_at, stream_after = snapshot.order(streaming=True), snapshot.moved(220).order(streaming=True)
+    stream_before = snapshot.moved(-31).order(streaming=True)  # the last transaction's commit event
+    next_file = ops._Rank("mysql", 4, "mariadb-bin.000025").order(streaming=True)  # noqa: SLF001
+    older_file = ops._Rank("mysql", 10**9, "mariadb-bin.000023").order(streaming=True)  # noqa: SLF001
+    # A change before the position loses to both; a change at or after it (a later file too) wins over both.
+    assert older_file < stream_before < delete < upsert < stream_at < stream_after < next_file
+
+
+@pytest.mark.parametrize(
+    ("file", "pos", "op"),
+    [("mariadb-bin.000024", 31_799, "r"), ("mariadb-bin.000024", 31_798, "d"), ("mysql-bin.1234567", 4, "u"),
+     ("binlog", 12, "r")],
+)  # fmt: skip
+def test_binlog_ranks_are_the_mysql_policys_order(spark, file: str, pos: int, op: str) -> None:  # noqa: ANN001
+    from pyspark.sql import functions as F
+
+    from payloads.mysql import MySqlPolicy
+
+    rank = ops._Rank("mysql", pos, file)  # noqa: SLF001
+    events = (
+        spark.range(1)
+        .select(rank.source().alias("source"))
+        .select("source.file", "source.pos", "source.row", F.lit(op).alias("_source_op"))
+    )
+    events = events.toDF("_source_file", "_source_pos", "_source_row", "_source_op")
+    policy_order = events.select(MySqlPolicy().order_expr()).first()[0]
+    assert policy_order == rank.order(streaming=op != "r")
+
+
+def test_mariadb_values_are_read_as_the_table_holds_them() -> None:
+    import datetime as dt
+    from decimal import Decimal
+
+    value = ops._mysql_value  # noqa: SLF001
+    seen = value(dt.datetime(2026, 1, 1, 12, 0, 0, 11), "timestamp")
+    assert seen.tzinfo is dt.UTC and seen.hour == 12  # DATETIME: the wall-clock time, as UTC
+    assert value(dt.timedelta(hours=26, seconds=5, microseconds=250_000), "string") == "26:00:05.250000"
+    assert value(b"\x00\x07", "binary") == b"\x00\x07" and value("ü", "string") == "ü"
+    assert value(Decimal("1.25"), "decimal(12,2)") == Decimal("1.25") and value(1, "boolean") is True
+    assert value(None, "int") is None and value(7, "bigint") == 7
 
 
 def test_keys_are_framed_as_verify_frames_them() -> None:
