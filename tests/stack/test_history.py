@@ -143,3 +143,36 @@ def test_bootstrap_writes_each_row_as_its_first_version(spark, tmp_path: Path) -
         with connect() as conn:
             conn.execute("select pg_drop_replication_slot(%s)", (slot,))
             conn.execute(f"drop table {table}")
+
+
+def test_scd2_from_jdbc_pulls(spark, tmp_path: Path) -> None:  # noqa: ANN001
+    """A database without a change log: each pull that sees a row changed adds a version of it."""
+    name, base = f"public.hist_jdbc_{uuid.uuid4().hex[:8]}", tmp_path / "jdbc"
+    args = (
+        "--source", "jdbc", "--jdbc-url", "jdbc:postgresql://127.0.0.1:55432/inventory", "--jdbc-table", name,
+        "--jdbc-user", "debezium", "--jdbc-password-env", "HISTORY_TEST_PASSWORD", "--jdbc-timestamp-column",
+        "updated_at", "--jdbc-incrementing-column", "id", "--record-key-field", "id", "--target-base-path", str(base),
+        "--target-table", base.name, "--table-type", "mor", "--history", "scd2",
+    )  # fmt: skip
+    with connect() as conn:
+        conn.execute(
+            f"create table {name} (id bigserial primary key, label text,"
+            " updated_at timestamptz not null default clock_timestamp())"
+        )
+        try:
+            conn.execute(f"insert into {name} (label) select 'v' || i from generate_series(1, 5) i")  # noqa: S608
+            assert run_cli(*args).exit_code == 0
+            conn.execute(f"update {name} set label = 'w' || id, updated_at = clock_timestamp() where id <= 2")  # noqa: S608
+            result = run_cli(*args)
+            assert result.exit_code == 0, result.output
+            frame = spark.read.format("hudi").load(str(base))
+            versions = sorted(
+                (r["id"], r["label"], r["_is_current"]) for r in frame.select("id", "label", "_is_current").collect()
+            )
+            assert versions == [
+                (1, "v1", False), (1, "w1", True), (2, "v2", False), (2, "w2", True),
+                (3, "v3", True), (4, "v4", True), (5, "v5", True),
+            ]  # fmt: skip
+            assert verify(spark, str(base), DATABASE, name).equal
+        finally:
+            conn.execute(f"drop table {name}")
