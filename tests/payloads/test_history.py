@@ -273,3 +273,41 @@ def test_verify_replays_the_files_into_the_same_history(spark, tmp_path: Path, h
     }).mode("append").save(base)  # fmt: skip
     changed = verify_replay(spark, config).differences
     assert [(d.kind, d.columns) for d in changed] == [("changed", ("bio",))], changed
+
+
+def _soft_oracle(events: list[dict]) -> list[tuple]:
+    """Per key ever seen: its last row in position order, marked when its last event is a delete, with the
+    values it had before it and the delete's position."""
+    last: dict[int, tuple] = {}
+    for e in sorted(events, key=lambda e: e["source"]["lsn"]):
+        key, lsn = (e["after"] or e["before"])["id"], e["source"]["lsn"]
+        _, name, bio, _, _ = last.get(key, (key, None, None, False, 0))
+        if e["op"] == "d":
+            last[key] = (key, name, bio, True, lsn)
+        else:
+            bio = bio if e["after"]["bio"] == PLACEHOLDER else e["after"]["bio"]
+            last[key] = (key, e["after"]["name"], bio, False, lsn)
+    return sorted(last.values())
+
+
+@pytest.mark.parametrize("table_type", ["cow", "mor"])
+@settings(
+    max_examples=3,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture],
+)
+@given(histories=HISTORIES, seed=st.integers(0, 2**32), count=st.integers(1, 3))
+def test_soft_delete_ends_as_the_stream_in_order_whatever_the_batching(
+    spark, tmp_path: Path, table_type: str, histories, seed: int, count: int
+) -> None:
+    """Kafka's order per key (batches are position ranges), shuffled within each, earlier events replayed later."""
+    rng = random.Random(seed)
+    events = _stream(histories, rng)
+    workdir = tmp_path / f"example-{rng.randrange(10**9)}"
+    batches = _shuffled(events, rng, count)
+    base = ingest_batches(spark, workdir, SCHEMA, batches, table_type=table_type, extra=["--history", "soft_delete"])
+    actual = _rows(spark, base, ("id", "name", "bio", "_source_deleted", "_source_lsn"))
+    expected = _soft_oracle(events)
+    assert actual == expected, {"missing": set(expected) - set(actual), "extra": set(actual) - set(expected)}
