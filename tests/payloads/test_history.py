@@ -202,7 +202,7 @@ def _shuffled(events: list[dict], rng: random.Random, count: int) -> list[list[d
 
 @pytest.mark.parametrize("table_type", ["cow", "mor"])
 @settings(
-    max_examples=3,
+    max_examples=2,
     deadline=None,
     derandomize=True,
     database=None,
@@ -290,9 +290,9 @@ def _soft_oracle(events: list[dict]) -> list[tuple]:
     return sorted(last.values())
 
 
-@pytest.mark.parametrize("table_type", ["cow", "mor"])
+@pytest.mark.parametrize("table_type", ["mor"])  # COW: the scenario test above
 @settings(
-    max_examples=3,
+    max_examples=2,
     deadline=None,
     derandomize=True,
     database=None,
