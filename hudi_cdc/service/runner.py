@@ -406,7 +406,11 @@ class Runner:
         return all(t.state in (DONE, FAILED, PAUSED, REMOVED, DROPPED) for t in self.tables.values())
 
     def _sleep_for(self, now: float, free_slots: int) -> float:
-        due_in = [t.due - now for t in self.tables.values() if t.state in (WAITING, RETRYING) and self._has_work(t)]
+        due_in = [
+            t.due - now
+            for t in self.tables.values()
+            if t.state in (WAITING, RETRYING) and self._has_work(t) and self._free_of_cut(t)
+        ]
         others = [self._next_discovery - now] if self.continuous else []
         if self._offsets is not None and free_slots > 0:
             others.append(self.spec.run.offset_poll_seconds)  # what the watch saw meanwhile starts rounds

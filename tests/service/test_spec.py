@@ -205,3 +205,24 @@ def test_a_table_without_a_target_says_where_to_set_it(tmp_path: Path) -> None:
     )
     with pytest.raises(ConfigError, match="names an unknown field 'tabel'"):
         spec.table_config(TableRef("db.public.t"), env={})
+
+
+def test_consistent_cuts_are_off_by_default_and_need_a_kafka_avro_source(tmp_path: Path) -> None:
+    spec = load_pipeline(_write(tmp_path, KAFKA))
+    assert spec.run.consistent_cut_interval_seconds == 0 and spec.source.transaction_topic is None
+    on = KAFKA.replace('kind = "kafka"', 'kind = "kafka"\ntransaction_topic = "dbserver1.transaction"')
+    spec = load_pipeline(_write(tmp_path, on + "consistent_cut_interval_seconds = 30\n"))
+    assert spec.run.consistent_cut_interval_seconds == 30 and spec.source.transaction_topic == "dbserver1.transaction"
+    with pytest.raises(ConfigError, match="consistent_cut_interval_seconds must be a number >= 0"):
+        load_pipeline(_write(tmp_path, KAFKA + "consistent_cut_interval_seconds = -1\n"))
+    files = "[source]\nkind = 'files'\npath = '/x'\ntables = '*'\n[run]\nconsistent_cut_interval_seconds = 5\n"
+    with pytest.raises(ConfigError, match='needs \\[source\\] kind = "kafka" with Avro values'):
+        load_pipeline(_write(tmp_path, files))
+
+
+def test_discovery_never_takes_a_transaction_topic_for_a_table(tmp_path: Path) -> None:
+    from hudi_cdc.service.discovery import _transaction_topic
+
+    spec = load_pipeline(_write(tmp_path, KAFKA.replace('kind = "kafka"', 'kind = "kafka"\ntransaction_topic = "tx"')))
+    assert _transaction_topic(spec, "tx") and _transaction_topic(spec, "dbserver1.transaction")
+    assert not _transaction_topic(spec, "dbserver1.inventory.transaction")  # a table named transaction

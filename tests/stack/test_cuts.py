@@ -88,6 +88,14 @@ def test_every_cut_keeps_the_invariants_of_multi_table_transactions_under_kills(
     workload = TransferWorkload(RUN)
     with connect() as conn:
         workload.create(conn)
+    try:
+        _run_and_check(spark, tmp_path, workload)
+    finally:
+        with connect() as conn:
+            workload.drop(conn)
+
+
+def _run_and_check(spark, tmp_path: Path, workload: TransferWorkload) -> None:  # noqa: ANN001
     path, log, state = _pipeline(tmp_path), tmp_path / "runner.log", tmp_path / "cuts.state"
     table_list = ",".join(f"inventory.{t}" for t in workload.tables)
     with postgres_connector(
@@ -120,23 +128,25 @@ def test_every_cut_keeps_the_invariants_of_multi_table_transactions_under_kills(
             kill_group(runner)
 
     cuts = _cuts(state)
-    assert workload.committed > 50 and len(cuts) >= 5, (workload.committed, len(cuts))
-    assert [c["id"] for c in cuts] == list(range(1, len(cuts) + 1))
     names = {f"inventory.{t}" for t in workload.tables}
+    whole = [c for c in cuts if set(c["tables"]) == names]
+    assert workload.committed > 50 and len(whole) >= 4, (workload.committed, len(cuts), len(whole))
+    assert [c["id"] for c in cuts] == list(range(1, len(cuts) + 1))
     for cut in cuts:
-        assert set(cut["tables"]) == names and cut["left_out"] == {}, cut
+        # Only a table without a commit yet is left out (none is paused or failed here); the pairs the cut holds
+        # whole are judged.
+        assert set(cut["tables"]) | set(cut["left_out"]) == names, cut
+        assert set(cut["left_out"].values()) <= {"new: no commit yet"}, cut
         tables = read_consistent(spark, path, at=cut["transaction"])
         assert broken_invariants(tables, RUN) == [], (cut["id"], cut["transaction"])
     newest = read_consistent(spark, path)
-    moved = read_consistent(spark, path, at=cuts[1]["transaction"])
+    moved = read_consistent(spark, path, at=whole[0]["transaction"])
     assert _lake_totals(moved, RUN) != _lake_totals(newest, RUN)  # the cuts saw the workload move
 
     status = CliRunner().invoke(main, ["status", "--pipeline", str(path), "--json"], catch_exceptions=False)
     assert status.exit_code == 0, status.output
     shown = json.loads(status.output.strip().splitlines()[-1])["cut"]
     assert shown["id"] == cuts[-1]["id"] and shown["behind"] == dict.fromkeys(names, 0)
-    with connect() as conn:
-        workload.drop(conn)
 
 
 def _source_totals(conn, workload: TransferWorkload) -> tuple[int, int, int]:  # noqa: ANN001
