@@ -97,3 +97,29 @@ def test_cuts_are_kept_atomically_and_picked_by_latest_transaction_offset_or_tim
     with pytest.raises(ConfigError, match="no consistent cut at"):
         again.pick(datetime.now(UTC) - timedelta(days=1))
     assert [p.name for p in tmp_path.iterdir()] == ["cuts.json"]  # no temporary file left behind
+
+
+def test_status_shows_the_newest_cut_and_how_far_each_head_is_past_it(tmp_path: Path) -> None:
+    from hudi_cdc.ops.status import PipelineStatus, TableStatus, _newest_cut
+    from hudi_cdc.service.spec import load_pipeline
+
+    path = tmp_path / "p.toml"
+    path.write_text(
+        "[source]\nkind = 'kafka'\nbootstrap_servers = 'x:1'\nschema_registry_url = 'http://x:2'\ntables = '*'\n"
+        "[defaults]\ntarget_base_path = '/lake/{table}'\ntarget_table = '{table}'\n"
+    )
+    spec = load_pipeline(path)
+    assert _newest_cut(spec, []) is None
+    store = CutStore.load(spec.run.state_dir)
+    tables = {"s.a": {"path": "/lake/a", "commit": "c1", "offsets": {0: 5}}, "s.b": {"path": "/lake/b", "commit": "c2",
+              "offsets": {0: 7}}}  # fmt: skip
+    store.record(new_cut(CutPlan(_end(3, "42:99"), {}), "srv.transaction", tables, {"s.c": "paused"}, 1))
+    statuses = [
+        TableStatus("s.a", "srv.s.a", "/lake/a", "waiting", checkpoint='{"kind": "kafka/v1", "offsets": {"0": 9}}'),
+        TableStatus("s.b", "srv.s.b", "/lake/b", "waiting", checkpoint=None),
+    ]
+    cut = _newest_cut(spec, statuses)
+    assert cut is not None and cut["behind"] == {"s.a": 4, "s.b": None} and cut["commits"] == {"s.a": "c1", "s.b": "c2"}
+    text = PipelineStatus("p", None, statuses, cut).describe()
+    assert "newest consistent cut 1 at" in text and "(transaction 42:99)" in text
+    assert "s.a 4, s.b ?" in text and "left out: s.c (paused)" in text
