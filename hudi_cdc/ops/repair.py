@@ -29,12 +29,13 @@ CONSISTENT SNAPSHOT`` and, in the same transaction, the status variables
 ``binlog_snapshot_file`` / ``binlog_snapshot_position``: the binlog position of
 exactly that snapshot (MariaDB reads both under its commit lock). Every
 transaction the snapshot holds ends below that position, every one it lacks
-starts at or after it, so nothing is waited for and no key can move unseen.
-Present rows are snapshot reads at (file, position, row 0), which
-``payloads.mysql`` sorts below a streaming event at the same place and above
-every event before it; absent keys are deletes at position - 1 (the last
-event before the position is a transaction's commit, longer than one byte, so
-no event starts there). MySQL proper (no such status variables) is refused.
+starts at or after it (Debezium gives a row event its own position: above
+it), so nothing is waited for and no key can move unseen. Present rows are
+snapshot reads at (file, position, row 0), which ``payloads.mysql`` sorts
+below a streaming event at the same place and above every event before it;
+absent keys are deletes at position - 1 (the last event before the position
+is a transaction's commit, longer than one byte, so no event starts there).
+MySQL proper (no such status variables) is refused.
 
 Repair writes the table: nothing else may write it meanwhile (Hudi takes one
 writer at a time; hudi-cdc has no lock across processes). The Debezium stream
