@@ -26,6 +26,10 @@ unapplied change is nearest to (or furthest past) its ``max_freshness_seconds``
 goes first (:mod:`hudi_cdc.service.schedule`). ``status`` and the metrics say
 which tables miss their target and what they wait for.
 
+With ``[run] consistent_cut_interval_seconds`` a continuous Kafka run also takes transaction-consistent
+cuts of its tables (:mod:`hudi_cdc.service.cutter`): it lets the rounds under way finish, then runs each
+table's round bounded to end at one source transaction, and records the cut once all committed.
+
 It never repeats the pipeline's logic: every table's round is the same
 ``ingest_once`` a single-table ``ingest`` runs, with its checkpoint in its commit.
 """
