@@ -9,6 +9,7 @@ import pytest
 
 from hudi_cdc.errors import ConfigError
 from hudi_cdc.service.cuts import CutPlan, CutStore, TableScan, new_cut, plan_cut
+from hudi_cdc.service.spec import TableRef
 from hudi_cdc.sources.transactions import TableEvent, TransactionEnd
 
 
@@ -123,3 +124,81 @@ def test_status_shows_the_newest_cut_and_how_far_each_head_is_past_it(tmp_path: 
     text = PipelineStatus("p", None, statuses, cut).describe()
     assert "newest consistent cut 1 at" in text and "(transaction 42:99)" in text
     assert "s.a 4, s.b ?" in text and "left out: s.c (paused)" in text
+
+
+class _Reader:
+    """The transaction metadata of a fake source: ENDs, and each topic's events."""
+
+    def __init__(self, ends: list[TransactionEnd], topics: dict[str, list[str | None]]) -> None:
+        self._ends, self._topics = ends, topics
+
+    def ends(self, topic: str, after: int | None) -> list[TransactionEnd]:
+        return [e for e in self._ends if after is None or e.offset > after]
+
+    def events(self, topic: str, starts: dict[int, int]) -> tuple[list[TableEvent], dict[int, int]]:
+        txs = self._topics[topic]
+        start = starts.get(0, 0)
+        return [TableEvent(0, k, tx) for k, tx in enumerate(txs) if k >= start], {0: len(txs)}
+
+
+def _cutter(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, heads: dict[str, int]):  # noqa: ANN202
+    from hudi_cdc.service import cutter
+    from hudi_cdc.service.spec import load_pipeline
+    from hudi_cdc.service.states import TableState
+
+    path = tmp_path / "p.toml"
+    path.write_text(
+        "[source]\nkind = 'kafka'\nbootstrap_servers = 'x:1'\nschema_registry_url = 'http://x:2'\ntables = '*'\n"
+        "[defaults]\ntarget_base_path = '/lake/{table}'\ntarget_table = '{table}'\n"
+        "[run]\nconsistent_cut_interval_seconds = 10\n"
+    )
+    spec = load_pipeline(path)
+    monkeypatch.setattr(
+        cutter, "head_commit", lambda spark, base: (f"c{heads[base]}", {0: heads[base]}) if base in heads else None
+    )
+    cut = cutter.Cutter(spec, None, 10, now=0.0)  # type: ignore[arg-type]
+    cut.reader = _Reader(  # type: ignore[assignment]
+        [_end(1, "t1", a=1, b=1), _end(2, "t2", a=1, b=1)],
+        {"srv.s.a": ["t1", "t2"], "srv.s.b": ["t1", "t2"], "srv.s.c": ["t1"], "srv.s.d": []},
+    )
+    tables = {n: TableState(n, f"srv.{n}", f"/lake/{n[2:]}") for n in ("s.a", "s.b", "s.c", "s.d")}
+    for table in tables.values():
+        table.config = spec.table_config(TableRef(table.topic))
+    return cut, tables
+
+
+def test_a_cut_waits_for_rounds_leaves_out_paused_and_new_tables_and_is_recorded_once_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    heads = {"/lake/a": 1, "/lake/b": 2, "/lake/c": 0}  # d: no commit yet
+    cut, tables = _cutter(tmp_path, monkeypatch, heads)
+    tables["s.c"].state = "paused"
+    cut.step(5.0, tables.values())
+    assert cut.underway is None  # not due yet
+    tables["s.a"].state = "running"
+    cut.step(10.0, tables.values())
+    assert cut.draining and all(cut.holds(t) for t in tables.values())  # every table held until the round ends
+    tables["s.a"].state = "waiting"
+    cut.step(11.0, tables.values())
+    # t2: s.a needs a bounded round to offset 2; s.b is there already.
+    assert tables["s.a"].until == {0: 2} and tables["s.b"].until is None
+    assert cut.holds(tables["s.a"]) and not cut.holds(tables["s.b"])
+    assert CutStore.load(cut.spec.run.state_dir).cuts == []  # nothing recorded before the round commits
+    cut.round_done(tables["s.a"], "c2a", 12.0)
+    recorded = CutStore.load(cut.spec.run.state_dir).newest
+    assert recorded is not None and recorded["transaction"] == "t2"
+    assert {n: t["commit"] for n, t in recorded["tables"].items()} == {"s.a": "c2a", "s.b": "c2"}
+    assert recorded["left_out"] == {"s.c": "paused", "s.d": "new: no commit yet"}
+
+
+def test_a_bounded_round_that_fails_or_a_stop_leaves_no_cut(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cut, tables = _cutter(tmp_path, monkeypatch, {"/lake/a": 1, "/lake/b": 1, "/lake/c": 1, "/lake/d": 0})
+    cut.step(10.0, tables.values())
+    assert {n for n, t in tables.items() if t.until} == {"s.a", "s.b"}
+    cut.round_done(tables["s.b"], "c2b", 11.0)
+    cut.round_done(tables["s.a"], None, 12.0)  # its round failed: the cut is abandoned
+    assert cut.underway is None and cut.next_at == 22.0 and CutStore.load(cut.spec.run.state_dir).cuts == []
+    cut.step(22.0, tables.values())
+    assert tables["s.a"].until == {0: 2}
+    cut.release(tables.values())  # the run stops with the cut under way
+    assert cut.underway is None and tables["s.a"].until is None and CutStore.load(cut.spec.run.state_dir).cuts == []
