@@ -177,7 +177,8 @@ class Cutter:
         joining = joining or self.misses >= MISSES_BEFORE_FULL_READ
         assert self.underway is not None
         topic = self.underway.topic = self.transaction_topic(t.topic for t, _, _ in heads.values())
-        return self.reader.ends(topic, None if joining else int(previous["transaction_offset"]))
+        after = None if joining or previous is None else int(previous["transaction_offset"])
+        return self.reader.ends(topic, after)
 
     def _scans(self, heads: dict[str, tuple[TableState, str, dict[int, int]]]) -> list[TableScan]:
         newest = self.store.newest or {}
