@@ -369,6 +369,12 @@ def _read_at_binlog(
     conn = database.connect(application="hudi-cdc repair")
     try:
         with conn.cursor() as cur:
+            cur.execute(
+                "select column_name, data_type, column_type, numeric_precision, numeric_scale"
+                " from information_schema.columns where table_schema = %s and table_name = %s",
+                (schema, name),
+            )
+            catalog = {r[0]: tuple(r) for r in cur.fetchall()}
             cur.execute("set session transaction isolation level repeatable read")
             cur.execute("start transaction with consistent snapshot, read only")
             cur.execute("show status like 'binlog\\_snapshot\\_%'")
@@ -389,17 +395,32 @@ def _read_at_binlog(
         conn.close()
     rank = _Rank("mysql", int(status["binlog_snapshot_position"]), str(status["binlog_snapshot_file"]))
     present = {r[0] for r in fetched}
-    rows = _mysql_frame(spark, config, names, [r[1:] for r in fetched]) if fetched else None
+    rows = _mysql_frame(spark, config, catalog, names, [r[1:] for r in fetched]) if fetched else None
     return _Snapshot(rank, rows, present, set())
 
 
-def _mysql_frame(spark: SparkSession, config: IngestConfig, names: list[str], rows: list[tuple[Any, ...]]) -> DataFrame:
-    """The rows PyMySQL read, in the table's column types, as Debezium's MySQL connector sends them."""
+def _mysql_frame(
+    spark: SparkSession,
+    config: IngestConfig,
+    catalog: dict[str, tuple[Any, ...]],
+    names: list[str],
+    rows: list[tuple[Any, ...]],
+) -> DataFrame:
+    """The rows PyMySQL read, in the table's column types, as Debezium's MySQL connector sends them.
+
+    Only columns verify compares exactly are written (its comparison proves the conversion): another one
+    (BIT(n), spatial types) refuses the repair.
+    """
     from pyspark.sql.types import StructType
 
     table = spark.read.format("hudi").load(config.target_base_path).schema
     fields = {f.name: f for f in table.fields}
     kept = [i for i, n in enumerate(names) if n in fields]  # a column the table lacks was refused by verify
+    for i in kept:
+        mapped = canonical.map_mysql_column(*catalog[names[i]], fields[names[i]].dataType.simpleString())
+        if isinstance(mapped, str):
+            raise ConfigError(f"{config.target_base_path}: column {names[i]}: {mapped}, so repair cannot prove "
+                              "what it would write; nothing was written")  # fmt: skip
     schema = StructType([fields[names[i]] for i in kept])
     values = [tuple(_mysql_value(row[i], fields[names[i]].dataType.simpleString()) for i in kept) for row in rows]
     return spark.createDataFrame(values, schema=schema).localCheckpoint(eager=True)
