@@ -153,7 +153,15 @@ def test_repair_ranks_rows_at_the_snapshots_binlog_position(spark, source, tmp_p
         return write(*args)
 
     monkeypatch.setattr(ops, "_write", change_during_the_repair)
-    done = ops.repair(spark, config, DATABASE, SOURCE)
+    rechecked: list[str] = []
+
+    def catch_up(conn: Any, position: str) -> str:  # noqa: ANN401 - verify's second pass waits on this
+        rechecked.append(position)
+        _ingest(path, "mor")
+        return "an ingest round after the stream published everything"
+
+    done = ops.repair(spark, config, DATABASE, SOURCE, recheck=catch_up)
+    assert len(rechecked) == 1 and rechecked[0].startswith("mariadb-bin.") and done.verify.passes == 2
     outcome = {k.key["id"]: k.outcome for k in done.keys}
     assert outcome == {**{str(i): "repaired" for i in ids}, str(AHEAD): "outranked"}, done.describe()
     forced = {k.key["id"] for k in done.keys if k.note == "every stored copy deleted first"}
