@@ -273,10 +273,11 @@ def _decide(round_: _Round, batch: Batch, committed: bool) -> WritePlan:
         truncates=config.truncate_behavior,
         keep_raw=quarantine,
     )
-    live = config.history == "soft_delete"  # a marked delete is no row to take a value from
+    # soft_delete: a marked delete is no row to take a value from
+    rows_of = _live_columns if config.history == "soft_delete" else _stored_columns
     stored = StoredState(
         tombstones=lambda: _keys_and_order(tombstones.read()),
-        stored_rows=lambda columns: _stored_columns(table, columns, live_only=live) if committed else None,
+        stored_rows=lambda columns: rows_of(table, columns) if committed else None,
         past_rows=lambda columns: _past_columns(table, columns) if committed else iter(()),
         truncated_at=round_.truncated_at,
         fills_placeholders=lambda: _hudi_fills(table, policy, config) if committed else False,
@@ -569,13 +570,18 @@ def _hudi_fills(table: HudiTable, policy: MergePolicy, config: IngestConfig) -> 
     return table.fills_placeholders(policy.toast_placeholder)
 
 
-def _stored_columns(table: HudiTable, columns: Sequence[str], *, live_only: bool = False) -> DataFrame:
-    """The table's rows with those of ``columns`` it has (a column new in this batch is missing there);
-    ``live_only``: without a soft_delete table's marked deletes."""
+def _stored_columns(table: HudiTable, columns: Sequence[str]) -> DataFrame:
+    """The table's rows with those of ``columns`` it has (a column new in this batch is missing there)."""
+    stored = table.read()
+    return stored.select(*[c for c in columns if c in stored.columns])
+
+
+def _live_columns(table: HudiTable, columns: Sequence[str]) -> DataFrame:
+    """As :func:`_stored_columns`, without a soft_delete table's marked deletes."""
     from pyspark.sql import functions as F
 
     stored = table.read()
-    if live_only and SOFT_DELETED_COLUMN in stored.columns:
+    if SOFT_DELETED_COLUMN in stored.columns:
         stored = stored.where(~F.coalesce(F.col(SOFT_DELETED_COLUMN), F.lit(False)))
     return stored.select(*[c for c in columns if c in stored.columns])
 
