@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import random
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 __all__ = ["ACCOUNTS", "OPENING", "TransferWorkload", "broken_invariants"]
@@ -35,21 +36,24 @@ class TransferWorkload:
         self.committed = 0
         self.error: BaseException | None = None
 
-    def create(self, conn: Any) -> None:  # noqa: ANN401 - a psycopg connection
+    def create(self, conn: Any) -> None:  # noqa: ANN401 - a psycopg or pymysql connection, autocommit
         a, b, orders, lines = self.tables
-        for account in (a, b):
-            conn.execute(f"create table inventory.{account} (id int primary key, balance bigint not null)")
-            conn.execute(
-                f"insert into inventory.{account} select i, {OPENING} from generate_series(1, {ACCOUNTS}) i"  # noqa: S608
+        with conn.cursor() as cur:
+            for account in (a, b):
+                cur.execute(f"create table inventory.{account} (id int primary key, balance bigint not null)")
+            cur.execute(f"create table inventory.{orders} (id int primary key, line_count int not null)")
+            cur.execute(
+                f"create table inventory.{lines} (order_id int, line_no int, amount int, primary key (order_id, line_no))"
             )
-        conn.execute(f"create table inventory.{orders} (id int primary key, line_count int not null)")
-        conn.execute(
-            f"create table inventory.{lines} (order_id int, line_no int, amount int, primary key (order_id, line_no))"
-        )
+        for account in (a, b):
+            with _transaction(conn) as cur:
+                rows = [(i, OPENING) for i in range(1, ACCOUNTS + 1)]
+                cur.executemany(f"insert into inventory.{account} values (%s, %s)", rows)  # noqa: S608
 
     def drop(self, conn: Any) -> None:  # noqa: ANN401
-        for table in self.tables:
-            conn.execute(f"drop table if exists inventory.{table}")
+        with conn.cursor() as cur:
+            for table in self.tables:
+                cur.execute(f"drop table if exists inventory.{table}")
 
     def start(self, conn: Any) -> None:  # noqa: ANN401
         self._thread = threading.Thread(target=self._run, args=(conn,), name="transfers", daemon=True)
@@ -66,7 +70,7 @@ class TransferWorkload:
         next_order = 1
         try:
             while not self._stop.wait(self._pause_s):
-                with conn.transaction(), conn.cursor() as cur:
+                with _transaction(conn) as cur:
                     kind = self._rng.random()
                     if kind < 0.6:
                         self._transfer(cur)
@@ -103,6 +107,23 @@ class TransferWorkload:
         orders, lines = self.tables[2:]
         cur.execute(f"delete from inventory.{lines} where order_id = %s", (order,))  # noqa: S608
         cur.execute(f"delete from inventory.{orders} where id = %s", (order,))  # noqa: S608
+
+
+@contextmanager
+def _transaction(conn: Any) -> Iterator[Any]:  # noqa: ANN401
+    """One transaction on an autocommit connection: psycopg's block, or pymysql's begin and commit."""
+    if hasattr(conn, "transaction"):
+        with conn.transaction(), conn.cursor() as cur:
+            yield cur
+        return
+    conn.begin()
+    try:
+        with conn.cursor() as cur:
+            yield cur
+    except BaseException:
+        conn.rollback()
+        raise
+    conn.commit()
 
 
 def broken_invariants(tables: Mapping[str, Any], tag: str) -> list[str]:

@@ -7,7 +7,10 @@ order and its lines). The runner takes a cut every few seconds and is killed
 (SIGKILL to its process group) twice just after it planned a cut, while the
 cut's bounded rounds are under way. Every cut it recorded is then read back
 with ``read_consistent``: the money total and every order's lines must hold at
-each one, and the newest cut must equal Postgres as of its transaction.
+each one, and a cut after the workload's last transaction must show Postgres's
+final balances and order and line counts.
+The same workload on the stack's MariaDB connector (GTIDs for ids) is cut
+without kills.
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ RUN = f"cut_{uuid.uuid4().hex[:6]}"
 PREFIX = f"cuts{RUN[4:]}"
 
 
-def _pipeline(tmp_path: Path) -> Path:
+def _pipeline(tmp_path: Path, topics: str = f"{PREFIX}.inventory.{RUN}_*", flavor: str = "postgres") -> Path:
     path = tmp_path / "cuts.toml"
     path.write_text(
         f"""
@@ -46,7 +49,8 @@ def _pipeline(tmp_path: Path) -> Path:
 kind = "kafka"
 bootstrap_servers = "{BOOTSTRAP}"
 schema_registry_url = "{REGISTRY}"
-tables = "{PREFIX}.inventory.{RUN}_*"
+tables = "{topics}"
+flavor = "{flavor}"
 
 [defaults]
 target_base_path = "{tmp_path}/lake/{{table}}"
@@ -151,11 +155,14 @@ def _run_and_check(spark, tmp_path: Path, workload: TransferWorkload) -> None:  
 
 def _source_totals(conn, workload: TransferWorkload) -> tuple[int, int, int]:  # noqa: ANN001
     a, b, orders, lines = workload.tables
-    row = conn.execute(
-        f"select (select sum(balance) from inventory.{a}), (select count(*) from inventory.{orders}), "  # noqa: S608
-        f"(select count(*) from inventory.{lines})"
-    ).fetchone()
-    moved = conn.execute(f"select sum(abs(balance - 1000)) from inventory.{b}").fetchone()[0]  # noqa: S608
+    with conn.cursor() as cur:
+        cur.execute(
+            f"select (select sum(balance) from inventory.{a}), (select count(*) from inventory.{orders}), "  # noqa: S608
+            f"(select count(*) from inventory.{lines})"
+        )
+        row = cur.fetchone()
+        cur.execute(f"select sum(abs(balance - 1000)) from inventory.{b}")  # noqa: S608
+        moved = cur.fetchone()[0]
     return int(row[0]), int(row[1]) * 1000 + int(row[2]), int(moved)
 
 
@@ -165,3 +172,39 @@ def _lake_totals(tables: dict, tag: str) -> tuple[int, int, int]:
     total_a = sum(int(r["balance"]) for r in a.select("balance").collect())
     moved = sum(abs(int(r["balance"]) - 1000) for r in b.select("balance").collect())
     return total_a, orders.count() * 1000 + lines.count(), moved
+
+
+def test_mariadb_cuts_keep_the_invariants_too(spark, tmp_path: Path) -> None:  # noqa: ANN001
+    """The stack's MariaDB connector (GTIDs as transaction ids, the same in END and change events)."""
+    from hudi_cdc.testing import mariadb
+
+    tag = f"{RUN}m"
+    workload = TransferWorkload(tag)
+    with mariadb.connect() as conn:
+        workload.create(conn)
+    try:
+        path = _pipeline(tmp_path, f"mariadb1.inventory.{tag}_*", "mysql")
+        state, log = tmp_path / "cuts.state", tmp_path / "runner.log"
+        with mariadb.connect() as conn:
+            workload.start(conn)
+            runner = _runner(path, log)
+            try:
+                wait_until("three cuts", lambda: len(_cuts(state)) >= 3, timeout_s=300)
+                workload.stop()
+                with mariadb.connect() as check:
+                    totals = _source_totals(check, workload)
+                deadline = time.monotonic() + 240
+                while _lake_totals(read_consistent(spark, path), tag) != totals:
+                    assert time.monotonic() < deadline, "no cut reached the workload's last transaction"
+                    time.sleep(3)
+            finally:
+                workload.stop()
+                kill_group(runner)
+        cuts = _cuts(state)
+        assert workload.committed > 50 and any(c["left_out"] == {} for c in cuts), cuts[-1]
+        for cut in cuts:
+            tables = read_consistent(spark, path, at=cut["transaction"])
+            assert broken_invariants(tables, tag) == [], (cut["id"], cut["transaction"])
+    finally:
+        with mariadb.connect() as conn:
+            workload.drop(conn)
