@@ -35,6 +35,7 @@ __all__ = [
     "ARRIVAL_COLUMN",
     "DELETED_COLUMN",
     "ERROR_COLUMN",
+    "EVENTS_COLUMN",
     "INTERNAL_PREFIX",
     "ORIGIN_COLUMN",
     "ORDER_COLUMN",
@@ -64,6 +65,8 @@ _HAD_PLACEHOLDER = INTERNAL_PREFIX + "had_placeholder"
 _NO_TOMBSTONE = INTERNAL_PREFIX + "no_tombstone"  # the key held no delete tombstone before this batch
 _PICKED = INTERNAL_PREFIX + "picked"
 _EVENTS = INTERNAL_PREFIX + "events"
+EVENTS_COLUMN = _EVENTS
+"""A decided row's count of its key's events in the batch."""
 _OPS = INTERNAL_PREFIX + "ops"  # per key: how many of its events were c, u, d, r
 _COUNTED_OPS = ("c", "u", "d", "r")
 _KNOWN = INTERNAL_PREFIX + "known_"

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from payloads.base import (
     ACTION_COLUMN,
@@ -23,6 +23,7 @@ from payloads.base import (
     DELETE,
     DELETED_COLUMN,
     ERROR_COLUMN,
+    EVENTS_COLUMN,
     INTERNAL_PREFIX,
     OP_COLUMN,
     ORDER_COLUMN,
@@ -168,11 +169,13 @@ def soft_delete(
         return plan
     upserts = plan.upserts
     if plan.counts.deletes and plan.decided is not None:
-        deletes = plan.decided.filter(F.col(ACTION_COLUMN) == F.lit(DELETE)).select(
-            *key_fields, F.col(ORDER_COLUMN).alias("__delete_order")
-        )
-        fills = _values_before(policy, batch, deletes, list(key_fields), stored, upserts)
-        upserts = _take_fills(upserts, fills, list(key_fields))
+        decided = plan.decided.filter(F.col(ACTION_COLUMN) == F.lit(DELETE))
+        deletes = decided.select(*key_fields, F.col(ORDER_COLUMN).alias("__delete_order"))
+        # The batch is read again only for a deleted key with other events in it (``decided`` is materialised).
+        alone = decided.where(F.col(EVENTS_COLUMN) > F.lit(1)).isEmpty()
+        fills = _values_before(policy, None if alone else batch, deletes, list(key_fields), stored, upserts)
+        if fills is not None:
+            upserts = _take_fills(upserts, fills, list(key_fields))
     marked = F.coalesce(F.col(DELETED_COLUMN), F.lit(False))
     upserts = upserts.withColumn(SOFT_DELETED_COLUMN, marked).withColumn(DELETED_COLUMN, F.lit(False))
     return replace(plan, upserts=upserts)
@@ -180,40 +183,36 @@ def soft_delete(
 
 def _values_before(
     policy: MergePolicy,
-    batch: DataFrame,
+    batch: DataFrame | None,
     deletes: DataFrame,
     keys: list[str],
     stored: StoredState,
     upserts: DataFrame,
-) -> DataFrame:
-    """Per deleted key: a struct per data column (``__fill_<column>``), the newest real value before the delete."""
+) -> DataFrame | None:
+    """Per deleted key: a struct per data column (``__fill_<column>``), the newest real value before the delete,
+    from ``batch`` (None: it has no other event of a deleted key) and the stored rows; None without either."""
     from pyspark.sql import functions as F
 
     columns = _data_columns(upserts, keys)
     types = {f.name: f.dataType for f in upserts.schema.fields}
-    tests = _placeholder_tests(policy, batch, keys)
-    good = F.col(ERROR_COLUMN).isNull() if ERROR_COLUMN in batch.columns else F.lit(True)
-    events = batch.filter(good & (F.col(OP_COLUMN) != F.lit("d"))).select(
-        *keys,
-        ORDER_COLUMN,
-        F.lit(1).alias(_IN_BATCH),
-        F.col(ARRIVAL_COLUMN).alias("__arrival"),
-        *[F.col(f"`{c}`").cast(types[c]).alias(c) for c in columns],
-        *[(~tests[c] if c in tests else F.lit(True)).alias(f"__real_{i}") for i, c in enumerate(columns)],
-    )
+    arrival = batch.schema[ARRIVAL_COLUMN].dataType if batch is not None else "string"
+    candidates = [] if batch is None else [_batch_candidates(policy, batch, keys, columns, types)]
     table = stored.stored_rows([*keys, ORDER_COLUMN, *columns])
     if table is not None:
         table = table.join(F.broadcast(deletes), on=keys, how="left_semi")
-        events = events.unionByName(
+        candidates.append(
             table.select(
                 *keys,
                 ORDER_COLUMN,
                 F.lit(0).alias(_IN_BATCH),
-                F.lit(None).cast(batch.schema[ARRIVAL_COLUMN].dataType).alias("__arrival"),
+                F.lit(None).cast(arrival).alias("__arrival"),
                 *[(F.col(f"`{c}`") if c in table.columns else F.lit(None)).cast(types[c]).alias(c) for c in columns],
                 *[F.lit(c in table.columns).alias(f"__real_{i}") for i, c in enumerate(columns)],
             )
         )
+    if not candidates:
+        return None
+    events = candidates[0] if len(candidates) == 1 else candidates[0].unionByName(candidates[1])
     # The stored row may be this very delete, marked by an earlier round: a replay keeps its values.
     at_or_before = (F.col(ORDER_COLUMN) < F.col("__delete_order")) | (
         (F.col(_IN_BATCH) == F.lit(0)) & (F.col(ORDER_COLUMN) == F.col("__delete_order"))
@@ -226,6 +225,24 @@ def _values_before(
             F.max_by(F.struct(F.col(f"`{c}`").alias("v")), F.when(F.col(f"__real_{i}"), position)).alias(f"__fill_{i}")
             for i, c in enumerate(columns)
         ]
+    )
+
+
+def _batch_candidates(
+    policy: MergePolicy, batch: DataFrame, keys: list[str], columns: list[str], types: dict[str, Any]
+) -> DataFrame:
+    """The batch's good events other than deletes, with per column whether it holds a real value."""
+    from pyspark.sql import functions as F
+
+    tests = _placeholder_tests(policy, batch, keys)
+    good = F.col(ERROR_COLUMN).isNull() if ERROR_COLUMN in batch.columns else F.lit(True)
+    return batch.filter(good & (F.col(OP_COLUMN) != F.lit("d"))).select(
+        *keys,
+        ORDER_COLUMN,
+        F.lit(1).alias(_IN_BATCH),
+        F.col(ARRIVAL_COLUMN).alias("__arrival"),
+        *[F.col(f"`{c}`").cast(types[c]).alias(c) for c in columns],
+        *[(~tests[c] if c in tests else F.lit(True)).alias(f"__real_{i}") for i, c in enumerate(columns)],
     )
 
 
