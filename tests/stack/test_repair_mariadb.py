@@ -10,6 +10,8 @@ repaired rows; the table ends equal to MariaDB, value for value.
 from __future__ import annotations
 
 import datetime as dt
+import random
+import threading
 import uuid
 from collections.abc import Iterator
 from decimal import Decimal
@@ -79,6 +81,36 @@ def _execute(sql: str, *args: Any) -> None:  # noqa: ANN401
         cur.execute(sql, args)
 
 
+class _Workload:
+    """A change about every second on rows 100-200 (updates, inserts of new ids, deletes) until stopped: the corrupted
+    rows (ids below 100 and a ghost) are left alone, so what repair must do with each of them is known."""
+
+    def __init__(self) -> None:
+        self.stop = threading.Event()
+        self.changes = 0
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        rng, next_id = random.Random(43), 10_000
+        with connect() as conn, conn.cursor() as cur:
+            while not self.stop.wait(0.8):  # slow enough that the topic stands still between changes
+                kind = rng.random()
+                if kind < 0.6:
+                    cur.execute(f"update {SOURCE} set amount = amount + 1 where id = %s", (rng.randint(100, 200),))  # noqa: S608
+                elif kind < 0.85:
+                    cur.execute(f"insert into {SOURCE} (id, name, amount) values (%s, 'new', 1)", (next_id,))  # noqa: S608
+                    next_id += 1
+                else:
+                    cur.execute(f"delete from {SOURCE} where id = %s", (rng.randint(150, 200),))  # noqa: S608
+                self.changes += 1
+
+    def join(self) -> int:
+        self.stop.set()
+        self._thread.join()
+        return self.changes
+
+
 def _ingest(path: str, table_type: str) -> None:
     """Every change MariaDB has committed so far, published and ingested (the simple index, as tests/stack/test_repair.py
     explains: a duplicate under a bucket index stops every writer)."""
@@ -131,11 +163,46 @@ def test_repair_ranks_rows_at_the_snapshots_binlog_position(spark, source, tmp_p
     config = ops.table_config(spark, path)
     assert config.flavor == "mysql"  # from the table's _source_file column
     ids = (CHANGED, TOP, MISSING, DUPLICATED, AHEAD, BEHIND, GHOST)
+    corrupted = {str(i) for i in ids}
+    workload = _Workload()  # the stream goes on meanwhile, over other rows
+    try:
+        done = _repair_under_the_workload(spark, path, config, ids, monkeypatch)
+    finally:
+        assert workload.join() > 0
+    outcome = {k.key["id"]: k.outcome for k in done.keys if k.key["id"] in corrupted}
+    assert outcome == {**{i: "repaired" for i in corrupted}, str(AHEAD): "outranked"}, done.describe()
+    forced = {k.key["id"] for k in done.keys if k.note == "every stored copy deleted first"}
+    assert forced == {str(TOP), str(DUPLICATED)}, done.describe()
+    assert _data(spark, path, AHEAD)["name"] == "after the snapshot"  # the stored later change kept
+    assert _data(spark, path, BEHIND)["name"] == f"name {BEHIND}"  # the snapshot's row, for now
 
+    # Where the binlog puts them: every streamed change the snapshot holds sits below its position, the
+    # change made after it at or above (Debezium gives a row event's own position).
+    file, _, pos = done.position.rpartition(":")
+    streamed = spark.read.format("hudi").load(path).where("_source_op <> 'r' and id < 100")
+    before = streamed.where(f"id <> {AHEAD} and _source_file = '{file}'").agg({"_source_pos": "max"}).first()[0]
+    ahead = streamed.where(f"id = {AHEAD}").first()
+    assert before < int(pos) <= ahead["_source_pos"] and ahead["_source_file"] == file, done.position
+
+    _ingest(path, "mor")  # BEHIND's change arrives after the repaired row, and wins; the workload's changes too
+    assert _data(spark, path, BEHIND)["name"] == "after the snapshot, later"
+    assert _rows(spark, path, ids) == _source_rows(ids)
+    result = verify(spark, path, DATABASE, SOURCE)
+    assert result.equal, result.describe()
+    assert not result.skipped_columns and set(COLUMNS) <= set(result.compared_columns)
+
+
+def _repair_under_the_workload(
+    spark: Any,
+    path: str,
+    config: Any,
+    ids: tuple[int, ...],
+    monkeypatch: pytest.MonkeyPatch,  # noqa: ANN401
+) -> ops.RepairResult:
     # A dry run names every corrupted key and what it would write, and writes nothing.
     before = _rows(spark, path, ids)
     dry = ops.repair(spark, config, DATABASE, SOURCE, apply=False)
-    assert {k.key["id"]: k.action for k in dry.keys} == {
+    assert {k.key["id"]: k.action for k in dry.keys if int(k.key["id"]) in ids} == {
         **{str(i): "upsert" for i in ids if i != GHOST},
         str(GHOST): "delete",
     }, dry.describe()
@@ -162,27 +229,7 @@ def test_repair_ranks_rows_at_the_snapshots_binlog_position(spark, source, tmp_p
 
     done = ops.repair(spark, config, DATABASE, SOURCE, recheck=catch_up)
     assert len(rechecked) == 1 and rechecked[0].startswith("mariadb-bin.") and done.verify.passes == 2
-    outcome = {k.key["id"]: k.outcome for k in done.keys}
-    assert outcome == {**{str(i): "repaired" for i in ids}, str(AHEAD): "outranked"}, done.describe()
-    forced = {k.key["id"] for k in done.keys if k.note == "every stored copy deleted first"}
-    assert forced == {str(TOP), str(DUPLICATED)}, done.describe()
-    assert _data(spark, path, AHEAD)["name"] == "after the snapshot"  # the stored later change kept
-    assert _data(spark, path, BEHIND)["name"] == f"name {BEHIND}"  # the snapshot's row, for now
-
-    # Where the binlog puts them: every streamed change the snapshot holds sits below its position, the
-    # change made after it at or above (Debezium gives a row event's own position).
-    file, _, pos = done.position.rpartition(":")
-    streamed = spark.read.format("hudi").load(path).where("_source_op <> 'r'")
-    before = streamed.where(f"id <> {AHEAD} and _source_file = '{file}'").agg({"_source_pos": "max"}).first()[0]
-    ahead = streamed.where(f"id = {AHEAD}").first()
-    assert before < int(pos) <= ahead["_source_pos"] and ahead["_source_file"] == file, done.position
-
-    _ingest(path, "mor")  # BEHIND's change arrives after the repaired row, and wins
-    assert _data(spark, path, BEHIND)["name"] == "after the snapshot, later"
-    assert _rows(spark, path, ids) == _source_rows(ids)
-    result = verify(spark, path, DATABASE, SOURCE)
-    assert result.equal, result.describe()
-    assert not result.skipped_columns and set(COLUMNS) <= set(result.compared_columns)
+    return done
 
 
 def test_the_cli_dry_run_then_the_repair(spark, source, tmp_path) -> None:  # noqa: ANN001
