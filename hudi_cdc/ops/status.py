@@ -92,13 +92,21 @@ class PipelineStatus:
             lines += [f"    could not read: {p}" for p in t.problems]
         if self.cut is not None:
             lines.append(_cut_line(self.cut))
+        underway = (self.runner or {}).get("cut_underway")
+        if underway:
+            waiting = ", ".join(underway["pending"]) or "-"
+            lines.append(
+                f"  a consistent cut is under way at transaction {underway['transaction']}: bounded rounds of {waiting}"
+                if underway["transaction"]
+                else "  a consistent cut is under way: waiting for the rounds under way to finish"
+            )
         return "\n".join(lines)
 
 
 def _cut_line(cut: dict[str, Any]) -> str:
     behind = ", ".join(f"{n} {'?' if b is None else b}" for n, b in sorted(cut["behind"].items()))
-    line = f"  newest consistent cut {cut['id']} at {cut['at']} (transaction {cut['transaction']}): "
-    line += f"the tables' heads are past it by (messages) {behind}"
+    line = f"  newest consistent cut {cut['id']} at {cut['at']} ({cut['age_s']:.0f}s ago, transaction "
+    line += f"{cut['transaction']}): the tables' heads are past it by (messages) {behind}"
     if cut.get("left_out"):
         line += "; left out: " + ", ".join(f"{n} ({why})" for n, why in sorted(cut["left_out"].items()))
     return line
@@ -123,7 +131,8 @@ def _newest_cut(spec: PipelineSpec, statuses: Sequence[TableStatus]) -> dict[str
         behind[name] = None if head is None else sum(max(0, head.get(p, 0) - o) for p, o in at.items())
     commits = {n: t["commit"] for n, t in cut["tables"].items()}
     keys = ("id", "at", "transaction", "transaction_offset", "left_out")
-    return {**{k: cut.get(k) for k in keys}, "commits": commits, "behind": behind}
+    age_s = round((datetime.now(UTC) - datetime.fromisoformat(cut["at"])).total_seconds(), 1)
+    return {**{k: cut.get(k) for k in keys}, "age_s": age_s, "commits": commits, "behind": behind}
 
 
 def _freshness_lines(freshness: dict[str, Any] | None) -> list[str]:
@@ -188,7 +197,13 @@ def _runner(written: dict[str, Any] | None) -> dict[str, Any] | None:
         alive = not written.get("ended")
     except OSError:
         alive = False
-    return {"pid": pid, "alive": alive, "updated_at": written["updated_at"], "ended": bool(written.get("ended"))}
+    return {
+        "pid": pid,
+        "alive": alive,
+        "updated_at": written["updated_at"],
+        "ended": bool(written.get("ended")),
+        "cut_underway": written.get("cut_underway") if alive else None,  # a dead runner's cut is not recorded
+    }
 
 
 def _table(

@@ -122,8 +122,11 @@ def test_status_shows_the_newest_cut_and_how_far_each_head_is_past_it(tmp_path: 
     cut = _newest_cut(spec, statuses)
     assert cut is not None and cut["behind"] == {"s.a": 4, "s.b": None} and cut["commits"] == {"s.a": "c1", "s.b": "c2"}
     text = PipelineStatus("p", None, statuses, cut).describe()
-    assert "newest consistent cut 1 at" in text and "(transaction 42:99)" in text
+    assert "newest consistent cut 1 at" in text and "s ago, transaction 42:99)" in text and cut["age_s"] >= 0
     assert "s.a 4, s.b ?" in text and "left out: s.c (paused)" in text
+    runner = {"pid": 1, "alive": True, "updated_at": "-", "cut_underway": {"transaction": "43:1", "pending": ["s.b"]}}
+    text = PipelineStatus("p", runner, statuses, cut).describe()
+    assert "a consistent cut is under way at transaction 43:1: bounded rounds of s.b" in text
 
 
 class _Reader:
