@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from hudi_cdc.errors import HudiCdcError
 from hudi_cdc.service.cuts import CutPlan, CutStore, TableScan, new_cut, plan_cut
 from hudi_cdc.service.schedule import committed_offsets
-from hudi_cdc.service.states import DONE, WAITING, TableState
+from hudi_cdc.service.states import WAITING, TableState
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -132,7 +132,8 @@ class Cutter:
         underway = self.underway
         heads: dict[str, tuple[TableState, str, dict[int, int]]] = {}
         for table in tables:
-            if table.state not in (WAITING, DONE) or table.config is None:
+            # A table done with its rounds (--max-rounds) would never run its bounded round: left out too.
+            if table.state != WAITING or table.config is None:
                 underway.left_out[table.name] = table.state
                 continue
             head = head_commit(self.spark, table.config.target_base_path)
