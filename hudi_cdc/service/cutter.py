@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from hudi_cdc.errors import HudiCdcError
 from hudi_cdc.service.cuts import CutPlan, CutStore, TableScan, new_cut, plan_cut
 from hudi_cdc.service.schedule import committed_offsets
-from hudi_cdc.service.states import WAITING, TableState
+from hudi_cdc.service.states import RUNNING, WAITING, TableState
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -107,7 +107,12 @@ class Cutter:
         tables = list(tables)
         if self.underway is None and now >= self.next_at:
             self.underway = _Underway()
-        if not self.draining or any(t.state == "running" for t in tables):
+        if self._stalled(tables):
+            log.warning("consistent cut abandoned: a table it waits for was paused or removed meanwhile")
+            self.release(tables)
+            self.next_at = now + self.interval_s
+            return
+        if not self.draining or any(t.state == RUNNING for t in tables):
             return
         try:
             self._plan(tables)
@@ -122,6 +127,11 @@ class Cutter:
         else:
             self.misses = 0
             self._maybe_record(now)
+
+    def _stalled(self, tables: list[TableState]) -> bool:
+        """Whether a table the cut waits for can no longer run its bounded round (paused, removed, dropped)."""
+        pending = self.underway.pending if self.underway is not None else set()
+        return any(t.name in pending and t.state not in (WAITING, RUNNING) for t in tables)
 
     def _again(self, now: float, after_s: float) -> None:
         self.underway = None

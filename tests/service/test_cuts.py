@@ -203,5 +203,11 @@ def test_a_bounded_round_that_fails_or_a_stop_leaves_no_cut(tmp_path: Path, monk
     assert cut.underway is None and cut.next_at == 22.0 and CutStore.load(cut.spec.run.state_dir).cuts == []
     cut.step(22.0, tables.values())
     assert tables["s.a"].until == {0: 2}
+    tables["s.a"].state = "paused"  # paused before its bounded round: the cut cannot end, it is given up
+    cut.step(23.0, tables.values())
+    assert cut.underway is None and tables["s.a"].until is None and tables["s.b"].until is None
+    tables["s.a"].state = "waiting"
+    cut.step(33.0, tables.values())
+    assert tables["s.a"].until == {0: 2}
     cut.release(tables.values())  # the run stops with the cut under way
     assert cut.underway is None and tables["s.a"].until is None and CutStore.load(cut.spec.run.state_dir).cuts == []
