@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import datetime as dt
 import random
+import sys
 import threading
 import uuid
 from collections.abc import Iterator
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,11 +25,12 @@ from click.testing import CliRunner
 from hudi_cdc.cli import main
 from hudi_cdc.ops import repair as ops
 from hudi_cdc.ops.verify import verify
+from hudi_cdc.testing.faults import timeline_of
 from hudi_cdc.testing.mariadb import STACK_URL, connect, wait_for_stream
 from hudi_cdc.upstream.database import SourceDatabase
 from payloads.base import ORDER_COLUMN, is_data_column
 from tests.stack.conftest import BOOTSTRAP, REGISTRY
-from tests.support import run_cli, tamper
+from tests.support import kill_when_pending, run_cli, tamper
 
 pytestmark = [pytest.mark.stack, pytest.mark.kafka, pytest.mark.hudi]
 
@@ -245,6 +248,9 @@ def test_the_cli_dry_run_then_the_repair(spark, source, tmp_path) -> None:  # no
     assert "id=1: changed: name, seen -> would upsert" in dry.output and "id=4: duplicate" in dry.output
     assert "at position mariadb-bin." in dry.output and "dbz" not in dry.output
     assert _data(spark, path, CHANGED)["name"] == "wrong"
+    # Killed (the whole process group, JVM included) while its first commit is pending, then run again.
+    command = [str(Path(sys.executable).parent / "hudi-cdc"), *args, "--repair"]
+    assert kill_when_pending(command, timeline_of(path), "commit")
 
     applied = CliRunner().invoke(main, [*args, "--repair"], catch_exceptions=False)
     assert applied.exit_code == 0, applied.output
