@@ -417,7 +417,10 @@ def _mysql_frame(
     fields = {f.name: f for f in table.fields}
     kept = [i for i, n in enumerate(names) if n in fields]  # a column the table lacks was refused by verify
     for i in kept:
-        mapped = canonical.map_mysql_column(*catalog[names[i]], fields[names[i]].dataType.simpleString())
+        name, data_type, column_type, precision, scale = catalog[names[i]]
+        mapped = canonical.map_mysql_column(
+            name, data_type, column_type, precision, scale, fields[name].dataType.simpleString()
+        )
         if isinstance(mapped, str):
             raise ConfigError(f"{config.target_base_path}: column {names[i]}: {mapped}, so repair cannot prove "
                               "what it would write; nothing was written")  # fmt: skip
