@@ -38,6 +38,7 @@ from payloads.base import (
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
+    from pyspark.sql.types import DataType
 
 __all__ = [
     "CURRENT_COLUMN",
@@ -423,7 +424,7 @@ def _stored_versions(stored: StoredState, events: DataFrame, keys: list[str]) ->
         return None
     touched = events.select(*keys).distinct()
     types = {f.name: f.dataType for f in events.schema.fields}
-    typed = {**{c: types[c] for c in columns}, **derived}
+    typed: dict[str, DataType | str] = {**{c: types[c] for c in columns}, **derived}
     versions = table.join(touched, on=keys, how="left_semi").select(
         *[(F.col(f"`{c}`") if c in table.columns else F.lit(None)).cast(typed[c]).alias(c) for c in typed]
     )
