@@ -59,9 +59,12 @@ def run(
     if metrics_port is not None:
         spec = dataclasses.replace(spec, run=dataclasses.replace(spec.run, metrics_port=metrics_port))
     spark = run.session(conf=FAIR_SCHEDULING)
+    from hudi_cdc.ops.repair import requested_repair
+
     runner = Runner(
-        spec, spark, tables=split_list(tables), continuous=continuous, max_rounds=max_rounds, on_round=on_round
-    )
+        spec, spark, tables=split_list(tables), continuous=continuous, max_rounds=max_rounds, on_round=on_round,
+        repairer=requested_repair,
+    )  # fmt: skip
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: runner.stop())
     report = runner.run()

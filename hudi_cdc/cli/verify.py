@@ -138,9 +138,19 @@ def verify(
     database = (
         SourceDatabase(source_url, password_file=password_file, password_env=password_env) if source_url else None
     )
+    keys = split_list(record_key_field)
+    if (apply_repair or max_repair is not None) and pipeline and pipeline_topic:
+        assert database is not None
+        request = {
+            "source_url": database.url, "password_env": password_env, "password_file": password_file,
+            "source_table": source_table, "apply": apply_repair, "max_repair": max_repair, "key_fields": keys,
+            "recheck": recheck, "recheck_timeout_s": recheck_timeout, "slot": slot,
+        }  # fmt: skip
+        handed = _through_runner(pipeline, pipeline_topic, request, as_json)  # no Spark session of its own
+        if handed is not None:
+            return handed
     spark = run.session()
     compare: dict[str, Any] = {"columns": split_list(columns) or None, "where": where, "max_diffs": max_diffs}
-    keys = split_list(record_key_field)
     if apply_repair or max_repair is not None:
         assert database is not None and source_table is not None
         wait = (
@@ -198,6 +208,22 @@ def _repair_config(
             f"{pipeline}: {topic} is written to {config.target_base_path}, not --target-base-path {target_base_path}"
         )
     return config
+
+
+def _through_runner(pipeline: str, topic: str, request: dict[str, Any], as_json: bool) -> int | None:
+    """The pipeline's runner repairs the table as its next round, the stream going on; None: no runner runs it."""
+    from hudi_cdc.ops.repair import repair_through_runner
+
+    outcome = repair_through_runner(pipeline, topic, request)
+    if outcome is None:
+        return None
+    if "error" in outcome:
+        raise ConfigError(f"the runner's repair of {topic} failed: {outcome['error']}")
+    click.echo(json.dumps(outcome, sort_keys=True, default=str) if as_json else outcome["described"])
+    if outcome["verify"]["equal"]:
+        return EQUAL
+    done = outcome["applied"] and all(k["outcome"] == "repaired" for k in outcome["keys"])
+    return EQUAL if done else DIFFERENT
 
 
 def _repair(

@@ -53,7 +53,7 @@ import time
 from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from hudi_cdc.errors import ConfigError, SourceError
+from hudi_cdc.errors import ConfigError, SourceError, TransientError
 from hudi_cdc.upstream import canonical
 from hudi_cdc.upstream.compare import Difference, VerifyResult, verify
 from payloads.postgres import DEFAULT_TOAST_PLACEHOLDER
@@ -67,7 +67,15 @@ if TYPE_CHECKING:
     from hudi_cdc.envelope.events import Batch
     from hudi_cdc.upstream.database import SourceDatabase
 
-__all__ = ["RepairResult", "RepairedKey", "pipeline_table_config", "repair", "table_config"]
+__all__ = [
+    "RepairResult",
+    "RepairedKey",
+    "pipeline_table_config",
+    "repair",
+    "repair_through_runner",
+    "requested_repair",
+    "table_config",
+]
 
 log = logging.getLogger("hudi_cdc")
 
@@ -720,3 +728,72 @@ class _RepairSource:
             parts.append(BatchPart(envelopes=change_events(self._absent, op="d", image=image, source=source,
                                                            where=where), where=where))  # fmt: skip
         return Batch(parts=parts, next_checkpoint=dict(checkpoint or {}), description=where, details={"repair": True})
+
+
+# --- a repair run by a pipeline's runner: the table's one writer, while its stream goes on ---------------------
+
+
+def requested_repair(
+    spark: SparkSession, config: IngestConfig, request: dict[str, Any], catch_up: Callable[[], None]
+) -> dict[str, Any]:
+    """A repair a pipeline's runner was asked for (``control.request_repair``), run by the runner as the table's
+    round: the recheck catches the table up with ``catch_up`` (one of its rounds) instead of waiting for it."""
+    from hudi_cdc.ops.verify import wait_for_ingest
+    from hudi_cdc.upstream.database import SourceDatabase
+
+    database = SourceDatabase(
+        request["source_url"], password_file=request.get("password_file"), password_env=request.get("password_env")
+    )
+    recheck = None
+    if request.get("recheck", True):
+        recheck = wait_for_ingest(
+            spark, config.target_base_path, bootstrap_servers=config.bootstrap_servers, slot=request.get("slot"),
+            timeout_s=float(request.get("recheck_timeout_s", 600.0)), database_kind=database.kind, advance=catch_up,
+        )  # fmt: skip
+    result = repair(
+        spark, config, database, request["source_table"], apply=bool(request.get("apply", True)),
+        max_repair=int(request.get("max_repair") or 1000), key_fields=tuple(request.get("key_fields") or ()),
+        recheck=recheck,
+    )  # fmt: skip
+    return {**result.to_dict(), "described": result.describe(), "repaired_by": "runner"}
+
+
+def repair_through_runner(
+    pipeline: str, topic: str, request: dict[str, Any], *, timeout_s: float = 1800.0, poll_s: float = 1.0
+) -> dict[str, Any] | None:
+    """Hand a repair to the pipeline's running runner and wait for its outcome; None when no runner is running
+    the table (none alive, or the table paused, removed or failed there): the caller repairs it itself.
+
+    The request holds no secret: a password only as ``password_env``/``password_file``, which the runner
+    resolves in its own environment.
+    """
+    from urllib.parse import urlsplit
+
+    from hudi_cdc.service import control
+    from hudi_cdc.service.spec import TableRef, load_pipeline
+
+    if urlsplit(request["source_url"]).password:
+        raise ConfigError("the source URL holds a password: give it with --password-env or --password-file")
+    spec = load_pipeline(pipeline)
+    name = TableRef(topic).name
+    status = control.read_status(spec.run.state_dir)
+    state = ((status or {}).get("tables", {}).get(name) or {}).get("state")
+    if not control.runner_alive(status) or not (status or {}).get("continuous") or state not in _RUNNABLE:
+        return None
+    request_id = control.request_repair(spec.run.state_dir, name, request)
+    log.info("%s: repair %s handed to the pipeline's runner (pid %s)", name, request_id, (status or {}).get("pid"))
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        outcome = control.repair_outcome(spec.run.state_dir, name, request_id)
+        if outcome is not None:
+            return outcome
+        if not control.runner_alive(control.read_status(spec.run.state_dir)):
+            raise TransientError(
+                f"{name}: the runner stopped before repair {request_id} finished; its next start runs it "
+                "(the request stays in the state folder's control/ until then)"
+            )
+        time.sleep(poll_s)
+    raise TransientError(f"{name}: repair {request_id} not finished by the runner within {timeout_s:.0f}s; it goes on")
+
+
+_RUNNABLE = ("waiting", "running", "retrying")

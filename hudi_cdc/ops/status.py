@@ -10,7 +10,6 @@ and the counts of its recent commits.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
@@ -192,11 +191,7 @@ def _runner(written: dict[str, Any] | None) -> dict[str, Any] | None:
     if written is None:
         return None
     pid = int(written["pid"])
-    try:
-        os.kill(pid, 0)
-        alive = not written.get("ended")
-    except OSError:
-        alive = False
+    alive = control.runner_alive(written)
     return {
         "pid": pid,
         "alive": alive,

@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from hudi_cdc.service import control
-from hudi_cdc.service.runner import Runner, RunReport
+from hudi_cdc.service.runner import Repairer, Runner, RunReport
 from hudi_cdc.service.spec import PipelineSpec, load_pipeline
 from hudi_cdc.service.states import TableState
 
@@ -52,17 +52,20 @@ def run_pipeline(
     continuous: bool = False,
     max_rounds: int | None = None,
     on_round: Callable[[TableState, IngestResult | None], None] | None = None,
+    repairer: Repairer | None = None,
 ) -> RunReport:
     """Run every table of ``pipeline`` (a file, or a loaded spec): one round each, or ``continuous``.
 
-    A table's failure is in the report (``report.failed``) and never stops the others.
+    A table's failure is in the report (``report.failed``) and never stops the others. ``repairer``: what runs
+    a repair request (``hudi_cdc.ops.repair.requested_repair``; ``hudi-cdc run`` passes it).
     """
     from hudi_cdc.spark import spark_session
 
     spark = spark or spark_session(conf=FAIR_SCHEDULING)
     runner = Runner(
-        _spec(pipeline), spark, tables=tables, continuous=continuous, max_rounds=max_rounds, on_round=on_round
-    )
+        _spec(pipeline), spark, tables=tables, continuous=continuous, max_rounds=max_rounds, on_round=on_round,
+        repairer=repairer,
+    )  # fmt: skip
     return runner.run()
 
 

@@ -11,6 +11,11 @@ restarted process sees the same instructions:
   ``resume`` continues from the checkpoint.
 - ``control/<table>.retry``: a failed table is tried again (the runner deletes
   the file when it has read it). ``resume`` writes it too.
+- ``control/<table>.repair``: a repair request (JSON: the source, the table, the
+  bound; a password only by reference). The runner runs it as the table's next
+  round, the table's one writer, and leaves the outcome in
+  ``repairs/<table>.<id>.json``; it deletes the request after that, so a runner
+  killed mid-repair runs it again when it restarts (a repair is idempotent).
 
 ``status.json`` is the runner's view of every table, rewritten after each
 change of state (write to a temporary file, then rename: a reader never sees
@@ -22,6 +27,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+import uuid
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -31,18 +37,24 @@ from hudi_cdc.errors import ConfigError
 __all__ = [
     "PAUSED",
     "REMOVED",
+    "REPAIR",
     "RETRY",
     "instructions",
     "pause",
+    "pending_repair",
+    "repair_outcome",
+    "request_repair",
+    "settle_repair",
     "read_status",
     "remove",
     "resume",
+    "runner_alive",
     "take_retry",
     "write_status",
 ]
 
-PAUSED, REMOVED, RETRY = "paused", "removed", "retry"
-_FLAGS = (PAUSED, REMOVED, RETRY)
+PAUSED, REMOVED, RETRY, REPAIR = "paused", "removed", "retry", "repair"
+_FLAGS = (PAUSED, REMOVED, RETRY, REPAIR)
 
 
 def _control(state_dir: str | os.PathLike[str]) -> Path:
@@ -98,6 +110,48 @@ def take_retry(state_dir: str | os.PathLike[str], table: str) -> bool:
     return True
 
 
+def _write_json(path: Path, value: Mapping[str, Any]) -> None:
+    """Write ``value`` to a temporary file, then rename it: a reader never sees half of it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}-", suffix=".tmp")
+    with os.fdopen(fd, "w") as out:
+        json.dump(value, out, indent=2, sort_keys=True, default=str)
+    os.replace(tmp, path)
+
+
+def request_repair(state_dir: str | os.PathLike[str], table: str, request: Mapping[str, Any]) -> str:
+    """Ask the runner to repair ``table`` (``request``: no secret, only a reference); return the request's id."""
+    marker = _marker(state_dir, table, REPAIR)
+    if marker.exists():
+        raise ConfigError(
+            f"{table}: a repair is already requested ({marker}): wait for its outcome, or delete the file"
+        )
+    request_id = uuid.uuid4().hex[:12]
+    _write_json(marker, {**request, "id": request_id})
+    return request_id
+
+
+def pending_repair(state_dir: str | os.PathLike[str], table: str) -> dict[str, Any] | None:
+    """The table's repair request, if there is one."""
+    try:
+        return json.loads(_marker(state_dir, table, REPAIR).read_text())
+    except FileNotFoundError:
+        return None
+
+
+def settle_repair(state_dir: str | os.PathLike[str], table: str, request_id: str, outcome: Mapping[str, Any]) -> None:
+    """Leave a repair's outcome for whoever asked, then take the request away."""
+    _write_json(Path(state_dir) / "repairs" / f"{table}.{request_id}.json", outcome)
+    _marker(state_dir, table, REPAIR).unlink(missing_ok=True)
+
+
+def repair_outcome(state_dir: str | os.PathLike[str], table: str, request_id: str) -> dict[str, Any] | None:
+    try:
+        return json.loads((Path(state_dir) / "repairs" / f"{table}.{request_id}.json").read_text())
+    except FileNotFoundError:
+        return None
+
+
 def write_status(state_dir: str | os.PathLike[str], status: Mapping[str, Any]) -> None:
     folder = Path(state_dir)
     folder.mkdir(parents=True, exist_ok=True)
@@ -105,6 +159,17 @@ def write_status(state_dir: str | os.PathLike[str], status: Mapping[str, Any]) -
     with os.fdopen(fd, "w") as out:
         json.dump(status, out, indent=2, sort_keys=True, default=str)
     os.replace(tmp, folder / "status.json")
+
+
+def runner_alive(status: Mapping[str, Any] | None) -> bool:
+    """Whether the runner that wrote ``status`` (``read_status``) is still running: its process, not ended."""
+    if not status or status.get("ended"):
+        return False
+    try:
+        os.kill(int(status["pid"]), 0)
+    except OSError:
+        return False
+    return True
 
 
 def read_status(state_dir: str | os.PathLike[str]) -> dict[str, Any] | None:

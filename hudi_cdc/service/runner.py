@@ -64,6 +64,10 @@ if TYPE_CHECKING:
 
 __all__ = ["RunReport", "Runner", "TableState"]
 
+Repairer = Callable[["SparkSession", "IngestConfig", dict[str, Any], Callable[[], None]], dict[str, Any]]
+"""Runs a repair request on a table (its settings, the request, a function that runs one of its rounds) and
+returns the outcome: ``hudi_cdc.ops.repair.requested_repair``."""
+
 log = logging.getLogger("hudi_cdc.runner")
 
 _IDLE_POLL_S = 1.0  # how often control files are read while nothing finishes
@@ -101,8 +105,14 @@ class Runner:
         max_rounds: int | None = None,
         on_round: Callable[[TableState, IngestResult | None], None] | None = None,
         clock: Callable[[], float] = time.monotonic,
+        repairer: Repairer | None = None,
     ) -> None:
-        """``max_rounds``: rounds per table before the run ends (continuous; one-shot runs one)."""
+        """``max_rounds``: rounds per table before the run ends (continuous; one-shot runs one).
+
+        ``repairer`` runs a table's repair request (``control.request_repair``) as its next round, the table's one
+        writer (``hudi_cdc.ops.repair.requested_repair``, passed in by the shells: it sits a layer above).
+        """
+        self.repairer = repairer
         self.spec = spec
         self.spark = spark
         self.wanted = tuple(tables)
@@ -365,7 +375,7 @@ class Runner:
 
     def _has_work(self, table: TableState) -> bool:
         """False only for a watched table known to hold every message its topic has: it costs no round."""
-        if table.until is not None:
+        if table.until is not None or table.repair is not None:
             return True
         arrivals = table.arrivals
         if arrivals is None or not arrivals.known or self._offsets is None or self._offsets.failing:
@@ -433,6 +443,8 @@ class Runner:
                     table.due = 0.0
             if table.state == RUNNING:
                 continue  # a round under way finishes; the flags apply after it
+            if control.REPAIR in own and table.state in (WAITING, RETRYING) and table.repair is None:
+                self._take_repair(table)
             if control.REMOVED in own:
                 table.state = REMOVED
             elif control.PAUSED in own:
@@ -440,6 +452,15 @@ class Runner:
             elif table.state in (PAUSED, REMOVED):
                 log.info("%s: resumed", table.name)
                 table.state = WAITING if not self._done_rounds(table) else DONE
+
+    def _take_repair(self, table: TableState) -> None:
+        """A repair request becomes the table's next round, now (a settings-refused table cannot run one)."""
+        if self.repairer is None or table.config is None:
+            return
+        table.repair = control.pending_repair(self.state_dir, table.name)
+        if table.repair is not None:
+            log.info("%s: repair %s asked for: it runs as the table's next round", table.name, table.repair["id"])
+            table.due = 0.0
 
     def _done_rounds(self, table: TableState) -> bool:
         return self.rounds_wanted is not None and table.rounds >= self.rounds_wanted
@@ -458,7 +479,39 @@ class Runner:
             table.checked = True
         if table.until is not None:
             return self._bounded_round(table, table.until)
+        if table.repair is not None:
+            return self._repair_round(table, table.repair)
         return ingest_once(table.config, spark=self.spark, steps=table.steps)
+
+    def _repair_round(self, table: TableState, request: dict[str, Any]) -> IngestResult:
+        """Run a repair request as the table's writer: its recheck catches the table up with rounds of its own,
+        where another process would wait for the runner. A failed repair leaves its error in the outcome, and
+        the table goes on; a killed one runs again at the next start (the request stays until settled)."""
+        from hudi_cdc.pipeline import IngestResult, ingest_once
+
+        assert table.config is not None and self.repairer is not None
+        config = table.config
+
+        def catch_up() -> None:
+            ingest_once(config, spark=self.spark, steps=table.steps)
+
+        try:
+            outcome = self.repairer(self.spark, config, request, catch_up)
+        except Exception as exc:  # noqa: BLE001 - a repair's failure is its outcome, not the table's
+            from hudi_cdc._jvm import java_message
+
+            outcome = {"error": java_message(exc), "error_kind": type(exc).__name__}
+            log.error("%s: repair %s failed: %s", table.name, request["id"], outcome["error"])
+        control.settle_repair(self.state_dir, table.name, request["id"], outcome)
+        table.repair = None
+        commits = outcome.get("commits") or []
+        return IngestResult(
+            table=config.target_table,
+            base_path=config.target_base_path,
+            commit_time=commits[-1] if commits else None,
+            checkpoint=None,
+            details={"repair": request["id"]},
+        )
 
     def _bounded_round(self, table: TableState, until: dict[int, int]) -> IngestResult:
         """Rounds of ``table`` that end exactly at a consistent cut's offsets (more than one with
@@ -554,6 +607,8 @@ class Runner:
     def _judge_freshness(self, table: TableState, result: IngestResult, now: float) -> None:
         """Count a committed round whose oldest change missed the table's target, with where its time went."""
         target, since, started = table.freshness_target_s, table.round_waiting_since_s, table.round_started_s
+        if "repair" in result.details:  # a repair round applies no change of the stream: not judged
+            return
         if not result.committed or table.arrivals is None or since is None or started is None:
             return
         age = now - since
