@@ -347,8 +347,8 @@ def _moved_values(chain: DataFrame, stored: StoredState, keys: list[str], names:
     for k in keys:
         other_key = other_key | ~F.col(k).eqNullSafe(F.col(f"__old_{k}"))
     moved = creates.join(markers, ORDER_COLUMN).where(other_key)
-    moved = moved.groupBy(*keys, ORDER_COLUMN).agg(F.first("__moved").alias("__moved")).localCheckpoint(eager=True)
-    return None if moved.isEmpty() else moved
+    moved = moved.groupBy(*keys, ORDER_COLUMN).agg(F.first("__moved").alias("__moved"))
+    return None if moved.isEmpty() else moved  # read from the materialised chain: cheap to compute again
 
 
 def _with_moved(events: DataFrame, moved: DataFrame, keys: list[str], names: list[str]) -> DataFrame:
