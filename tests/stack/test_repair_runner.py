@@ -115,7 +115,11 @@ def test_the_runner_repairs_its_table_while_the_stream_goes_on(spark, tmp_path: 
         assert repaired.exit_code == 0, repaired.output
         outcome = json.loads(repaired.output.strip().splitlines()[-1])
         assert outcome["repaired_by"] == "runner" and outcome["applied"]
-        assert {(k["key"]["id"], k["outcome"]) for k in outcome["keys"]} == {("1", "repaired"), ("2", "repaired")}
+        found = {(k["key"]["id"], k["outcome"]) for k in outcome["keys"]}
+        corrupted = {("1", "repaired"), ("2", "repaired")}
+        # A row the workload changes in both of verify's windows differs in both passes (lag): repaired at the
+        # snapshot's position, where the stream's later changes outrank it (the table ends equal, below).
+        assert corrupted <= found and all(int(key) >= 100 for key, _ in found - corrupted), found
         assert "dbz" not in repaired.output and not list((state / "control").glob("*.repair"))
         changes = len(done)
         _wait("the stream's changes after the repair", lambda: len(done) > changes + 10)
