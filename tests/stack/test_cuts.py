@@ -57,6 +57,9 @@ target_base_path = "{tmp_path}/lake/{{table}}"
 target_table = "{{table}}"
 table_type = "mor"
 min_sync_interval_seconds = 1
+# Every recorded cut is read at the end: the cleaner must keep their commits (docs/consistent-cuts.md);
+# on a slow run the defaults (10) cleaned the oldest cut's files before the test read it.
+hoodie_conf = {{ "hoodie.cleaner.commits.retained" = "300", "hoodie.keep.min.commits" = "310", "hoodie.keep.max.commits" = "320" }}
 
 [tables."inventory.{RUN}_acct_b"]
 table_type = "cow"
