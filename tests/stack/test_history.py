@@ -5,6 +5,8 @@ Postgres did (the history): updates leaving a TOASTed value unchanged, deletes, 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +39,20 @@ def _ingest(topic: str, base: str, table_type: str, history: str) -> None:
     assert result.exit_code == 0, result.output
 
 
+@contextmanager
+def _source_table(name: str, topic: str) -> Iterator[Any]:
+    """``inventory.<name>`` with 12 rows whose ``big`` value is TOASTed, published; dropped afterwards."""
+    with connect() as conn:
+        conn.execute(f"create table inventory.{name} (id int primary key, label text, big text)")
+        conn.execute(f"alter table inventory.{name} alter column big set storage external")
+        conn.execute(f"insert into inventory.{name} select id, 'first ' || id, {BIG} from generate_series(1, 12) id")  # noqa: S608
+        wait_for_stream(conn, BOOTSTRAP, [topic], since={})
+        try:
+            yield conn
+        finally:
+            conn.execute(f"drop table inventory.{name}")
+
+
 def _changes(conn: Any, name: str, topic: str) -> None:
     """Labels of 1-6 changed (the big value left alone), 7-9 deleted, 7 re-inserted, 10's key changed to 110."""
     since = end_offsets(BOOTSTRAP, [topic])
@@ -64,59 +80,45 @@ def _versions(spark: Any, base: str) -> dict[int, list[tuple]]:
 def test_scd2_on_the_stack(spark, tmp_path: Path, table_type: str) -> None:  # noqa: ANN001
     name = f"hist_scd2_{table_type}_{uuid.uuid4().hex[:6]}"
     topic, base = f"dbserver1.inventory.{name}", str(tmp_path / name)
-    with connect() as conn:
-        conn.execute(f"create table inventory.{name} (id int primary key, label text, big text)")
-        conn.execute(f"alter table inventory.{name} alter column big set storage external")
-        conn.execute(f"insert into inventory.{name} select id, 'first ' || id, {BIG} from generate_series(1, 12) id")  # noqa: S608
-        wait_for_stream(conn, BOOTSTRAP, [topic], since={})
-        try:
-            _ingest(topic, base, table_type, "scd2")
-            _changes(conn, name, topic)
-            _ingest(topic, base, table_type, "scd2")
-            _ingest(topic, base, table_type, "scd2")  # nothing new: the history stays as it is
-            assert verify(spark, base, DATABASE, f"inventory.{name}").equal
-            versions = _versions(spark, base)
-            assert versions[1] == [("first 1", 6400, False, False, True), ("second 1", 6400, False, True, False)]
-            assert versions[8] == [("first 8", 6400, False, False, True), ("first 8", 6400, True, False, True)]
-            assert versions[7] == [
-                ("first 7", 6400, False, False, True),
-                ("first 7", 6400, True, False, True),
-                ("again 7", 5, False, True, False),
-            ]
-            # The key change: Debezium's delete of 10 and create of 110
-            assert versions[10] == [("first 10", 6400, False, False, True), ("first 10", 6400, True, False, True)]
-            assert versions[110] == [("first 10", 6400, False, True, False)]
-            assert versions[12] == [("first 12", 6400, False, True, False)]
-        finally:
-            conn.execute(f"drop table inventory.{name}")
+    with _source_table(name, topic) as conn:
+        _ingest(topic, base, table_type, "scd2")
+        _changes(conn, name, topic)
+        _ingest(topic, base, table_type, "scd2")
+        _ingest(topic, base, table_type, "scd2")  # nothing new: the history stays as it is
+        assert verify(spark, base, DATABASE, f"inventory.{name}").equal
+        versions = _versions(spark, base)
+        assert versions[1] == [("first 1", 6400, False, False, True), ("second 1", 6400, False, True, False)]
+        assert versions[8] == [("first 8", 6400, False, False, True), ("first 8", 6400, True, False, True)]
+        assert versions[7] == [
+            ("first 7", 6400, False, False, True),
+            ("first 7", 6400, True, False, True),
+            ("again 7", 5, False, True, False),
+        ]
+        # The key change: Debezium's delete of 10 and create of 110
+        assert versions[10] == [("first 10", 6400, False, False, True), ("first 10", 6400, True, False, True)]
+        assert versions[110] == [("first 10", 6400, False, True, False)]
+        assert versions[12] == [("first 12", 6400, False, True, False)]
 
 
 @pytest.mark.parametrize("table_type", ["cow", "mor"])
 def test_soft_delete_on_the_stack(spark, tmp_path: Path, table_type: str) -> None:  # noqa: ANN001
     name = f"hist_soft_{table_type}_{uuid.uuid4().hex[:6]}"
     topic, base = f"dbserver1.inventory.{name}", str(tmp_path / name)
-    with connect() as conn:
-        conn.execute(f"create table inventory.{name} (id int primary key, label text, big text)")
-        conn.execute(f"alter table inventory.{name} alter column big set storage external")
-        conn.execute(f"insert into inventory.{name} select id, 'first ' || id, {BIG} from generate_series(1, 12) id")  # noqa: S608
-        wait_for_stream(conn, BOOTSTRAP, [topic], since={})
-        try:
-            _ingest(topic, base, table_type, "soft_delete")
-            _changes(conn, name, topic)
-            _ingest(topic, base, table_type, "soft_delete")
-            assert verify(spark, base, DATABASE, f"inventory.{name}").equal
-            frame = spark.read.format("hudi").load(base)
-            rows = {
-                r["id"]: (r["label"], len(r["big"]), r["_source_deleted"], r["_source_op"])
-                for r in frame.select("id", "label", "big", "_source_deleted", "_source_op").collect()
-            }
-            assert len(rows) == 13  # 1-12 and 110: the deleted ones stay
-            assert rows[1] == ("second 1", 6400, False, "u")
-            assert rows[8] == ("first 8", 6400, True, "d")  # its values before the delete, not the key-only image
-            assert rows[7] == ("again 7", 5, False, "c")
-            assert rows[10] == ("first 10", 6400, True, "d") and rows[110] == ("first 10", 6400, False, "c")
-        finally:
-            conn.execute(f"drop table inventory.{name}")
+    with _source_table(name, topic) as conn:
+        _ingest(topic, base, table_type, "soft_delete")
+        _changes(conn, name, topic)
+        _ingest(topic, base, table_type, "soft_delete")
+        assert verify(spark, base, DATABASE, f"inventory.{name}").equal
+        frame = spark.read.format("hudi").load(base)
+        rows = {
+            r["id"]: (r["label"], len(r["big"]), r["_source_deleted"], r["_source_op"])
+            for r in frame.select("id", "label", "big", "_source_deleted", "_source_op").collect()
+        }
+        assert len(rows) == 13  # 1-12 and 110: the deleted ones stay
+        assert rows[1] == ("second 1", 6400, False, "u")
+        assert rows[8] == ("first 8", 6400, True, "d")  # its values before the delete, not the key-only image
+        assert rows[7] == ("again 7", 5, False, "c")
+        assert rows[10] == ("first 10", 6400, True, "d") and rows[110] == ("first 10", 6400, False, "c")
 
 
 def test_bootstrap_writes_each_row_as_its_first_version(spark, tmp_path: Path) -> None:  # noqa: ANN001
