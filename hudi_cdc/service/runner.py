@@ -187,8 +187,9 @@ class Runner:
         try:
             refs = discover(self.spark, self.spec)
         except Exception as exc:
+            # A files source lists through the JVM, and wraps what py4j raises once the JVM is gone.
+            self._check_jvm(self.clock(), force=True)
             if not isinstance(exc, HudiCdcError):
-                self._check_jvm(self.clock(), force=True)  # a files source lists through the JVM
                 raise
             if not self._discovered_once or not exc.transient:
                 raise

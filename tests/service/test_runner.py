@@ -363,3 +363,24 @@ def test_a_runner_whose_jvm_is_killed_stops(tmp_path: Path) -> None:
             os.killpg(process.pid, signal.SIGKILL)
     assert process.returncode != 0
     assert "the Spark driver's JVM is gone" in err, err[-2000:]
+
+
+def test_a_listing_that_fails_because_the_jvm_is_gone_stops_the_run_as_the_jvm_check_does(
+    spark,  # noqa: ANN001
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A files source lists its folders through the JVM: killed mid-listing, the JVM surfaces as the source's
+    # "cannot list" error, which must still end the run as a dead JVM (the kill test above hits this by timing).
+    from hudi_cdc.errors import SourceError, TerminalError
+
+    path = _pipeline(tmp_path)
+    _sample(tmp_path, "t1", seed=4)
+
+    def listing_fails(spark, spec):  # noqa: ANN001, ANN202
+        raise SourceError(f"cannot list {spec.source.path}: An error occurred while calling o1.getFileSystem")
+
+    monkeypatch.setattr("hudi_cdc.service.discovery.discover", listing_fails)
+    monkeypatch.setattr("hudi_cdc._jvm.jvm_alive", lambda spark: False)
+    with pytest.raises(TerminalError, match="the Spark driver's JVM is gone"):
+        run_pipeline(path, spark=spark, continuous=True)
