@@ -26,11 +26,15 @@ __all__ = [
     "Flavor",
     "FLAVORS_WITH_PLACEHOLDERS",
     "SchemaChangeBehavior",
+    "SCHEMA_CHANGE_KINDS",
+    "BEHAVIOR_POLICY",
+    "type_spec_problem",
     "TruncateBehavior",
     "SourceKind",
     "JdbcMode",
     "load_config",
     "normalise_settings",
+    "parse_mask",
     "parse_props",
     "redact",
     "redact_url",
@@ -51,6 +55,49 @@ Compaction = Literal["inline", "async"]
 ValueFormat = Literal["avro", "json"]
 
 ENV_PREFIX = "HUDI_CDC__"
+
+# Type mappings and schema changes (issue 44 items 3-4): each kind's actions, the first the default.
+SCHEMA_CHANGE_KINDS: dict[str, tuple[str, ...]] = {
+    "column_added": ("evolve", "ignore", "fail"),
+    "column_dropped": ("keep", "fail"),
+    "type_widened": ("evolve", "fail"),
+    "type_changed": ("fail", "quarantine", "evolve"),  # evolve: the column becomes text (the old behavior's)
+    "column_renamed": ("keep_both", "fail"),
+}
+# The single schema_change_behavior, as the policy per kind it stands for.
+BEHAVIOR_POLICY: dict[str, dict[str, str]] = {
+    "fail": {k: v[0] for k, v in SCHEMA_CHANGE_KINDS.items()},
+    "evolve": {**{k: v[0] for k, v in SCHEMA_CHANGE_KINDS.items()}, "type_changed": "evolve"},
+    "ignore": {**{k: v[0] for k, v in SCHEMA_CHANGE_KINDS.items()}, "column_added": "ignore"},
+}
+_SIMPLE_TYPES = ("boolean", "string", "text", "int", "bigint", "double", "timestamp", "json")
+_DECIMAL_SPEC = re.compile(r"decimal\((\d+),\s*(\d+)\)")
+
+
+def type_spec_problem(spec: str) -> str | None:
+    """What is wrong with a type mapping's target (``decimal(12,2)``, ``timestamp:Europe/Paris``, ``json:<ddl>``)."""
+    spec = spec.strip().lower() if not spec.lower().startswith(("timestamp:", "json:")) else spec.strip()
+    if spec in _SIMPLE_TYPES:
+        return None
+    decimal = _DECIMAL_SPEC.fullmatch(spec)
+    if decimal:
+        p, s = int(decimal[1]), int(decimal[2])
+        return None if 0 < p <= 38 and s <= p else f"decimal({p},{s}) needs 0 < precision <= 38 and scale <= precision"
+    if spec.lower().startswith("timestamp:"):
+        from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+        zone = spec.split(":", 1)[1]
+        try:
+            ZoneInfo(zone)
+        except (ZoneInfoNotFoundError, ValueError):
+            return f"unknown time zone {zone!r} (an IANA name such as Europe/Paris)"
+        return None
+    if spec.lower().startswith("json:"):
+        return None if spec.split(":", 1)[1].strip() else "json: needs a Spark DDL type, e.g. json:struct<a:int>"
+    return (
+        "not a type mapping target: one of boolean, string, text, int, bigint, double, decimal(p,s), "
+        "timestamp, timestamp:<zone>, json, json:<Spark DDL type>"
+    )
 _TABLE_TYPE_ALIASES = {"cow": "COPY_ON_WRITE", "mor": "MERGE_ON_READ"}
 _SECRET_MARKERS = ("password", "secret", "token", "credential", "jaas", "access.key", "accesskey", "private")
 
@@ -149,7 +196,42 @@ class IngestConfig:
     """MERGE_ON_READ: where compactions run. ``inline``: inside the round whose commit schedules one;
     ``async``: on a thread of their own while later rounds go on (for a continuous process with cores to
     spare: on 2 cores shared with the stack it took the rounds' CPU and its p99 was no better than inline)."""
+    # --- Type mappings and the schema-change policy per kind (issue 44 items 3-4; docs/types.md) ---
+    type_mappings: Mapping[str, str] = field(default_factory=dict)
+    """By source type, how every column of that type lands: ``{"tinyint(1)" = "boolean", numeric = "decimal(38,10)"}``
+    (docs/types.md#type-mappings)."""
+    column_types: Mapping[str, str] = field(default_factory=dict)
+    """Per column, how it lands; wins over ``type_mappings``: ``{price = "decimal(12,2)"}``."""
+    schema_changes: Mapping[str, str] = field(default_factory=dict)
+    """What each kind of schema change does: column_added, column_dropped, type_widened, type_changed,
+    column_renamed (docs/types.md#schema-changes); kinds not given follow ``schema_change_behavior``."""
+    # --- Column transforms and masking (issue 44 item 2; docs/transforms.md) ---
+    columns_keep: tuple[str, ...] = ()
+    """Only these data columns are written (the key, ``_source_*`` and computed columns always are)."""
+    columns_drop: tuple[str, ...] = ()
+    """These data columns are not written (never a key column or a ``_source_*`` column)."""
+    column_renames: Mapping[str, str] = field(default_factory=dict)
+    """Source column -> table column: ``{email_address = "email"}``."""
+    computed_columns: Mapping[str, str] = field(default_factory=dict)
+    """Table column -> Spark SQL over the row's (renamed) columns and ``_source_*``; in order."""
+    row_filter: str | None = None
+    """A Spark SQL predicate: rows it does not hold for (NULL included) are deleted from the table."""
+    masks: Mapping[str, str] = field(default_factory=dict)
+    """Column -> ``hash`` (HMAC-SHA256 with the salt), ``redact`` or ``keep_last:N``; text columns only."""
+    mask_salt_env: str | None = None
+    mask_salt_file: str | None = None
+    """Where the secret salt of ``hash`` masks is: an environment variable or a file (read when used)."""
     hoodie_conf: Mapping[str, str] = field(default_factory=dict)
+    # --- Routing and merged shards (issue 44 item 1; docs/routing.md): set by the pipeline file's [[routes]] ---
+    shard_sources: tuple[str, ...] = ()
+    """A merged table's shards: the Kafka topics (or folders) it reads, each from a checkpoint of its own held in
+    one composite checkpoint (``hudi_cdc.sources.merged``). Empty: a table of one source."""
+    shard_columns: tuple[str, ...] = ()
+    """A merged table's shard identity columns, written into every row: ``_source_server``, ``_source_database``,
+    ``_source_schema``, ``_source_table``; in its record key unless ``unique_keys``."""
+    unique_keys: bool = False
+    """A merged table whose keys are unique across its shards: the key stays the source's, a key lives in one shard
+    at a time, and a key live in two shards at once is a bad event (a cross-shard key clash)."""
 
     def __post_init__(self) -> None:
         _check_literal("table_type", self.table_type, TableType)
@@ -159,6 +241,9 @@ class IngestConfig:
         _check_literal("truncate_behavior", self.truncate_behavior, TruncateBehavior)
         _check_literal("on_bad_event", self.on_bad_event, OnBadEvent)
         _check_literal("history", self.history, History)
+        self._check_types_and_schema_changes()
+        _check_shards(self)
+        _check_transforms(self)
         if self.history != "none" and self.truncate_behavior == "apply":
             raise ConfigError(
                 f"history={self.history!r} with truncate_behavior='apply' is not supported: a TRUNCATE would "
@@ -203,6 +288,37 @@ class IngestConfig:
             raise ConfigError("min_sync_interval_seconds must be >= 0")
         if self.max_freshness_seconds is not None and not self.max_freshness_seconds > 0:
             raise ConfigError(f"max_freshness_seconds must be > 0, got {self.max_freshness_seconds}")
+
+    def _check_types_and_schema_changes(self) -> None:
+        for kind, allowed in SCHEMA_CHANGE_KINDS.items():
+            value = self.schema_changes.get(kind)
+            if value is not None and value not in allowed:
+                raise ConfigError(
+                    f"schema_changes.{kind}={value!r} is not one of {', '.join(allowed)} "
+                    f"(--on-{kind.replace('_', '-')})"
+                )
+        unknown = set(self.schema_changes) - set(SCHEMA_CHANGE_KINDS)
+        if unknown:
+            raise ConfigError(
+                f"schema_changes: unknown kind(s) {', '.join(sorted(unknown))}; known: {', '.join(SCHEMA_CHANGE_KINDS)}"
+            )
+        if self.schema_change_policy["type_changed"] == "quarantine" and self.on_bad_event != "quarantine":
+            raise ConfigError(
+                "schema_changes.type_changed = quarantine sets the affected events aside in the quarantine table: "
+                "set on_bad_event = quarantine too (--on-bad-event quarantine)"
+            )
+        for setting, mapping in (("type_mappings", self.type_mappings), ("column_types", self.column_types)):
+            for source, target in mapping.items():
+                problem = type_spec_problem(target)
+                if problem:
+                    raise ConfigError(f"{setting}: {source!r} = {target!r}: {problem}")
+
+    @property
+    def schema_change_policy(self) -> dict[str, str]:
+        """Each kind of schema change's action: ``schema_changes`` over what ``schema_change_behavior`` implies."""
+        base = dict(BEHAVIOR_POLICY[self.schema_change_behavior])
+        base.update(self.schema_changes)
+        return base
 
     def _check_jdbc(self) -> None:
         if bool(self.jdbc_table) == bool(self.jdbc_query):
@@ -258,6 +374,56 @@ class IngestConfig:
         return f"IngestConfig({body})"
 
     __str__ = __repr__
+
+
+def parse_mask(column: str, kind: str) -> tuple[str, int]:
+    """A mask setting as ``(kind, N)``: ``hash``, ``redact`` or ``keep_last`` with its N (else 0)."""
+    name, _, arg = kind.strip().partition(":")
+    if name in ("hash", "redact") and not arg:
+        return name, 0
+    if name == "keep_last" and arg.strip().isdigit():
+        return name, int(arg)
+    raise ConfigError(f"masks: {column!r} = {kind!r}: expected hash, redact or keep_last:N (N a whole number)")
+
+
+def _check_transforms(config: IngestConfig) -> None:
+    """The column transforms' settings, as far as they can be checked without the source's columns."""
+    keys, renames = set(config.record_key_fields), config.column_renames
+    if config.columns_keep and config.columns_drop:
+        raise ConfigError("give columns_keep or columns_drop, not both (--keep-column / --drop-column)")
+    needed = [c for c in config.columns_drop if c in keys or c.startswith("_source_") or c.startswith("_hoodie")]
+    if needed:
+        raise ConfigError(
+            f"columns_drop: {', '.join(needed)} cannot be dropped: the record key and the _source_* columns are what "
+            "the merge policy orders and matches rows by"
+        )
+    renamed_keys = [c for c in (*renames, *renames.values()) if c in keys]
+    if renamed_keys:
+        raise ConfigError(f"column_renames: {', '.join(renamed_keys)} is a record key column, which is not renamed")
+    targets = list(renames.values())
+    clash = sorted({t for t in targets if targets.count(t) > 1 and t in renames})
+    if clash:
+        raise ConfigError(f"column_renames: {', '.join(clash)} is both renamed and a rename's target")
+    for column, kind in config.masks.items():
+        if parse_mask(column, kind)[0] != "hash" and column in keys:
+            raise ConfigError(
+                f"masks: {column!r} is a record key column: only hash keeps distinct keys distinct ({kind!r} would "
+                "merge rows)"
+            )
+    wants_salt = any(parse_mask(c, k)[0] == "hash" for c, k in config.masks.items())
+    if wants_salt and not (config.mask_salt_env or config.mask_salt_file):
+        raise ConfigError("masks: a hash mask needs the secret salt: set mask_salt_env or mask_salt_file")
+    if config.mask_salt_env and config.mask_salt_file:
+        raise ConfigError("give the mask salt with one of mask_salt_env or mask_salt_file")
+    if config.row_filter is not None and not config.row_filter.strip():
+        raise ConfigError("row_filter is empty: give a Spark SQL predicate, e.g. \"status <> 'test'\"")
+    if config.row_filter and config.history != "none":
+        raise ConfigError(
+            f"row_filter with history={config.history!r} is not supported: a row leaving the filter is deleted"
+        )
+    computed_keys = [c for c in config.computed_columns if c in keys or c.startswith("_")]
+    if computed_keys:
+        raise ConfigError(f"computed_columns: {', '.join(computed_keys)} is a key or reserved column name")
 
 
 def _check_literal(name: str, value: Any, literal: Any) -> None:
@@ -328,6 +494,19 @@ def parse_props(text: str, *, origin: str) -> dict[str, str]:
     return props
 
 
+def _check_shards(config: IngestConfig) -> None:
+    """A merged table's routing settings (made by [[routes]]; docs/routing.md)."""
+    known = ("_source_server", "_source_database", "_source_schema", "_source_table")
+    if any(c not in known for c in config.shard_columns):
+        raise ConfigError(f"shard_columns must be among {', '.join(known)}, got {list(config.shard_columns)}")
+    if config.shard_sources and config.source not in ("kafka", "files"):
+        raise ConfigError("a merged table (shard_sources) reads Kafka topics or folders: source kafka or files")
+    if config.shard_sources and not config.shard_columns:
+        raise ConfigError("a merged table needs shard_columns (set shard_columns in its [[routes]])")
+    if config.unique_keys and not config.shard_sources:
+        raise ConfigError("unique_keys is for a merged table: set it in a [[routes]] that merges shards")
+
+
 def normalise_settings(values: Mapping[str, Any], origin: str) -> dict[str, Any]:
     """Settings by their :class:`IngestConfig` names, with text values (env, properties) typed."""
     known = {f.name: f for f in dataclasses.fields(IngestConfig)}
@@ -372,8 +551,29 @@ def normalise_settings(values: Mapping[str, Any], origin: str) -> dict[str, Any]
             value = value.strip().lower() in ("1", "true", "yes", "on")
         elif key == "hoodie_conf":
             value = dict(value)
+        elif key in ("type_mappings", "column_types", "schema_changes"):
+            value = _parse_mapping(key, value, origin)
+        elif key in ("column_renames", "computed_columns", "masks"):
+            value = _parse_mapping(key, value, origin)
+        elif key in ("columns_keep", "columns_drop"):
+            value = tuple(c.strip() for c in value.split(",") if c.strip()) if isinstance(value, str) else tuple(value)
         out[key] = value
     return out
+
+
+def _parse_mapping(key: str, value: Any, origin: str) -> dict[str, str]:  # noqa: ANN401 - TOML/env value
+    """A table of strings: TOML's own, or text (env) as a JSON object or ``k=v;k=v``."""
+    if isinstance(value, str):
+        import json
+
+        text = value.strip()
+        try:
+            value = json.loads(text) if text.startswith("{") else dict(p.split("=", 1) for p in text.split(";") if p)
+        except ValueError:
+            raise ConfigError(f'{origin}: {key}={value!r}: expected a JSON object or "k=v;k=v"') from None
+    if not isinstance(value, Mapping) or not all(isinstance(v, str) for v in value.values()):
+        raise ConfigError(f"{origin}: {key} must be a table of strings, got {value!r}")
+    return {str(k).strip(): v.strip() for k, v in value.items()}
 
 
 def _parse_number(key: str, value: str, kind: type, origin: str) -> Any:

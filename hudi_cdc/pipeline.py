@@ -10,13 +10,16 @@ import dataclasses
 import json
 import logging
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from hudi_cdc.config import IngestConfig
 from hudi_cdc.envelope.batch import change_rows
+from hudi_cdc.envelope.evolution import SchemaChangeLog
+from hudi_cdc.envelope.shape import Shape, shape_plan
+from hudi_cdc.envelope.type_mapping import TypeMapping
 from hudi_cdc.errors import ConfigError, DecodeError, HudiCdcError, SinkError, SourceError, retry_backoff_s
 from hudi_cdc.policy import merge_policy
 from hudi_cdc.sink import options as opt
@@ -108,6 +111,10 @@ class RoundSteps:
 def _make_source(spark: SparkSession, config: IngestConfig) -> Source:
     from hudi_cdc.envelope.types import reader_schema
 
+    if config.shard_sources:  # a merged table ([[routes]]): one source per shard, one composite checkpoint
+        from hudi_cdc.sources.merged import MergedSource
+
+        return MergedSource(config, lambda shard: _make_source(spark, shard))
     if config.source == "files":
         from hudi_cdc.sources.files import FileSource
 
@@ -151,6 +158,8 @@ class _Round:
     """The newest TRUNCATE the table applied: every commit carries it (see MergePolicy.plan)."""
     checkpoint: dict[str, Any] | None = None
     steps: RoundSteps = field(default_factory=RoundSteps)
+    schema_changes: SchemaChangeLog = field(default_factory=SchemaChangeLog)
+    """The schema changes the round takes (envelope.evolution), recorded in its commit."""
 
     def tombstone_store(self, key_fields: tuple[str, ...]) -> TombstoneStore:
         return TombstoneStore(self.spark, self.config.resolved_tombstone_path, key_fields=key_fields)
@@ -224,6 +233,7 @@ def _open_round(config: IngestConfig, spark: SparkSession, started: float) -> tu
         last.extra.get(opt.INDEX_KEY) if last else None, _write_options(config, keys, table), config.target_base_path
     )
     round_.truncated_at = last.extra.get(opt.TRUNCATED_AT_KEY) if last else None
+    round_.schema_changes = SchemaChangeLog.from_metadata(last.extra if last else None)
     return round_, last
 
 
@@ -272,6 +282,10 @@ def _decide(round_: _Round, batch: Batch, committed: bool) -> WritePlan:
         table_schema=table.read().schema if committed else None,
         truncates=config.truncate_behavior,
         keep_raw=quarantine,
+        shape=Shape.of(config, policy, keys=round_.keys),
+        type_mapping=TypeMapping(config.type_mappings, config.column_types),
+        schema_policy=config.schema_change_policy,
+        schema_changes=round_.schema_changes,
     )
     # soft_delete: a marked delete is no row to take a value from
     rows_of = _live_columns if config.history == "soft_delete" else _stored_columns
@@ -282,6 +296,17 @@ def _decide(round_: _Round, batch: Batch, committed: bool) -> WritePlan:
         truncated_at=round_.truncated_at,
         fills_placeholders=lambda: _hudi_fills(table, policy, config) if committed else False,
     )
+    if config.unique_keys:  # a merged table whose keys are unique across shards: who holds each (payloads.shards)
+        from payloads.shards import hand_over
+
+        tag = round_.now.strftime("%Y%m%d%H%M%S%f")
+        flat = hand_over(
+            flat,
+            key_fields=round_.keys,
+            shard_columns=config.shard_columns,
+            stored_rows=stored.stored_rows,
+            round_tag=tag,
+        )
     try:
         # Reading, decoding and deciding run as one Spark job (see MergePolicy.plan).
         log.info("%s: reading, decoding and deciding each key's change", config.target_table)
@@ -322,6 +347,8 @@ def _write(round_: _Round, batch: Batch, plan: WritePlan, committed: bool) -> In
             f"{config.target_table}: bad change events, nothing committed and the checkpoint did not move "
             "(--on-bad-event quarantine would set them aside): " + "; ".join(plan.errors)
         )
+    # computed columns, the row filter and the kept columns, on the winners (envelope.shape)
+    plan, filtered_out = shape_plan(Shape.of(config, round_.policy, keys=round_.keys), plan, key_fields=round_.keys)
     assert plan.upserts is not None  # a plan without errors has them (tombstones: but with history="scd2")
     round_.steps.enter("quarantine")
     quarantined = _quarantine(round_, batch, plan)
@@ -341,8 +368,12 @@ def _write(round_: _Round, batch: Batch, plan: WritePlan, committed: bool) -> In
     round_.steps.enter("tombstones")
     if plan.counts.deletes and plan.tombstones is not None:
         round_.tombstones.record(plan.tombstones, stamped_at=round_.now, new_keys=plan.counts.new_tombstones)
+    if filtered_out is not None:  # rows the row filter deleted: how many keys are new is not known
+        round_.tombstones.record(filtered_out, stamped_at=round_.now)
     held = round_.tombstones.count()
     details = _details(batch, events)
+    if round_.schema_changes.changes:
+        details["schema_changes"] = round_.schema_changes.counts()
     stats = {**asdict(plan.counts), "quarantined": quarantined, "tombstones_held": held, **details}
     log.info(
         "%s: %d events decided: writing %d upserts and %d deletes to Hudi",
@@ -358,7 +389,15 @@ def _write(round_: _Round, batch: Batch, plan: WritePlan, committed: bool) -> In
     round_.steps.enter("commit")
     try:
         commit_time = _commit(
-            round_.table, config, round_.keys, rows, batch, stats, round_.truncated_at, operation=operation
+            round_.table,
+            config,
+            round_.keys,
+            rows,
+            batch,
+            stats,
+            round_.truncated_at,
+            operation=operation,
+            extra_metadata=round_.schema_changes.metadata(),
         )
     except SinkError as exc:
         raise failures.judge(exc, start=json.dumps(round_.checkpoint, sort_keys=True)) from exc.__cause__
@@ -441,15 +480,20 @@ def load_first(config: IngestConfig, source: Source, *, spark: SparkSession | No
             table=config.target_table, base_path=config.target_base_path, commit_time=None, checkpoint=None
         )
     keys = config.record_key_fields or batch.key_fields
+    policy = merge_policy(config)
+    shape = Shape.of(config, policy, keys=keys)
     flat = change_rows(
         batch,
-        merge_policy(config),
+        policy,
         key_fields=keys,
         ingested_at=datetime.now(UTC),
         behavior=config.schema_change_behavior,
         table_schema=None,
+        shape=shape,
+        type_mapping=TypeMapping(config.type_mappings, config.column_types),
     )
-    rows = first_versions(config.history, flat.select(*[c for c in flat.columns if not c.startswith(INTERNAL_PREFIX)]))
+    flat = shape.source_rows(flat.select(*[c for c in flat.columns if not c.startswith(INTERNAL_PREFIX)]))
+    rows = first_versions(config.history, flat)
     log.info("%s: writing %s", config.target_table, batch.description)
     commit_time = _commit(table, config, keys, rows, batch, {"first_load": True, **batch.details}, None)
     written = next((c.written for c in table.commits() if c.instant == commit_time), {})
@@ -478,6 +522,7 @@ def _commit(
     truncated_at: str | None,
     *,
     operation: str | None = None,
+    extra_metadata: Mapping[str, str] | None = None,
 ) -> str:
     """Write ``rows`` in one Hudi commit that also carries the batch's checkpoint and stats.
 
@@ -501,6 +546,7 @@ def _commit(
         metadata[opt.TRUNCATED_AT_KEY] = truncated_at
     if config.history != "none":
         metadata[opt.HISTORY_KEY] = config.history
+    metadata.update(extra_metadata or {})
     small = SmallWrite(rows=stats.get("upserts", 0) + stats.get("deletes", 0), max_rows=config.java_writer_max_rows)
     return table.write(rows, options, metadata, small=small)
 

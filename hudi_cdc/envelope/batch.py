@@ -7,21 +7,29 @@ both read the same events the same way.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING
 
 from hudi_cdc.envelope.evolution import align_to_table, unify
 from hudi_cdc.envelope.flatten import flatten
+from hudi_cdc.envelope.type_mapping import mapped_conversions
 from hudi_cdc.envelope.types import value_conversions
 from hudi_cdc.envelope.unflatten import is_flattened, unflatten
-from payloads.base import INTERNAL_PREFIX, RAW_COLUMN
+from payloads.base import ERROR_COLUMN, INTERNAL_PREFIX, RAW_COLUMN
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from pyspark.sql import DataFrame
     from pyspark.sql.types import StructType
 
     from hudi_cdc.config import SchemaChangeBehavior, TruncateBehavior
     from hudi_cdc.envelope.events import Batch, BatchPart
+    from hudi_cdc.envelope.evolution import SchemaChangeLog
+    from hudi_cdc.envelope.shape import Shape
+    from hudi_cdc.envelope.type_mapping import TypeMapping
+    from hudi_cdc.envelope.types import Conversion
     from payloads.base import MergePolicy
 
 __all__ = ["change_rows"]
@@ -37,6 +45,10 @@ def change_rows(
     table_schema: StructType | None,
     truncates: TruncateBehavior = "fail",
     keep_raw: bool = False,
+    shape: Shape | None = None,
+    type_mapping: TypeMapping | None = None,
+    schema_policy: Mapping[str, str] | None = None,
+    schema_changes: SchemaChangeLog | None = None,
 ) -> DataFrame:
     """Every part flattened, the parts' schemas reconciled with each other and the table's, ordered.
 
@@ -49,6 +61,9 @@ def change_rows(
         else part
         for part in batch.parts
     ]
+    if shape is not None and shape.masks:  # masked first: nothing below sees a value unmasked (envelope.shape)
+        parts = [replace(p, envelopes=shape.mask_envelopes(p.envelopes, p.where or batch.description)) for p in parts]
+        shape.check_masked_columns(_after_fields(parts), batch.description)
     flats = [
         (
             flatten(
@@ -57,16 +72,39 @@ def change_rows(
                 key_fields=key_fields,
                 ingested_at=ingested_at,
                 where=part.where or batch.description,
-                value_conversions=value_conversions(part.avro_schema) if part.avro_schema else None,
+                value_conversions=_conversions(part, type_mapping, part.where or batch.description),
                 truncates=truncates,
             ),
             part.where or batch.description,
         )
         for part in parts
     ]
-    flat = unify(flats, behavior=behavior)
-    flat = align_to_table(flat, table_schema, behavior=behavior, where=batch.description)
+    if shape is not None and shape.active:
+        flats = [(shape.unkept_placeholders(shape.rename(f, where), policy), where) for f, where in flats]
+    # Schema changes per kind (envelope.evolution): schema_policy over behavior's, recorded in schema_changes.
+    flat = unify(flats, behavior=behavior, policy=schema_policy, table=table_schema, changes=schema_changes)
+    flat = align_to_table(
+        flat, table_schema, behavior=behavior, where=batch.description, policy=schema_policy, changes=schema_changes
+    )
     return policy.with_order(flat)
+
+
+def _conversions(part: BatchPart, type_mapping: TypeMapping | None, where: str) -> dict[str, Conversion] | None:
+    """The part's value conversions: the logical types' (envelope.types), with the type mappings' in place."""
+    if type_mapping:
+        return mapped_conversions(part.avro_schema, part.envelopes.schema["after"].dataType, type_mapping, where=where)
+    return value_conversions(part.avro_schema) if part.avro_schema else None
+
+
+def _after_fields(parts: list[BatchPart]) -> list[str]:
+    """The row columns of every part (the fields of its ``after`` records), in order, once each."""
+    from pyspark.sql.types import StructType
+
+    names: dict[str, None] = {}
+    for part in parts:
+        after = part.envelopes.schema["after"].dataType if "after" in part.envelopes.columns else None
+        names.update(dict.fromkeys(after.fieldNames() if isinstance(after, StructType) else ()))
+    return list(names)
 
 
 def _with_raw(part: BatchPart) -> DataFrame:
@@ -89,8 +127,11 @@ def _with_raw(part: BatchPart) -> DataFrame:
         fields = [c for c in envelopes.columns if not c.startswith(INTERNAL_PREFIX)]
         record = F.struct(*[F.col(f"`{c}`") for c in fields])
         schema = json.dumps(part.avro_schema) if part.avro_schema else None  # None: Spark derives one, not kept
+        data = to_avro(record, schema) if schema else to_avro(record)
+        if ERROR_COLUMN in envelopes.columns:  # a masked table's Kafka message that did not decode: no bytes kept
+            data = F.when(F.col(ERROR_COLUMN).isNull(), data)
         raw = F.struct(
-            (to_avro(record, schema) if schema else to_avro(record)).alias("data"),
+            data.alias("data"),
             F.lit("avro").alias("format"),
             F.lit(schema).cast("string").alias("schema"),
         )
