@@ -34,6 +34,7 @@ from hudi_cdc.sink import options as opt
 from hudi_cdc.sink.hudi import HudiTable
 from hudi_cdc.sources.files import FileSource
 from hudi_cdc.sources.kafka import broker_conf, end_offsets, parse_kafka_checkpoint
+from hudi_cdc.sources.merged import shard_config
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -103,7 +104,7 @@ def measure(
     if spec.source.kind == "kafka":
         behind = _kafka_behind(spec, positions)
     elif spec.source.kind == "files":
-        behind = {name: _files_behind(spark, p) for name, p in positions.items()}
+        behind = {name: _files_behind(spark, s) for name, p in positions.items() for s in [_shards_summed(p)]}
     else:
         behind = {name: (None, ()) for name in positions}
     return {
@@ -112,7 +113,28 @@ def measure(
     }
 
 
-def _files_behind(spark: SparkSession, held: Position) -> tuple[int | None, tuple[str, ...]]:
+def _shard_checkpoint(held: Position, shard: str) -> str | None:
+    """A merged table's checkpoint of one shard (its composite checkpoint's part), as text."""
+    if not held.checkpoint:
+        return None
+    part = json.loads(held.checkpoint).get("shards", {}).get(shard)
+    return json.dumps(part) if part is not None else None
+
+
+def _shards_summed(held: Position) -> list[Position]:
+    """A table's positions: a merged table's one per shard (its backlog is theirs summed), else its own."""
+    if not held.config.shard_sources:
+        return [held]
+    return [Position(s, shard_config(held.config, s), _shard_checkpoint(held, s)) for s in held.config.shard_sources]
+
+
+def _files_behind(spark: SparkSession, held: list[Position]) -> tuple[int | None, tuple[str, ...]]:
+    counts = [_folder_behind(spark, p) for p in held]
+    problems = tuple(p for _, found in counts for p in found)
+    return (None if problems else sum(c or 0 for c, _ in counts)), problems
+
+
+def _folder_behind(spark: SparkSession, held: Position) -> tuple[int | None, tuple[str, ...]]:
     try:
         source = FileSource(spark, held.config)
         return source.not_taken(source.parse_checkpoint(held.checkpoint) if held.checkpoint else None), ()
@@ -124,26 +146,31 @@ def _kafka_behind(
     spec: PipelineSpec, positions: Mapping[str, Position]
 ) -> dict[str, tuple[int | None, tuple[str, ...]]]:
     conf = broker_conf(spec.defaults.get("hoodie_conf", {}))
-    topics = sorted({p.topic for p in positions.values()})
+    shards = {name: _shards_summed(p) for name, p in positions.items()}
+    topics = sorted({s.topic for held in shards.values() for s in held})
     try:
         ends = end_offsets(str(spec.source.bootstrap_servers), topics, conf) if topics else {}
     except HudiCdcError as exc:
         return {name: (None, (f"Kafka: {exc}",)) for name in positions}
     found: dict[str, tuple[int | None, tuple[str, ...]]] = {}
-    for name, held in positions.items():
-        mine = {p: end for (t, p), end in ends.items() if t == held.topic}
-        if not mine:
-            found[name] = (None, (f"Kafka: topic {held.topic} not found",))
-            continue
-        offsets: dict[str, Any] = {}
-        if held.checkpoint:
-            try:
-                offsets = parse_kafka_checkpoint(held.checkpoint, held.topic).get("offsets", {})
-            except HudiCdcError as exc:
-                found[name] = (None, (f"checkpoint: {exc}",))
-                continue
-        found[name] = (sum(max(0, end - int(offsets.get(str(p), 0))) for p, end in mine.items()), ())
+    for name, held in shards.items():
+        counts = [_topic_behind(s, ends) for s in held]
+        problems = tuple(p for _, found_ in counts for p in found_)
+        found[name] = (None if problems else sum(c or 0 for c, _ in counts)), problems
     return found
+
+
+def _topic_behind(held: Position, ends: Mapping[tuple[str, int], int]) -> tuple[int | None, tuple[str, ...]]:
+    mine = {p: end for (t, p), end in ends.items() if t == held.topic}
+    if not mine:
+        return None, (f"Kafka: topic {held.topic} not found",)
+    offsets: dict[str, Any] = {}
+    if held.checkpoint:
+        try:
+            offsets = parse_kafka_checkpoint(held.checkpoint, held.topic).get("offsets", {})
+        except HudiCdcError as exc:
+            return None, (f"checkpoint: {exc}",)
+    return sum(max(0, end - int(offsets.get(str(p), 0))) for p, end in mine.items()), ()
 
 
 class BacklogWatch:

@@ -196,6 +196,11 @@ class Runner:
             log.warning("discovery failed (%s); the known tables go on", exc)
             return
         refs = [r for r in refs if self.spec.enabled(r)]
+        refs, refused = self.spec.routed(refs)  # [[routes]]: targets, merged tables (docs/routing.md)
+        refs = [r for r in refs if self.spec.enabled(r)]
+        for name, message in refused.items():
+            if name not in self.tables and (not self.wanted or name in self.wanted):
+                self.tables[name] = self._refused(TableState(name=name, topic=name, target=""), message)
         if self.wanted:
             refs = (
                 select(refs, self.wanted)
@@ -210,6 +215,8 @@ class Runner:
                     "narrow [source] tables to one server"
                 )
             names[ref.name] = ref.topic
+            if ref.merged and ref.name in self.tables:
+                self._join_shards(self.tables[ref.name], ref)
             if ref.name not in self.tables:
                 self.tables[ref.name] = self._new_table(ref)
                 if self._discovered_once:
@@ -255,15 +262,30 @@ class Runner:
                 if table.state == DROPPED:
                     table.state, table.due = WAITING, 0.0
 
+    def _join_shards(self, table: TableState, ref: TableRef) -> None:
+        """A merged table's new shards (topics matching its route since): read from their beginning from its next
+        round on, the others from their checkpoint (``hudi_cdc.sources.merged``)."""
+        new = [s for s in ref.shards if s not in table.shards]
+        if not new or table.config is None:
+            return
+        try:
+            table.config = self.spec.table_config(ref)
+        except ConfigError as exc:
+            log.error("%s: new shard(s) %s not joined: %s", table.name, ", ".join(new), exc)
+            return
+        table.shards = ref.shards
+        log.info("%s: shard(s) %s join the merged table, read from their beginning", table.name, ", ".join(new))
+
     def _new_table(self, ref: TableRef) -> TableState:
         """A table's state; its settings' problem (or a target another table has) fails it alone."""
+        topic = ref.topic if ref.merged else ref.source_topic  # a merged table's topics: its shards
         try:
             config = self.spec.table_config(ref)
         except ConfigError as exc:
-            return self._refused(TableState(name=ref.name, topic=ref.topic, target=""), str(exc))
-        table = TableState(name=ref.name, topic=ref.topic, target=config.target_base_path, config=config)
+            return self._refused(TableState(name=ref.name, topic=topic, target="", shards=ref.shards), str(exc))
+        table = TableState(name=ref.name, topic=topic, target=config.target_base_path, config=config, shards=ref.shards)
         table.freshness_target_s = config.max_freshness_seconds
-        if self._offsets is not None:
+        if self._offsets is not None and not ref.merged:  # a merged table: a round each time it is due
             table.arrivals = Arrivals()
         other = next((t.name for t in self.tables.values() if t.target == table.target), None)
         if other is not None:

@@ -56,6 +56,7 @@ from typing import Any, get_args
 
 from hudi_cdc.config import ENV_PREFIX, Flavor, IngestConfig, normalise_settings
 from hudi_cdc.errors import ConfigError
+from hudi_cdc.service.routes import Route, parse_routes, shard_column_names
 
 __all__ = ["PipelineSpec", "RunSettings", "SourceSettings", "TableRef", "load_pipeline", "select"]
 
@@ -74,6 +75,9 @@ _SOURCE_LEVEL = {
     "jdbc_password_env",
     "jdbc_table",
     "jdbc_query",
+    "shard_sources",  # routing: [[routes]] sets them
+    "shard_columns",
+    "unique_keys",
 }
 _KINDS = ("kafka", "files", "jdbc")
 _RUN_LEVEL = {"continuous", "max_rounds", "checkpoint"}
@@ -87,6 +91,19 @@ class TableRef:
     topic: str
     primary_key: tuple[str, ...] = field(default=(), compare=False)
     """A database table's primary key (JDBC source): its record key unless the pipeline sets one."""
+    shards: tuple[str, ...] = field(default=(), compare=False)
+    """A routed table (``topic`` is then its target name): the source tables (topics or folders) it reads."""
+    route: Route | None = field(default=None, compare=False)
+
+    @property
+    def merged(self) -> bool:
+        """A merge route's table: a composite source, shard columns, one checkpoint for every shard."""
+        return self.route is not None and self.route.merging
+
+    @property
+    def source_topic(self) -> str:
+        """The topic (folder, database table) a table that is not merged reads."""
+        return self.shards[0] if self.shards else self.topic
 
     @property
     def parts(self) -> dict[str, str]:
@@ -99,6 +116,8 @@ class TableRef:
     @property
     def name(self) -> str:
         """How the table is named in the pipeline file, ``--tables``, status and control: ``schema.table``."""
+        if self.route is not None:
+            return self.topic  # the target, as the route renders it
         parts = self.parts
         return f"{parts['schema']}.{parts['table']}" if parts["schema"] else parts["table"]
 
@@ -155,6 +174,7 @@ class PipelineSpec:
     overrides: Mapping[str, Mapping[str, Any]]  # by table name or topic
     run: RunSettings
     disabled: frozenset[str] = field(default_factory=frozenset)
+    routes: tuple[Route, ...] = ()
 
     def override_for(self, ref: TableRef) -> Mapping[str, Any]:
         return self.overrides.get(ref.topic) or self.overrides.get(ref.name) or {}
@@ -185,7 +205,7 @@ class PipelineSpec:
         if self.source.kind == "kafka":
             merged.update(
                 source="kafka",
-                topic=ref.topic,
+                topic=ref.source_topic,
                 bootstrap_servers=self.source.bootstrap_servers,
                 schema_registry_url=self.source.schema_registry_url,
                 kafka_value_format=self.source.value_format,
@@ -194,7 +214,7 @@ class PipelineSpec:
             merged.update(
                 source="jdbc",
                 jdbc_url=self.source.url,
-                jdbc_table=ref.topic,
+                jdbc_table=ref.source_topic,
                 jdbc_user=self.source.user,
                 jdbc_password_file=self.source.password_file,
                 jdbc_password_env=self.source.password_env,
@@ -202,11 +222,70 @@ class PipelineSpec:
             if not merged.get("record_key_fields") and ref.primary_key:
                 merged["record_key_fields"] = ref.primary_key
         else:
-            merged.update(source="files", source_path=str(Path(str(self.source.path)) / ref.topic))
+            merged.update(source="files", source_path=str(Path(str(self.source.path)) / ref.source_topic))
+        if ref.merged:
+            merged.update(self._shard_settings(ref, merged.get("record_key_fields") or ()))
         try:
             return IngestConfig(**merged, hoodie_conf=conf)
         except ConfigError as exc:
             raise ConfigError(f"{where}: {exc}") from None
+
+    def _shard_settings(self, ref: TableRef, keys: Any) -> dict[str, Any]:  # noqa: ANN401 - the table's setting
+        """A merged table's shards and shard columns; a configured record key gains the route's key columns."""
+        assert ref.route is not None
+        shards = ref.shards
+        if self.source.kind == "files":
+            shards = tuple(str(Path(str(self.source.path)) / s) for s in ref.shards)
+        settings: dict[str, Any] = {
+            "shard_sources": shards,
+            "shard_columns": shard_column_names(ref.route.shard_columns),
+            "unique_keys": ref.route.unique_keys,
+        }
+        if keys:
+            keys = (keys,) if isinstance(keys, str) else tuple(keys)
+            settings["record_key_fields"] = (*keys, *[c for c in ref.route.key_columns() if c not in keys])
+        return settings
+
+    def routed(self, refs: Sequence[TableRef]) -> tuple[list[TableRef], dict[str, str]]:
+        """The pipeline's tables from the source's: each source table its route's target (the first route
+        that matches), the rest as they are; and, by name, the tables refused with why."""
+        targets: dict[str, tuple[Route, list[TableRef]]] = {}
+        tables: list[TableRef] = []
+        refused: dict[str, str] = {}
+        for ref in refs:
+            route = next((r for r in self.routes if r.matches(ref.name, ref.topic)), None)
+            if route is None:
+                tables.append(ref)
+                continue
+            try:
+                target = route.render(ref.parts)
+            except ConfigError as exc:
+                refused[ref.name] = f"{self.origin} {exc}"
+                continue
+            held = targets.setdefault(target, (route, []))
+            if held[0] is not route:
+                refused[target] = (
+                    f"{self.origin}: {held[0].where} and {route.where} both render target {target!r} "
+                    f"(for {held[1][0].name} and {ref.name}): one route per target"
+                )
+            held[1].append(ref)
+        for target, (route, sources) in targets.items():
+            if target in refused:
+                continue
+            if not route.merging and len(sources) > 1:
+                refused[target] = (
+                    f"{self.origin} {route.where}: maps {', '.join(s.name for s in sources)} to one target "
+                    'without shard columns: set shard_columns (e.g. ["schema"]) to merge them keyed by shard, '
+                    "or unique_keys = true if their keys are unique across them"
+                )
+                continue
+            if any(t.name == target for t in tables):
+                refused[target] = f"{self.origin} {route.where}: target {target!r} is also a table of the source"
+                continue
+            sources.sort(key=lambda s: s.topic)
+            key = sources[0].primary_key
+            tables.append(TableRef(target, key, tuple(s.topic for s in sources), route))
+        return tables, refused
 
 
 def load_pipeline(path: str | os.PathLike[str]) -> PipelineSpec:
@@ -216,10 +295,10 @@ def load_pipeline(path: str | os.PathLike[str]) -> PipelineSpec:
         data = tomllib.loads(Path(path).read_text())
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"cannot read pipeline file {origin}: {exc}") from exc
-    unknown = set(data) - {"name", "source", "defaults", "tables", "run"}
+    unknown = set(data) - {"name", "source", "defaults", "tables", "run", "routes"}
     if unknown:
         raise ConfigError(
-            f"{origin}: unknown section(s) {', '.join(sorted(unknown))}; known: source, defaults, tables, run"
+            f"{origin}: unknown section(s) {', '.join(sorted(unknown))}; known: source, defaults, tables, run, routes"
         )
     name = str(data.get("name") or Path(path).stem)
     source = _source(data.get("source"), origin)
@@ -242,7 +321,10 @@ def load_pipeline(path: str | os.PathLike[str]) -> PipelineSpec:
             f'{origin} [run]: consistent_cut_interval_seconds needs [source] kind = "kafka" with Avro values '
             "(the transaction metadata is read from the connector's topics)"
         )
-    return PipelineSpec(name, origin, source, defaults, overrides, run, frozenset(disabled))
+    routes = parse_routes(data.get("routes"), origin)
+    if source.kind == "jdbc" and any(r.merging for r in routes):
+        raise ConfigError(f'{origin} [[routes]]: merging shards needs [source] kind = "kafka" or "files"')
+    return PipelineSpec(name, origin, source, defaults, overrides, run, frozenset(disabled), routes)
 
 
 def _source(raw: Any, origin: str) -> SourceSettings:  # noqa: ANN401 - TOML value

@@ -52,6 +52,7 @@ class TableState:
     last_commit: str | None = None
     next_round_at: str | None = None
     dropped_at_source: str | None = None  # the DROP seen on the schema-change topic, with its DDL
+    shards: tuple[str, ...] = ()  # a routed table ([[routes]]): the topics (or folders) it reads
     # freshness (hudi-cdc run --continuous on Kafka: see hudi_cdc.service.schedule)
     freshness_target_s: float | None = None  # the table's max_freshness_seconds
     pending_since: str | None = None  # when the oldest message the table does not hold was first seen
