@@ -84,7 +84,14 @@ def change_rows(
     # Schema changes per kind (envelope.evolution): schema_policy over behavior's, recorded in schema_changes.
     flat = unify(flats, behavior=behavior, policy=schema_policy, table=table_schema, changes=schema_changes)
     flat = align_to_table(
-        flat, table_schema, behavior=behavior, where=batch.description, policy=schema_policy, changes=schema_changes
+        flat,
+        table_schema,
+        behavior=behavior,
+        where=batch.description,
+        policy=schema_policy,
+        changes=schema_changes,
+        ignore_source=shape.unkept(flat.columns) if shape is not None else (),
+        ignore_table=tuple(shape.computed) if shape is not None else (),
     )
     return policy.with_order(flat)
 

@@ -76,6 +76,10 @@ def flatten(
     if ERROR_COLUMN in envelopes.columns:  # the source's own finding (e.g. undecodable bytes) explains the rest
         error = F.coalesce(F.col(ERROR_COLUMN), error)
     conversions = value_conversions or {}
+    misfits = [c.error(F.col(_IMAGE)[n]) for n, c in conversions.items() if c.error is not None and n in value_fields]
+    if misfits:  # a type mapping's refused value (envelope.type_mapping); a delete needs only its key
+        misfit = F.concat_ws("; ", *misfits)  # every refused column of the row, in one message
+        error = F.coalesce(error, F.when((F.col(OP_COLUMN) != F.lit("d")) & (misfit != F.lit("")), misfit))
     return rows.select(
         *[_typed(f, conversions) for f in value_fields],
         *[c for c in rows.columns if c not in (_IMAGE, ERROR_COLUMN)],

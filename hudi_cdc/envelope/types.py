@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from pyspark.sql import Column
 
-__all__ = ["Conversion", "value_conversions", "reader_schema", "MAX_DECIMAL_PRECISION"]
+__all__ = ["Conversion", "avro_fields", "value_conversions", "reader_schema", "MAX_DECIMAL_PRECISION"]
 
 MAX_DECIMAL_PRECISION = 38  # Spark's (and Hudi's) largest decimal
 
@@ -30,6 +30,8 @@ class Conversion:
     """The Spark type of the table column (DDL), for docs and tests."""
     expr: Callable[[Column], Column] | None
     """Physical column -> table column; None when spark-avro already reads the right type."""
+    error: Callable[[Column], Column] | None = None
+    """Physical column -> why the value cannot land (a type mapping's misfit), or NULL; makes the event bad."""
 
 
 def _unwrap(avro_type: Any) -> Any:
@@ -186,6 +188,11 @@ def reader_schema(envelope: dict[str, Any]) -> dict[str, Any]:
     for field in record["fields"]:
         field["type"], _ = _conversion(field["type"])
     return schema
+
+
+def avro_fields(envelope: dict[str, Any]) -> dict[str, Any]:
+    """Each value column's Avro field type, by name."""
+    return {f["name"]: f["type"] for f in _value_record(envelope)["fields"]}
 
 
 def value_conversions(envelope: dict[str, Any]) -> dict[str, Conversion]:
