@@ -98,6 +98,8 @@ def type_spec_problem(spec: str) -> str | None:
         "not a type mapping target: one of boolean, string, text, int, bigint, double, decimal(p,s), "
         "timestamp, timestamp:<zone>, json, json:<Spark DDL type>"
     )
+
+
 _TABLE_TYPE_ALIASES = {"cow": "COPY_ON_WRITE", "mor": "MERGE_ON_READ"}
 _SECRET_MARKERS = ("password", "secret", "token", "credential", "jaas", "access.key", "accesskey", "private")
 
@@ -561,6 +563,15 @@ def normalise_settings(values: Mapping[str, Any], origin: str) -> dict[str, Any]
     return out
 
 
+def _merge_layer(merged: dict[str, Any], layer: Mapping[str, Any]) -> None:
+    """A later layer's settings over ``merged``'s; the type mappings and schema_changes merge key by key
+    (``--on-column-added`` changes one kind of a file's ``schema_changes``)."""
+    for key, value in layer.items():
+        if key in ("type_mappings", "column_types", "schema_changes") and key in merged:
+            value = {**merged[key], **value}
+        merged[key] = value
+
+
 def _parse_mapping(key: str, value: Any, origin: str) -> dict[str, str]:  # noqa: ANN401 - TOML/env value
     """A table of strings: TOML's own, or text (env) as a JSON object or ``k=v;k=v``."""
     if isinstance(value, str):
@@ -603,11 +614,11 @@ def load_config(
             data = tomllib.loads(path.read_text())
         except (OSError, tomllib.TOMLDecodeError) as exc:
             raise ConfigError(f"cannot read config file {path}: {exc}") from exc
-        merged.update(normalise_settings(data, str(path)))
+        _merge_layer(merged, normalise_settings(data, str(path)))
     env = os.environ if env is None else env
     from_env = {k[len(ENV_PREFIX) :].lower(): v for k, v in env.items() if k.startswith(ENV_PREFIX)}
-    merged.update(normalise_settings(from_env, "environment"))
-    merged.update(normalise_settings(overrides, "arguments"))
+    _merge_layer(merged, normalise_settings(from_env, "environment"))
+    _merge_layer(merged, normalise_settings(overrides, "arguments"))
 
     conf: dict[str, str] = dict(merged.pop("hoodie_conf", {}) or {})
     if props_file is not None:

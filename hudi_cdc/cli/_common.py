@@ -161,6 +161,37 @@ _CONFIG_OPTIONS = [
     click.option(
         "--quarantine-path", help="Where quarantined events live (default: <target-base-path>_hudi_cdc_quarantine)."
     ),
+    # Column transforms and masking (docs/transforms.md); each repeatable.
+    click.option("--keep-column", multiple=True, help="Write only these data columns (columns_keep); repeatable."),
+    click.option("--drop-column", multiple=True, help="Do not write this column (columns_drop); repeatable."),
+    click.option("--rename-column", multiple=True, help="SRC=DST: source column SRC is table column DST; repeatable."),
+    click.option(
+        "--computed-column", multiple=True, help="NAME=EXPR: a column computed with Spark SQL; repeatable, in order."
+    ),
+    click.option("--row-filter", help="Spark SQL predicate: rows it does not hold for are deleted from the table."),
+    click.option("--mask", multiple=True, help="COL=KIND: hash, redact or keep_last:N; repeatable."),
+    click.option("--mask-salt-env", help="Environment variable holding the secret salt of hash masks."),
+    click.option("--mask-salt-file", type=click.Path(dir_okay=False), help="File holding the salt of hash masks."),
+    # Type mappings and the schema-change policy per kind (docs/types.md).
+    click.option(
+        "--type-mapping",
+        multiple=True,
+        help='KIND=TYPE: how every column of a source type lands, e.g. "tinyint(1)=boolean".',
+    ),
+    click.option("--column-type", multiple=True, help="COL=TYPE: how one column lands (wins over --type-mapping)."),
+    click.option("--on-column-added", type=click.Choice(["evolve", "ignore", "fail"]), help="A new source column."),
+    click.option("--on-column-dropped", type=click.Choice(["keep", "fail"]), help="A column dropped at the source."),
+    click.option(
+        "--on-type-widened", type=click.Choice(["evolve", "fail"]), help="int -> bigint, decimal precision up."
+    ),
+    click.option(
+        "--on-type-changed",
+        type=click.Choice(["fail", "quarantine", "evolve"]),
+        help="A narrowed or incompatible type: fail, quarantine the events, or evolve (the column becomes text).",
+    ),
+    click.option(
+        "--on-column-renamed", type=click.Choice(["keep_both", "fail"]), help="A drop and an add in one change."
+    ),
     click.option("--hoodie-conf", multiple=True, help="A Hudi setting k=v; repeatable."),
     click.option(
         "--props", "props_file", type=click.Path(dir_okay=False), help="Java properties file of Hudi settings."
@@ -177,9 +208,52 @@ def options_config(
 
     options = dict(options)
     options["record_key_fields"] = options.pop("record_key_field")
+    options.update(_transform_options(options))
+    options.update(_types_options(options))
     return load_config(
         config_file=config_file, props_file=props_file, hoodie_conf=parse_hoodie_conf(hoodie_conf), **options
     )
+
+
+def _types_options(options: dict[str, Any]) -> dict[str, Any]:
+    """--type-mapping, --column-type and --on-<kind> as their settings (popped from ``options``)."""
+    out: dict[str, Any] = {}
+    for flag, setting in (("type_mapping", "type_mappings"), ("column_type", "column_types")):
+        pairs = {}
+        for item in options.pop(flag, ()) or ():
+            name, sep, value = item.rpartition("=")
+            if not sep or not name.strip() or not value.strip():
+                raise ConfigError(f"--{flag.replace('_', '-')} expects NAME=TYPE, got {item!r}")
+            pairs[name.strip()] = value.strip()
+        out[setting] = pairs or None
+    kinds = ("column_added", "column_dropped", "type_widened", "type_changed", "column_renamed")
+    actions = {kind: options.pop(f"on_{kind}") for kind in kinds if options.get(f"on_{kind}") is not None}
+    for kind in kinds:
+        options.pop(f"on_{kind}", None)
+    out["schema_changes"] = actions or None
+    return out
+
+
+def _transform_options(options: dict[str, Any]) -> dict[str, Any]:
+    """The repeatable transform options as their settings (popped from ``options``; None when not given)."""
+
+    def pairs(flag: str, values: tuple[str, ...]) -> dict[str, str] | None:
+        out = {}
+        for item in values:
+            name, sep, value = item.partition("=")
+            if not sep or not name.strip() or not value.strip():
+                raise ConfigError(f"--{flag} expects NAME=VALUE, got {item!r}")
+            out[name.strip()] = value.strip()
+        return out or None
+
+    keep, drop = options.pop("keep_column", ()), options.pop("drop_column", ())
+    return {
+        "columns_keep": tuple(keep) or None,
+        "columns_drop": tuple(drop) or None,
+        "column_renames": pairs("rename-column", options.pop("rename_column", ())),
+        "computed_columns": pairs("computed-column", options.pop("computed_column", ())),
+        "masks": pairs("mask", options.pop("mask", ())),
+    }
 
 
 def config_options(command: _F) -> _F:
