@@ -268,7 +268,10 @@ def _to_json(name: str, kind: str, ddl: str, setting: str, misfit: str) -> Conve
 
     def value(c: Column) -> Column:
         parsed = F.from_json(c, reader, options)
-        return F.when(parsed[corrupt].isNull(), F.struct(*[parsed[f.name].alias(f.name) for f in parsed_type.fields]))
+        return F.when(
+            c.isNotNull() & parsed[corrupt].isNull(),
+            F.struct(*[parsed[f.name].alias(f.name) for f in parsed_type.fields]),
+        )
 
     def error(c: Column) -> Column:
         parsed = F.from_json(c, reader, options)

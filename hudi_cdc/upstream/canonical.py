@@ -95,6 +95,10 @@ def map_column(
 
     if pg_type in _INTEGERS and hudi_type in ("int", "bigint", "smallint"):
         return ok(f"{pg}::text", f"cast({sp} as string)")
+    if pg_type in _INTEGERS and hudi_type.endswith(",0)") and hudi_type.startswith("decimal("):  # a type mapping
+        return ok(f"{pg}::text", f"cast({sp} as string)")
+    if pg_type == "timestamp without time zone" and hudi_type == "string":  # mapped to text (type_mappings)
+        return ok(f"to_char({pg}, 'YYYY-MM-DD HH24:MI:SS.US')", sp)
     if pg_type == "boolean" and hudi_type == "boolean":
         return ok(f"{pg}::text", f"cast({sp} as string)")
     if pg_type in _TEXTS and hudi_type == "string":
@@ -182,8 +186,12 @@ def map_mysql_column(
         return ok(f"if({my} is null, null, if({my} <> 0, 'true', 'false'))", f"cast({sp} as string)")
     if data_type in _MYSQL_INTEGERS and hudi_type in ("int", "bigint", "smallint"):
         return ok(f"cast({my} as char)", f"cast({sp} as string)")
+    if data_type in _MYSQL_INTEGERS and hudi_type.startswith("decimal(") and hudi_type.endswith(",0)"):
+        return ok(f"cast({my} as char)", f"cast({sp} as string)")  # bigint unsigned mapped to decimal(20,0)
     if data_type in _MYSQL_TEXTS and hudi_type == "string":
         return ok(my, sp)
+    if data_type == "datetime" and hudi_type == "string":  # mapped to text (type_mappings)
+        return ok(f"date_format({my}, '%Y-%m-%d %H:%i:%s.%f')", sp)
     if data_type == "double" and hudi_type == "double":
         return ok(_mysql_float_bits(my, exponent_bits=11, mantissa_bits=52), _spark_float_bits(sp, double=True))
     if data_type == "float" and hudi_type == "float":

@@ -66,7 +66,7 @@ def _vsd(text: str) -> tuple[int, bytes]:
     return scale, unscaled.to_bytes(16, "big", signed=True)
 
 
-def _row(key: int, flag: int, level: int, big: int, amount: str, doc: str) -> tuple:
+def _row(key: int, flag: int, level: int, big: int, amount: str, doc: str | None) -> tuple:
     after = (key, flag, level, big, _vsd(amount), NOON_PARIS_WALL, "2024-01-15T12:00:00.5+01:00", doc)
     return ("c", None, after, (key,))
 
@@ -112,6 +112,7 @@ def test_mappings_by_source_type_land_exactly_and_refuse_what_does_not_fit(spark
             _row(2, 0, 7, 2**63 - 1, "1.230", '{"a": 2}'),
             _row(3, 2, 7, 5, "1.234", "not json"),  # a tinyint(1) of 2, 3 decimals, bad JSON: refused
             _row(4, 1, 7, 5, "12345678901.5", '{"a": "zz"}'),  # 11 integral digits, a mistyped field: refused
+            _row(5, 1, 7, 5, "0", None),  # NULL JSON stays NULL
         ],
     )
     assert (types["flag"], types["level"], types["big"], types["amount"]) == (
@@ -129,6 +130,7 @@ def test_mappings_by_source_type_land_exactly_and_refuse_what_does_not_fit(spark
     assert rows[1]["zoned"] == "2024-01-15T12:00:00.5+01:00"
     assert (rows[1]["doc"]["a"], rows[1]["doc"]["b"], rows[2]["doc"]["b"]) == (1, "x", None)
     assert rows[1][ERROR_COLUMN] is None and rows[2][ERROR_COLUMN] is None
+    assert rows[5]["doc"] is None and rows[5][ERROR_COLUMN] is None
     for key, columns in ((3, ("flag", "amount", "doc")), (4, ("amount", "doc"))):
         for column in columns:
             assert f"column '{column}': a value does not fit" in rows[key][ERROR_COLUMN], rows[key][ERROR_COLUMN]
