@@ -372,8 +372,7 @@ def _write(round_: _Round, batch: Batch, plan: WritePlan, committed: bool) -> In
         round_.tombstones.record(filtered_out, stamped_at=round_.now)
     held = round_.tombstones.count()
     details = _details(batch, events)
-    if round_.schema_changes.changes:
-        details["schema_changes"] = round_.schema_changes.counts()
+    details.update(round_.schema_changes.details())
     stats = {**asdict(plan.counts), "quarantined": quarantined, "tombstones_held": held, **details}
     log.info(
         "%s: %d events decided: writing %d upserts and %d deletes to Hudi",
@@ -579,7 +578,16 @@ def _commit_checkpoint_only(round_: _Round, committed: bool, batch: Batch, quara
         current = table.read()
         empty = current.select(*[c for c in current.columns if is_data_column(c)]).limit(0)
         stats = {"events": 0, "quarantined": quarantined, **_details(batch, 0)}
-        commit_time = _commit(table, config, round_.keys, empty, batch, stats, round_.truncated_at)
+        commit_time = _commit(
+            table,
+            config,
+            round_.keys,
+            empty,
+            batch,
+            stats,
+            round_.truncated_at,
+            extra_metadata=round_.schema_changes.metadata(),
+        )
     return IngestResult(
         table=config.target_table,
         base_path=config.target_base_path,
@@ -589,7 +597,7 @@ def _commit_checkpoint_only(round_: _Round, committed: bool, batch: Batch, quara
         tombstones_held=round_.tombstones.count(),
         tombstones_purged=round_.purged,
         duration_s=time.monotonic() - round_.started,
-        details=_details(batch, 0),
+        details={**_details(batch, 0), **round_.schema_changes.details()},
         quarantined=quarantined,
         steps_s=round_.steps.done(),
     )

@@ -102,10 +102,17 @@ class SchemaChangeLog:
 
     def metadata(self) -> dict[str, str]:
         """The commit metadata that records this round's changes and the source's columns."""
-        out = {SOURCE_COLUMNS_KEY: json.dumps(list(self.source_columns))}
+        out = {}
+        columns = self.source_columns or self.previous_columns  # a round without events carries them on
+        if columns is not None:
+            out[SOURCE_COLUMNS_KEY] = json.dumps(list(columns))
         if self.changes:
             out[SCHEMA_CHANGES_KEY] = json.dumps([asdict(c) for c in self.changes])
         return out
+
+    def details(self) -> dict[str, dict[str, int]]:
+        """For the round's result (and so the runner's metrics): the changes taken, counted by kind."""
+        return {"schema_changes": self.counts()} if self.changes else {}
 
     def counts(self) -> dict[str, int]:
         out: dict[str, int] = {}

@@ -50,6 +50,9 @@ class TableStatus:
     freshness: dict[str, Any] | None = None
     """The runner's view against the table's ``max_freshness_seconds`` (continuous Kafka runs): target_s,
     oldest_pending_s, late (what it waits for, while past the target), missed (rounds), last_miss."""
+    schema_changes: dict[str, int] = field(default_factory=dict)
+    """Schema changes the table's commits took, by kind (column_added, column_dropped, ...)."""
+    last_schema_change: dict[str, Any] | None = None  # the newest: kind, column, change, action, commit
     problems: list[str] = field(default_factory=list)  # what could not be read
 
 
@@ -88,6 +91,13 @@ class PipelineStatus:
             if t.dropped_at_source:
                 lines.append(f"    dropped at the source: {t.dropped_at_source}")
             lines += _freshness_lines(t.freshness)
+            if t.schema_changes:
+                counts = ", ".join(f"{k} {v}" for k, v in sorted(t.schema_changes.items()))
+                last = t.last_schema_change or {}
+                lines.append(
+                    f"    schema changes: {counts}; newest: {last.get('kind')} of '{last.get('column')}' "
+                    f"({last.get('change')}, {last.get('action')}) in commit {last.get('commit')}"
+                )
             lines += [f"    could not read: {p}" for p in t.problems]
         if self.cut is not None:
             lines.append(_cut_line(self.cut))
@@ -244,6 +254,7 @@ def _table(
     status.last_commit_at = _instant_time(newest.instant)
     status.checkpoint = newest.extra[opt.CHECKPOINT_KEY]
     _recent(status, ours[:RECENT_COMMITS])
+    _schema_changes(status, ours)
     status.quarantined = _quarantined(spark, config, status)
     return status, position(ref.topic, config, ours)
 
@@ -260,6 +271,17 @@ def _recent(status: TableStatus, commits: list[CommitInfo]) -> None:
         if status.tombstones_held is None and "tombstones_held" in kept:
             status.tombstones_held = int(kept["tombstones_held"])
     status.recent = totals
+
+
+def _schema_changes(status: TableStatus, commits: list[CommitInfo]) -> None:
+    """Every schema change the commits recorded (``hudi_cdc.schema_changes``), counted by kind; the newest."""
+    import json
+
+    for commit in commits:  # newest first
+        for change in json.loads(commit.extra.get(opt.SCHEMA_CHANGES_KEY) or "[]"):
+            status.schema_changes[change["kind"]] = status.schema_changes.get(change["kind"], 0) + 1
+            if status.last_schema_change is None:
+                status.last_schema_change = {**change, "commit": commit.instant}
 
 
 def _quarantined(spark: SparkSession, config: IngestConfig, status: TableStatus) -> int | None:

@@ -37,6 +37,8 @@ Pushgateway after a one-shot run (``[run] pushgateway_url``). Per table:
   by where most of the time went (``waiting for a slot``, or the round's step:
   ``open``, ``read``, ``plan``, ``quarantine``, ``tombstones``, ``commit``);
 - ``hudi_cdc_round_step_seconds_total{table,step}``: the rounds' seconds per step.
+- ``hudi_cdc_schema_changes_total{table,kind}``: schema changes the rounds took (column_added,
+  column_dropped, type_widened, type_changed, column_renamed; envelope.evolution).
 """
 
 from __future__ import annotations
@@ -107,6 +109,9 @@ class PipelineMetrics:
             "hudi_cdc_freshness_missed", "Committed rounds past the freshness target", [*labels, "cause"], registry=r
         )
         self.steps = Counter("hudi_cdc_round_step_seconds", "Seconds of rounds per step", [*labels, "step"], registry=r)
+        self.schema_changes = Counter(
+            "hudi_cdc_schema_changes", "Schema changes the commits took, by kind", [*labels, "kind"], registry=r
+        )
 
     def observe(self, table: TableState, result: IngestResult | None, *, now: float | None = None) -> None:
         """Record one finished round (``result`` None: it failed, ``table.last_error_kind`` says how)."""
@@ -130,6 +135,8 @@ class PipelineMetrics:
             self.by_op.labels(name, op).inc(n)
         if result.quarantined:
             self.quarantined.labels(name).inc(result.quarantined)
+        for kind, n in (result.details.get("schema_changes") or {}).items():
+            self.schema_changes.labels(name, kind).inc(n)
         if result.committed and result.source_ts_ms_min is not None:
             self.freshness.labels(name).observe(max(0.0, now - result.source_ts_ms_min / 1000))
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
+from hudi_cdc.envelope import evolution as _evolution
 from hudi_cdc.errors import ConfigError
 
 TABLE_NAME = "hoodie.table.name"
@@ -63,6 +64,9 @@ QUARANTINE_KEY = META_PREFIX + "quarantine"  # a quarantine table's commits: the
 INDEX_KEY = META_PREFIX + "index"  # where the commit's writer put new keys (index_layout)
 HISTORY_KEY = META_PREFIX + "history"  # the table's history mode (payloads.history), when not "none"
 WRITER_KEY = META_PREFIX + "writer"  # "java": Hudi's Java write client wrote the commit (sink.small_write)
+# The schema changes a commit took, and the source's columns as of it (written by envelope.evolution).
+SCHEMA_CHANGES_KEY = _evolution.SCHEMA_CHANGES_KEY
+SOURCE_COLUMNS_KEY = _evolution.SOURCE_COLUMNS_KEY
 
 EVENT_TIME_ORDERING = "EVENT_TIME_ORDERING"
 
