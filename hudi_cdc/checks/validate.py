@@ -26,9 +26,9 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from hudi_cdc.checks import connect, environment, files, formats, jdbc, kafka, postgres, target
+from hudi_cdc.checks import connect, environment, files, formats, jdbc, kafka, postgres, shape, target
 from hudi_cdc.checks.kit import Check, Status, ValidationReport, _Context, _Outcome, _Skip
 from hudi_cdc.config import IngestConfig
 from hudi_cdc.errors import ConfigError, HudiCdcError
@@ -81,6 +81,8 @@ def _plan(config: IngestConfig, cheap: bool) -> Iterator[tuple[str, _CheckFn]]:
             yield "registry.value_schema", kafka.check_value_schema
         yield "connect.connector", connect.check_connector
         yield "connect.converter", connect.check_converter
+    if config.kafka_value_format == "avro":
+        yield "shape.transforms", lambda ctx: shape.check_transforms(ctx, _envelope_schema)
     yield "connect.decimal_handling", connect.check_decimal_mode
     yield "connect.time_precision", connect.check_time_mode
     yield "connect.tombstones", connect.check_tombstones
@@ -89,6 +91,14 @@ def _plan(config: IngestConfig, cheap: bool) -> Iterator[tuple[str, _CheckFn]]:
     yield "postgres.publication", postgres.check_publication
     yield "postgres.replica_identity", postgres.check_replica_identity
     yield "postgres.primary_key", postgres.check_primary_key
+
+
+def _envelope_schema(ctx: _Context) -> tuple[str, dict[str, Any]] | None:
+    """The source's newest envelope schema (a file's writer schema, the registry's newest value schema)."""
+    if ctx.config.source == "files":
+        return next(((p, s) for p, s in files._writer_schemas(ctx) if not isinstance(s, str)), None)
+    ids = ctx.subjects().get("value")
+    return (f"{ctx.config.topic}-value", ctx.registry().schema(ids[-1])) if ids else None
 
 
 def _run(name: str, fn: _CheckFn, ctx: _Context) -> Check:

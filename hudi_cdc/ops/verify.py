@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from hudi_cdc.errors import ConfigError, SourceError
 from hudi_cdc.upstream import canonical
-from hudi_cdc.upstream.compare import Difference, Plan, SparkSide, VerifyResult, compare, verify
+from hudi_cdc.upstream.compare import Difference, Plan, SparkSide, VerifyResult, compare
+from hudi_cdc.upstream.compare import verify as _verify
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
     from hudi_cdc.config import IngestConfig
     from hudi_cdc.envelope.events import Batch
     from hudi_cdc.sink.hudi import HudiTable
+    from hudi_cdc.upstream.database import SourceDatabase
     from payloads.base import MergePolicy, WritePlan
 
 __all__ = [
@@ -34,6 +36,30 @@ __all__ = [
     "verify_replay",
     "wait_for_ingest",
 ]
+
+
+_SHARD_COLUMNS = ("_source_server", "_source_database", "_source_schema", "_source_table")
+
+
+def verify(
+    spark: SparkSession,
+    base_path: str,
+    database: SourceDatabase,
+    table: str,
+    **options: Any,  # noqa: ANN401 - hudi_cdc.upstream.compare.verify's
+) -> VerifyResult:
+    """Compare the Hudi table at ``base_path`` with ``table`` of ``database`` (:func:`hudi_cdc.upstream.compare.verify`).
+
+    A merged table ([[routes]], docs/routing.md) holds many source tables: compared with one it would differ by
+    every other shard's rows, so it is refused, saying so.
+    """
+    held = [c for c in spark.read.format("hudi").load(base_path).columns if c in _SHARD_COLUMNS]
+    if held:
+        raise ConfigError(
+            f"{base_path} is a merged table (shard columns {', '.join(held)}): verify compares a table with one "
+            "source table, not the union of its shards (docs/routing.md#verify)"
+        )
+    return _verify(spark, base_path, database, table, **options)
 
 
 # --- a table fed from change files: compared with what the files replay to ------------------------------
@@ -114,6 +140,7 @@ def _replayed(
     from pyspark.sql import functions as F
 
     from hudi_cdc.envelope.batch import change_rows
+    from hudi_cdc.envelope.shape import Shape
     from hudi_cdc.errors import DecodeError
     from hudi_cdc.policy import merge_policy
     from payloads.base import ACTION_COLUMN, UPSERT
@@ -123,6 +150,7 @@ def _replayed(
         return hudi.limit(0), ()
     policy = merge_policy(config)
     keys = source_key_fields(keys)  # an scd2 table's is the source's and the position
+    shape = Shape.of(config, policy, keys=keys)  # the table's transforms, masks with the same salt
     rows = change_rows(
         batch,
         policy,
@@ -131,6 +159,7 @@ def _replayed(
         behavior=config.schema_change_behavior,
         table_schema=hudi.schema,
         truncates=config.truncate_behavior,
+        shape=shape,
     )
     plan = _replay_plan(policy, rows, keys, history)
     if plan.errors or plan.upserts is None:
@@ -139,9 +168,9 @@ def _replayed(
         release(*plan.materialised)  # here: the raise leaves the caller nothing to release
         raise DecodeError(f"replaying {batch.description}: bad change events: " + "; ".join(plan.errors))
     if history != "none":
-        return plan.upserts, plan.materialised
+        return shape.source_rows(plan.upserts), plan.materialised
     assert plan.decided is not None  # a plan of mode none without errors has it
-    return plan.decided.filter(F.col(ACTION_COLUMN) == F.lit(UPSERT)), plan.materialised
+    return shape.source_rows(plan.decided.filter(F.col(ACTION_COLUMN) == F.lit(UPSERT))), plan.materialised
 
 
 def _replay_plan(policy: MergePolicy, rows: DataFrame, keys: tuple[str, ...], history: str) -> WritePlan:
