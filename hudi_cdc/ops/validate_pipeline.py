@@ -80,7 +80,11 @@ def validate_pipeline(
     every table's checks ask (a pipeline reads one database). Raises
     :class:`ConfigError` only when ``tables`` names a table the source does not have.
     """
-    refs, problems = _tables(spec, spark, tables)
+    refs, problems = _tables(spec, spark, () if spec.routes else tables)
+    refs, routing = _routes(spec, refs)
+    problems = (*problems, *routing)
+    if spec.routes and tables:  # names of targets, after routing
+        refs = select(refs, tables)
     targets: dict[str, str] = {}
     results = []
     for ref in refs:
@@ -132,6 +136,29 @@ def _tables(
         )
     listed = f"{len(refs)} table(s) match [source] tables = {patterns}: {', '.join(r.name for r in refs)}"
     return refs, (Check("pipeline.tables", "ok", listed),)
+
+
+def _routes(spec: PipelineSpec, refs: list[TableRef]) -> tuple[list[TableRef], tuple[Check, ...]]:
+    """The tables after ``[[routes]]`` (docs/routing.md): which source goes to which target, and each refused
+    target (two sources into one without shard columns, a template that renders no valid name) as a failed check."""
+    if not spec.routes:
+        return refs, ()
+    routed, refused = spec.routed(refs)
+    lines = []
+    for ref in routed:
+        if ref.route is None:
+            continue
+        kind = "merged" if ref.merged else "renamed"
+        if ref.merged:
+            assert ref.route is not None
+            unique = ref.route.unique_keys
+            key = "keys unique across shards" if unique else "keyed by " + ", ".join(ref.route.key_columns())
+            kind = f"merged, {key}"
+        lines.append(f"{', '.join(ref.shards)} -> {ref.name} ({kind})")
+    checks = [Check("pipeline.routes", "ok", "; ".join(lines) or "no source table matches a route")]
+    fix = "correct [[routes]] in the pipeline file (docs/routing.md)"
+    checks += [Check("pipeline.routes", "fail", message, fix) for _, message in sorted(refused.items())]
+    return routed, tuple(checks)
 
 
 def _is_pattern(name: str) -> bool:

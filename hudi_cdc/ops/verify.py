@@ -62,6 +62,30 @@ def verify(
     return _verify(spark, base_path, database, table, **options)
 
 
+_SHARD_COLUMNS = ("_source_server", "_source_database", "_source_schema", "_source_table")
+
+
+def verify(
+    spark: SparkSession,
+    base_path: str,
+    database: SourceDatabase,
+    table: str,
+    **options: Any,  # noqa: ANN401 - hudi_cdc.upstream.compare.verify's
+) -> VerifyResult:
+    """Compare the Hudi table at ``base_path`` with ``table`` of ``database`` (:func:`hudi_cdc.upstream.compare.verify`).
+
+    A merged table ([[routes]], docs/routing.md) holds many source tables: compared with one it would differ by
+    every other shard's rows, so it is refused, saying so.
+    """
+    held = [c for c in spark.read.format("hudi").load(base_path).columns if c in _SHARD_COLUMNS]
+    if held:
+        raise ConfigError(
+            f"{base_path} is a merged table (shard columns {', '.join(held)}): verify compares a table with one "
+            "source table, not the union of its shards (docs/routing.md#verify)"
+        )
+    return _verify(spark, base_path, database, table, **options)
+
+
 # --- a table fed from change files: compared with what the files replay to ------------------------------
 
 

@@ -50,7 +50,7 @@ from hudi_cdc.errors import ConfigError, HudiCdcError, TerminalError, TransientE
 from hudi_cdc.service import control
 from hudi_cdc.service.backlog import BacklogWatch
 from hudi_cdc.service.metrics import PipelineMetrics
-from hudi_cdc.service.schedule import Arrivals, committed_offsets, deadline, next_wait
+from hudi_cdc.service.schedule import Arrivals, committed_offsets, deadline, next_wait, shard_partition
 from hudi_cdc.service.spec import PipelineSpec, TableRef, select
 from hudi_cdc.service.states import DONE, DROPPED, FAILED, PAUSED, REMOVED, RETRYING, RUNNING, WAITING, TableState
 
@@ -166,7 +166,7 @@ class Runner:
         from hudi_cdc.sources.kafka import broker_conf
 
         def topics() -> list[str]:
-            return sorted({t.topic for t in list(self.tables.values()) if t.arrivals is not None})
+            return sorted({s for t in list(self.tables.values()) if t.arrivals is not None for s in _topics_of(t)})
 
         return OffsetWatch(
             str(self.spec.source.bootstrap_servers),
@@ -274,6 +274,8 @@ class Runner:
             log.error("%s: new shard(s) %s not joined: %s", table.name, ", ".join(new), exc)
             return
         table.shards = ref.shards
+        if table.arrivals is not None:  # its watched partitions are numbered anew: unknown until its next round
+            table.arrivals = Arrivals()
         log.info("%s: shard(s) %s join the merged table, read from their beginning", table.name, ", ".join(new))
 
     def _new_table(self, ref: TableRef) -> TableState:
@@ -285,7 +287,7 @@ class Runner:
             return self._refused(TableState(name=ref.name, topic=topic, target="", shards=ref.shards), str(exc))
         table = TableState(name=ref.name, topic=topic, target=config.target_base_path, config=config, shards=ref.shards)
         table.freshness_target_s = config.max_freshness_seconds
-        if self._offsets is not None and not ref.merged:  # a merged table: a round each time it is due
+        if self._offsets is not None:
             table.arrivals = Arrivals()
         other = next((t.name for t in self.tables.values() if t.target == table.target), None)
         if other is not None:
@@ -417,8 +419,14 @@ class Runner:
             return
         for when, ends in self._offsets.take():
             for table in self.tables.values():
-                if table.arrivals is not None and table.topic in ends:
-                    table.arrivals.observe(when, ends[table.topic])
+                if table.arrivals is None:
+                    continue
+                topics = _topics_of(table)
+                if len(topics) == 1 and topics[0] in ends:
+                    table.arrivals.observe(when, ends[topics[0]])
+                elif len(topics) > 1:  # a merged table: every shard's partitions, numbered as one
+                    seen = {shard_partition(n, p): o for n, t in enumerate(topics) for p, o in ends.get(t, {}).items()}
+                    table.arrivals.observe(when, seen)
         now = self.clock()
         for table in self.tables.values():
             if table.arrivals is None:
@@ -578,7 +586,8 @@ class Runner:
             self._cutter.round_done(table, table.cut_commit, now)
         table.rounds += 1
         table.failures, table.failing_since, table.failing_since_s, table.last_error_kind = 0, None, None, None
-        if table.arrivals is not None and (offsets := committed_offsets(result.checkpoint)) is not None:
+        merged = table.config.shard_sources
+        if table.arrivals is not None and (offsets := committed_offsets(result.checkpoint, merged)) is not None:
             table.arrivals.apply(offsets)
         self._judge_freshness(table, result, now)
         table.events += result.events
@@ -753,6 +762,12 @@ class Runner:
         if table.state == RETRYING:
             return f"a retry after a transient failure: {table.last_error}"
         return f"the table is {table.state}"
+
+
+def _topics_of(table: TableState) -> tuple[str, ...]:
+    """The topics a table reads: a merged table's shards, else its own."""
+    merged = table.config.shard_sources if table.config is not None else ()
+    return tuple(merged) or (table.topic,)
 
 
 def _iso(moment: datetime) -> str:

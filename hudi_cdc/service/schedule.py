@@ -20,11 +20,20 @@ neither starves: the cold table's change gets older until it is first.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["KEPT_SIGHTINGS", "MIN_WAIT_S", "UNTARGETED_S", "Arrivals", "committed_offsets", "deadline", "next_wait"]
+__all__ = [
+    "KEPT_SIGHTINGS",
+    "MIN_WAIT_S",
+    "UNTARGETED_S",
+    "Arrivals",
+    "committed_offsets",
+    "deadline",
+    "next_wait",
+    "shard_partition",
+]
 
 KEPT_SIGHTINGS = 1_000
 """At most this many sightings per table: a paused table's topic keeps moving. Past it the oldest is kept
@@ -77,8 +86,23 @@ class Arrivals:
         return any(end > applied.get(partition, 0) for partition, end in ends.items())
 
 
-def committed_offsets(checkpoint: Mapping[str, Any] | None) -> dict[int, int] | None:
-    """Partition -> next offset from a Kafka checkpoint as a round reports it; None for any other kind."""
+def shard_partition(shard: int, partition: int) -> int:
+    """A merged table's watched partition: its shards' topics numbered as one (shard ``shard`` of its list)."""
+    return shard * 1_000_000 + partition
+
+
+def committed_offsets(checkpoint: Mapping[str, Any] | None, shards: Sequence[str] = ()) -> dict[int, int] | None:
+    """Partition -> next offset from a Kafka checkpoint as a round reports it; None for any other kind.
+
+    A merged table's composite checkpoint (its ``shards``' topics, in order) gives every shard's partitions
+    numbered by :func:`shard_partition`; a shard it holds nothing of has none (everything is ahead)."""
+    if checkpoint and checkpoint.get("kind") == "merged":
+        held = checkpoint.get("shards", {})
+        merged: dict[int, int] = {}
+        for n, shard in enumerate(shards):
+            offsets = committed_offsets(held.get(shard)) or {}
+            merged.update({shard_partition(n, p): o for p, o in offsets.items()})
+        return merged
     if not checkpoint or checkpoint.get("kind") != "kafka/v1" or "start" in checkpoint:
         return None  # "start": a table that never read its topic (earliest/latest): its offsets come with a round
     return {int(p): int(o) for p, o in checkpoint.get("offsets", {}).items()}

@@ -174,3 +174,24 @@ def test_shard_identity_from_topic_or_folder() -> None:
         "_source_schema": "b",
         "_source_table": "orders",
     }
+
+
+def test_a_merged_tables_watched_offsets_number_every_shards_partitions() -> None:
+    from hudi_cdc.service.schedule import Arrivals, committed_offsets, shard_partition
+
+    shards = ("s.a.orders", "s.b.orders", "s.c.orders")
+    checkpoint = {
+        "kind": "merged",
+        "shards": {
+            "s.a.orders": {"kind": "kafka/v1", "topic": "s.a.orders", "offsets": {"0": 5, "1": 2}},
+            "s.c.orders": {"kind": "kafka/v1", "topic": "s.c.orders", "offsets": {"0": 7}},
+        },
+    }
+    held = committed_offsets(checkpoint, shards)
+    assert held == {0: 5, 1: 2, shard_partition(2, 0): 7}
+    arrivals = Arrivals()
+    arrivals.apply(held or {})
+    arrivals.observe(1.0, {0: 5, 1: 2, shard_partition(2, 0): 7})
+    assert arrivals.pending_since() is None  # every shard applied: no round
+    arrivals.observe(2.0, {0: 5, 1: 2, shard_partition(1, 0): 1, shard_partition(2, 0): 7})
+    assert arrivals.pending_since() == 2.0  # shard b (nothing held of it yet) has a message
