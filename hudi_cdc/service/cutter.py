@@ -146,6 +146,9 @@ class Cutter:
             if table.state != WAITING or table.config is None:
                 underway.left_out[table.name] = table.state
                 continue
+            if table.config.shard_sources:  # a merged table ([[routes]]) reads many topics: never in a cut
+                underway.left_out[table.name] = "merged shards: not in consistent cuts"
+                continue
             head = head_commit(self.spark, table.config.target_base_path)
             if head is None:
                 underway.left_out[table.name] = "new: no commit yet"

@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 
 from hudi_cdc.errors import ConfigError
+from hudi_cdc.ops.status import pipeline_status
 from hudi_cdc.ops.verify import verify
-from hudi_cdc.service import run_pipeline
+from hudi_cdc.service import load_pipeline, run_pipeline
 from hudi_cdc.sink import options as opt
 from hudi_cdc.sink.hudi import HudiTable
 from hudi_cdc.testing import pg_event
@@ -115,6 +116,11 @@ def test_merged_shards_keyed_by_shard_and_unique_keys(spark, tmp_path: Path) -> 
     assert checkpoint is not None
     shards = json.loads(checkpoint.extra[opt.CHECKPOINT_KEY])["shards"]
     assert sorted(shards) == [f"{tmp_path / 'landing'}/dbserver1.shop_{s}.orders" for s in "abc"]
+    # status names the merged table by its target; its backlog is every shard's, here one file not taken yet
+    land.write("dbserver1.shop_b.orders", [_c(8, 5, "b5")])
+    status = {t.name: t for t in pipeline_status(spark, load_pipeline(path)).tables}
+    assert {"orders", "users"} <= set(status) and status["orders"].behind == 1
+    assert "shop_a.orders" not in status
     # id 1 moved across rounds: deleted in hub_a (position 5001) last round, inserted in hub_b (902) now;
     # a stray delete of id 3 from hub_a, which never held it, leaves hub_b's row.
     users = tmp_path / "lake" / "users"
@@ -123,6 +129,7 @@ def test_merged_shards_keyed_by_shard_and_unique_keys(spark, tmp_path: Path) -> 
     land.write("dbserver1.hub_a.users", [_d(5002, 3)])
     assert run_pipeline(path, spark=spark).failed == []
     assert _rows(spark, users) == [("hub_b", 1, "x@b"), ("hub_b", 2, "y@b"), ("hub_b", 3, "z")]
+    assert ("shop_b", 5, "b5") in _rows(spark, tmp_path / "lake" / "orders")
     # Two shards holding one key at once: the round fails naming the key and both shards, nothing committed.
     land.write("dbserver1.hub_a.users", [_c(5003, 7, "a7")])
     land.write("dbserver1.hub_b.users", [_c(903, 7, "b7"), _u(904, 3, "z2")])
