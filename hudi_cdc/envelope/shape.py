@@ -259,6 +259,41 @@ class Shape:
             rows = rows.where(self.passes(rows))
         return self.kept_rows(rows)
 
+    def database_rows(self, rows: DataFrame) -> tuple[DataFrame, list[str]]:
+        """A source table's rows as read from the database, shaped as the table keeps them (verify), and
+        what could not be: computed columns (and a filter) over ``_source_*`` columns, which a database
+        row does not have, are left out and named."""
+        from pyspark.sql import functions as F
+
+        rows = self.rename(rows, "the source table")
+        for column in self.masks:
+            if column in rows.columns:
+                kind, n = self.masks[column]
+                rows = rows.withColumn(column, self.mask_column(F.col(_quoted(column)), kind, n))
+        skipped: list[str] = []
+        for name, sql in self.computed.items():
+            if _reads_change_columns(sql, skipped):
+                skipped.append(name)
+            else:
+                rows = rows.withColumn(name, _sql(sql, f"computed_columns.{name}", rows, self.table))
+        if self.row_filter and _reads_change_columns(self.row_filter, skipped):
+            skipped.append("row_filter")
+        elif self.row_filter:
+            rows = rows.where(self.passes(rows))
+        return self.kept_rows(rows), skipped
+
+
+def _reads_change_columns(sql: str, skipped: Sequence[str]) -> bool:
+    """Whether an expression names a change's own columns (``_source_*``, ``_ingested_at``) or a skipped one."""
+    import re
+
+    names = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", sql))
+    return any(n.startswith("_source_") or n == INGESTED_AT_COLUMN or n in skipped for n in names)
+
+
+def _quoted(name: str) -> str:
+    return f"`{name}`"
+
 
 def _col(name: str) -> Column:
     """A column by a name that may hold dots."""

@@ -34,32 +34,9 @@ __all__ = [
     "kafka_end_offsets",
     "verify",
     "verify_replay",
+    "verify_transformed",
     "wait_for_ingest",
 ]
-
-
-_SHARD_COLUMNS = ("_source_server", "_source_database", "_source_schema", "_source_table")
-
-
-def verify(
-    spark: SparkSession,
-    base_path: str,
-    database: SourceDatabase,
-    table: str,
-    **options: Any,  # noqa: ANN401 - hudi_cdc.upstream.compare.verify's
-) -> VerifyResult:
-    """Compare the Hudi table at ``base_path`` with ``table`` of ``database`` (:func:`hudi_cdc.upstream.compare.verify`).
-
-    A merged table ([[routes]], docs/routing.md) holds many source tables: compared with one it would differ by
-    every other shard's rows, so it is refused, saying so.
-    """
-    held = [c for c in spark.read.format("hudi").load(base_path).columns if c in _SHARD_COLUMNS]
-    if held:
-        raise ConfigError(
-            f"{base_path} is a merged table (shard columns {', '.join(held)}): verify compares a table with one "
-            "source table, not the union of its shards (docs/routing.md#verify)"
-        )
-    return _verify(spark, base_path, database, table, **options)
 
 
 _SHARD_COLUMNS = ("_source_server", "_source_database", "_source_schema", "_source_table")
@@ -121,6 +98,50 @@ def verify_replay(
         diffs = compare(SparkSide(replayed, where, source=True), SparkSide(hudi, where), plan, opts, result)
     finally:
         release(*materialised)
+    result.differences = diffs[:max_diffs]
+    result.duration_s = time.monotonic() - started
+    return result
+
+
+def verify_transformed(
+    spark: SparkSession,
+    config: IngestConfig,
+    database: SourceDatabase,
+    table: str,
+    *,
+    columns: Sequence[str] | None = None,
+    where: str | None = None,
+    max_diffs: int = 20,
+    fetch_limit: int = 50_000,
+) -> VerifyResult:
+    """Compare a table ingested with ``config``'s transforms and masks with its Postgres source ``table``.
+
+    The source rows are read through Spark and shaped as the ingest shapes them (``envelope.shape``):
+    renames, masks with the same salt, computed columns, the row filter, the kept columns. What reads
+    a change's own columns (``_source_*``) cannot be computed from the database: those computed
+    columns (and such a filter) are skipped, and the result's notes name them.
+    """
+    from hudi_cdc.envelope.shape import Shape
+    from hudi_cdc.policy import merge_policy
+    from hudi_cdc.sink.hudi import HudiTable
+
+    started = time.monotonic()
+    hudi_table = HudiTable(spark, config.target_base_path)
+    keys = config.record_key_fields or hudi_table.record_key_fields()
+    result = VerifyResult(table=table, source=database.display, target=config.target_base_path, key_fields=keys)
+    url, properties = database.jdbc()
+    properties = {**properties, "driver": "org.postgresql.Driver", "fetchsize": "10000"}
+    source = spark.read.jdbc(url, table, properties=properties)
+    rows, skipped = Shape.of(config, merge_policy(config), keys=keys).database_rows(source)
+    if skipped:
+        result.notes.append(
+            f"not compared: {', '.join(skipped)} (computed from the change's _source_* columns, which a row "
+            "read from the database does not have)"
+        )
+    hudi = hudi_table.read()
+    mappings = _replay_mappings(rows, hudi, columns, result)
+    opts = {"fetch_limit": fetch_limit, "max_diffs": max_diffs, "toast": config.toast_placeholder}
+    diffs = compare(SparkSide(rows, where, source=True), SparkSide(hudi, where), Plan(keys, mappings), opts, result)
     result.differences = diffs[:max_diffs]
     result.duration_s = time.monotonic() - started
     return result
