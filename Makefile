@@ -8,7 +8,7 @@ JARS := $(JARS_DIR)/.fetched
 PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help install jars airflow demo demo-files demo-stack test test-setup test-archive test-nostack bench bench-scale bench-freshness bench-verify bench-repair bench-first-load bench-pipeline bench-pipeline-skewed bench-formats bench-rounds bench-oneshot bench-commit-cost bench-java-client bench-small-round bench-history bench-index bench-toast bench-pick bench-report bench-all chaos test-fast lint clean stack-up stack-down stack-reset
+.PHONY: help install jars airflow demo demo-files demo-stack test test-setup test-archive test-nostack bench bench-scale bench-freshness bench-verify bench-repair bench-first-load bench-pipeline bench-pipeline-skewed bench-formats bench-rounds bench-oneshot bench-commit-cost bench-java-client bench-small-round bench-history bench-shape bench-index bench-toast bench-pick bench-report bench-all chaos test-fast lint clean stack-up stack-down stack-reset
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -160,6 +160,10 @@ bench-formats: install stack-up ## The same stream as Avro, JSON with schemas an
 	$(REPORT)
 
 bench-all: bench bench-scale bench-freshness bench-pipeline bench-rounds bench-commit-cost ## The main benchmarks, results into bench/results/
+
+bench-shape: install stack-up ## What shaping costs on the main benchmark's stream: transforms and masks vs none, COW and MOR
+	$(PY) -m bench.shape_cost --results $(BENCH_RESULTS)
+	$(REPORT)
 
 bench-index: install ## An upsert into tables of 1M and 10M rows under each index and record merger, COW and MOR
 	$(PY) -m bench.index_cost --table-rows 1000000 --results $(BENCH_RESULTS)

@@ -59,6 +59,7 @@ SHOW: dict[str, list[Shown]] = {
     "java-client": [Shown("rounds", hide=("min_s", "max_s", "build_s"))],
     "small-round": [Shown("rounds", hide=("min_s", "max_s", "tombstones_s"))],
     "history-cost": [Shown("rounds", hide=("min_s", "max_s", "tombstones_s", "compacting_s", "build_s"))],
+    "shape-cost": [Shown("runs")],
     "index": [Shown("upserts", hide=("round_min_s", "data_files"))],
     "formats": [Shown("runs", hide=("note",))],
     "toast": [Shown("lookup")],
