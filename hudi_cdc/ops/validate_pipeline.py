@@ -88,13 +88,14 @@ def validate_pipeline(
     targets: dict[str, str] = {}
     results = []
     for ref in refs:
+        read = ", ".join(ref.shards) or ref.topic  # a routed table's source tables
         try:
             config = spec.table_config(ref)
         except ConfigError as exc:
             failed = Check(
                 "pipeline.table_settings", "fail", str(exc), f"correct it in [tables.{ref.name!r}] or [defaults]"
             )
-            results.append(TableValidation(ref.name, ref.topic, None, None, ValidationReport((failed,))))
+            results.append(TableValidation(ref.name, read, None, None, ValidationReport((failed,))))
             continue
         report = validate(config, spark=spark, database=database, connect_url=connect_url, connector=connector)
         other = targets.setdefault(config.target_base_path, ref.name)
@@ -106,7 +107,7 @@ def validate_pipeline(
                 "put {schema} and {table} in target_base_path",
             )
             report = ValidationReport((clash, *report.checks))
-        results.append(TableValidation(ref.name, ref.topic, config.target_base_path, config.target_table, report))
+        results.append(TableValidation(ref.name, read, config.target_base_path, config.target_table, report))
     return PipelineValidation(spec.name, tuple(results), problems)
 
 

@@ -49,3 +49,4 @@ target = "t"
     assert sorted(t.name for t in result.tables) == ["crm_notes", "crm_people", "orders"]
     orders = next(t for t in result.tables if t.name == "orders")
     assert orders.target_base_path == str(tmp_path / "lake" / "orders")
+    assert orders.topic == "srv.shop_0.orders, srv.shop_1.orders"
