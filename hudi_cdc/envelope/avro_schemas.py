@@ -17,7 +17,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["merged_reader_schema"]
+__all__ = ["ABSENT_MARK", "merged_reader_schema"]
+
+ABSENT_MARK = "hudi_cdc.absent"
+"""A reader field property: only older writer versions have the field, not the newest."""
 
 _PRIMITIVES = {"null", "boolean", "int", "long", "float", "double", "bytes", "string"}
 _NAMED = {"record", "enum", "fixed"}
@@ -173,7 +176,8 @@ def _merge_records(older: dict[str, Any], newer: dict[str, Any]) -> dict[str, An
             fields.append({**field, "type": _merge(old_fields[field["name"]]["type"], field["type"])})
         else:
             fields.append(_defaulted(field))
-    fields += [_defaulted(f) for f in older["fields"] if f["name"] not in new_names]
+    # Marked: the newest writer has no such field (a column dropped at the source; envelope.evolution).
+    fields += [{**_defaulted(f), ABSENT_MARK: True} for f in older["fields"] if f["name"] not in new_names]
     return {**newer, "fields": fields}
 
 

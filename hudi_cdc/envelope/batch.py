@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from hudi_cdc.envelope.evolution import align_to_table, unify
 from hudi_cdc.envelope.flatten import flatten
 from hudi_cdc.envelope.type_mapping import mapped_conversions
-from hudi_cdc.envelope.types import value_conversions
+from hudi_cdc.envelope.types import absent_columns, value_conversions
 from hudi_cdc.envelope.unflatten import is_flattened, unflatten
 from payloads.base import ERROR_COLUMN, INTERNAL_PREFIX, RAW_COLUMN
 
@@ -79,9 +79,15 @@ def change_rows(
         )
         for part in parts
     ]
+    # A merged reader schema keeps the columns the newest writer dropped, marked (envelope.avro_schemas).
+    absent = frozenset(absent_columns(parts[-1].avro_schema)) if parts[-1].avro_schema else frozenset()
     if shape is not None and shape.active:
+        flats = [(_carried(f, absent, shape.renames), where) for f, where in flats]
         flats = [(shape.unkept_placeholders(shape.rename(f, where), policy), where) for f, where in flats]
+        absent = absent - set(shape.renames.values())  # a rename's target is live again
     # Schema changes per kind (envelope.evolution): schema_policy over behavior's, recorded in schema_changes.
+    if schema_changes is not None:
+        schema_changes.absent_columns = absent
     flat = unify(flats, behavior=behavior, policy=schema_policy, table=table_schema, changes=schema_changes)
     flat = align_to_table(
         flat,
@@ -94,6 +100,17 @@ def change_rows(
         ignore_table=tuple(shape.computed) if shape is not None else (),
     )
     return policy.with_order(flat)
+
+
+def _carried(flat: DataFrame, absent: frozenset[str], renames: Mapping[str, str]) -> DataFrame:
+    """A rename's new source column, with the old one's values folded in where a merged reader schema still
+    holds the old column (older events of the batch): the rename then finds one column, not two."""
+    from pyspark.sql import functions as F
+
+    for source, target in renames.items():
+        if target in absent and source in flat.columns and target in flat.columns:
+            flat = flat.withColumn(source, F.coalesce(F.col(source), F.col(target))).drop(target)
+    return flat
 
 
 def _conversions(part: BatchPart, type_mapping: TypeMapping | None, where: str) -> dict[str, Conversion] | None:

@@ -83,6 +83,8 @@ class SchemaChangeLog:
     previous_columns: tuple[str, ...] | None = None
     changes: list[SchemaChange] = field(default_factory=list)
     source_columns: tuple[str, ...] = ()
+    absent_columns: frozenset[str] = frozenset()
+    """Columns the batch's frame holds only for older writer versions: the newest has dropped them."""
 
     @classmethod
     def from_metadata(cls, extra: Mapping[str, str] | None) -> SchemaChangeLog:
@@ -222,7 +224,9 @@ def unify(
     if actions["type_changed"] == "quarantine":
         parts = _quarantine_incompatible(parts, table, changes)
     if changes is not None:
-        changes.source_columns = tuple(f for f in parts[-1][0].columns if not f.startswith(INTERNAL_PREFIX))
+        newest = parts[-1][0].columns
+        absent = changes.absent_columns
+        changes.source_columns = tuple(f for f in newest if not f.startswith(INTERNAL_PREFIX) and f not in absent)
     if len(parts) == 1:
         return parts[0][0]
     types: dict[str, DataType] = {}
@@ -266,11 +270,12 @@ def _added_and_dropped(
     """(new source columns, columns the source dropped, columns ignored before): those a previous commit
     already saw the source without (a kept drop) or with (an ignored add) are no new change."""
     previous = changes.previous_columns if changes is not None else None
-    source = [n for n in incoming if not n.startswith(INTERNAL_PREFIX) and n not in ignore_source]
+    absent = changes.absent_columns if changes is not None else frozenset()
+    source = [n for n in incoming if not n.startswith(INTERNAL_PREFIX) and n not in ignore_source and n not in absent]
     new = [n for n in source if n not in table_types]
     seen_before = [n for n in new if previous is not None and n in previous]
     added = [n for n in new if n not in seen_before]
-    dropped = [n for n in table_types if n not in incoming and n not in ignore_table]
+    dropped = [n for n in table_types if (n not in incoming or n in absent) and n not in ignore_table]
     if previous is not None:
         dropped = [n for n in dropped if n in previous]
     return added, dropped, seen_before
@@ -316,6 +321,8 @@ def _judge_columns(
         taken += [SchemaChange("column_renamed", new, f"{old} -> {new}", "keep_both")]
     renamed_old, renamed_new = {o for o, _ in pairs}, {n for _, n in pairs}
     leave_out = set(seen_before)  # ignored by an earlier commit: still ignored
+    if changes is not None:  # dropped by the newest writer and never in the table: nothing to add
+        leave_out |= {n for n in changes.absent_columns if n in incoming and n not in table_types}
     for name in (a for a in added if a not in renamed_new):
         action = actions["column_added"]
         if action == "fail":
@@ -331,7 +338,8 @@ def _judge_columns(
         if changes is not None:
             changes.take(change, where)
     if changes is not None:
-        changes.source_columns = tuple(n for n in incoming if not n.startswith(INTERNAL_PREFIX))
+        absent = changes.absent_columns
+        changes.source_columns = tuple(n for n in incoming if not n.startswith(INTERNAL_PREFIX) and n not in absent)
     nulls = [n for n in table_types if n not in incoming]
     return leave_out, nulls
 

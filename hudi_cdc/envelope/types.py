@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from pyspark.sql import Column
 
-__all__ = ["Conversion", "avro_fields", "value_conversions", "reader_schema", "MAX_DECIMAL_PRECISION"]
+__all__ = ["Conversion", "absent_columns", "avro_fields", "value_conversions", "reader_schema", "MAX_DECIMAL_PRECISION"]
 
 MAX_DECIMAL_PRECISION = 38  # Spark's (and Hudi's) largest decimal
 
@@ -193,6 +193,11 @@ def reader_schema(envelope: dict[str, Any]) -> dict[str, Any]:
 def avro_fields(envelope: dict[str, Any]) -> dict[str, Any]:
     """Each value column's Avro field type, by name."""
     return {f["name"]: f["type"] for f in _value_record(envelope)["fields"]}
+
+
+def absent_columns(envelope: dict[str, Any]) -> set[str]:
+    """Value columns a merged reader schema keeps only for older writer versions (``avro_schemas.ABSENT_MARK``)."""
+    return {f["name"] for f in _value_record(envelope)["fields"] if f.get("hudi_cdc.absent")}
 
 
 def value_conversions(envelope: dict[str, Any]) -> dict[str, Conversion]:

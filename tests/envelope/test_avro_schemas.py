@@ -45,7 +45,9 @@ def test_a_required_field_missing_from_a_version_becomes_optional() -> None:
     a = {"type": "record", "name": "R", "fields": [{"name": "x", "type": "long"}, {"name": "y", "type": "string"}]}
     b = {"type": "record", "name": "R", "fields": [{"name": "x", "type": "long"}]}
     reader = merged_reader_schema([a, b])
-    assert reader["fields"][1] == {"name": "y", "type": ["null", "string"], "default": None}
+    # Marked: the newest version has no y (a column dropped at the source, for envelope.evolution).
+    assert reader["fields"][1] == {"name": "y", "type": ["null", "string"], "default": None, "hudi_cdc.absent": True}
+    assert "hudi_cdc.absent" not in merged_reader_schema([b, a])["fields"][1]  # added, not dropped
     assert _roundtrip(b, reader, {"x": 3}) == {"x": 3, "y": None}
 
 
