@@ -28,7 +28,7 @@ import logging
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from hudi_cdc.checks import connect, environment, files, formats, jdbc, kafka, postgres, shape, target
+from hudi_cdc.checks import connect, environment, files, formats, jdbc, kafka, postgres, shape, target, types
 from hudi_cdc.checks.kit import Check, Status, ValidationReport, _Context, _Outcome, _Skip
 from hudi_cdc.config import IngestConfig
 from hudi_cdc.errors import ConfigError, HudiCdcError
@@ -83,6 +83,7 @@ def _plan(config: IngestConfig, cheap: bool) -> Iterator[tuple[str, _CheckFn]]:
         yield "connect.converter", connect.check_converter
     if config.kafka_value_format == "avro":
         yield "shape.transforms", lambda ctx: shape.check_transforms(ctx, _envelope_schema)
+        yield "types.mappings", lambda ctx: types.check_type_mappings(ctx, _envelope_schema)
     yield "connect.decimal_handling", connect.check_decimal_mode
     yield "connect.time_precision", connect.check_time_mode
     yield "connect.tombstones", connect.check_tombstones

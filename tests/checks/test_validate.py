@@ -17,6 +17,7 @@ from hudi_cdc.config import IngestConfig, load_config
 from hudi_cdc.errors import TransientError
 from tests.checks.support import files_config
 
+SHAPE_AND_TYPES = ["shape.transforms", "types.mappings"]  # Avro sources: checked against the schema
 CONNECT_AND_POSTGRES = [
     "connect.decimal_handling",
     "connect.time_precision",
@@ -71,6 +72,7 @@ def test_each_source_runs_its_own_checks_in_a_fixed_order(tmp_path: Path) -> Non
         "registry.value_schema",
         "connect.connector",
         "connect.converter",
+        *SHAPE_AND_TYPES,
         *CONNECT_AND_POSTGRES,
     ]
     assert names(kafka(tmp_path, kafka_value_format="json")) == [
@@ -89,6 +91,7 @@ def test_each_source_runs_its_own_checks_in_a_fixed_order(tmp_path: Path) -> Non
         "files.envelope",
         "connect.connector",
         "connect.converter",
+        *SHAPE_AND_TYPES,
         *CONNECT_AND_POSTGRES,
     ]
     assert names(jdbc(tmp_path)) == [*TARGET, "jdbc.relation", "jdbc.cursor_index", "jdbc.primary_key"]
