@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from hudi_cdc.envelope.type_mapping import TypeMapping
 from hudi_cdc.errors import ConfigError, SourceError
 from hudi_cdc.upstream import canonical
 from hudi_cdc.upstream.compare import Difference, Plan, SparkSide, VerifyResult, compare
@@ -205,6 +206,8 @@ def _replayed(
         table_schema=hudi.schema,
         truncates=config.truncate_behavior,
         shape=shape,
+        type_mapping=TypeMapping(config.type_mappings, config.column_types),  # replayed as ingested
+        schema_policy=config.schema_change_policy,
     )
     plan = _replay_plan(policy, rows, keys, history)
     if plan.errors or plan.upserts is None:
