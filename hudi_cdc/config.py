@@ -34,6 +34,7 @@ __all__ = [
     "JdbcMode",
     "load_config",
     "normalise_settings",
+    "merge_settings",
     "parse_mask",
     "parse_props",
     "redact",
@@ -563,7 +564,7 @@ def normalise_settings(values: Mapping[str, Any], origin: str) -> dict[str, Any]
     return out
 
 
-def _merge_layer(merged: dict[str, Any], layer: Mapping[str, Any]) -> None:
+def merge_settings(merged: dict[str, Any], layer: Mapping[str, Any]) -> None:
     """A later layer's settings over ``merged``'s; the type mappings and schema_changes merge key by key
     (``--on-column-added`` changes one kind of a file's ``schema_changes``)."""
     for key, value in layer.items():
@@ -614,11 +615,11 @@ def load_config(
             data = tomllib.loads(path.read_text())
         except (OSError, tomllib.TOMLDecodeError) as exc:
             raise ConfigError(f"cannot read config file {path}: {exc}") from exc
-        _merge_layer(merged, normalise_settings(data, str(path)))
+        merge_settings(merged, normalise_settings(data, str(path)))
     env = os.environ if env is None else env
     from_env = {k[len(ENV_PREFIX) :].lower(): v for k, v in env.items() if k.startswith(ENV_PREFIX)}
-    _merge_layer(merged, normalise_settings(from_env, "environment"))
-    _merge_layer(merged, normalise_settings(overrides, "arguments"))
+    merge_settings(merged, normalise_settings(from_env, "environment"))
+    merge_settings(merged, normalise_settings(overrides, "arguments"))
 
     conf: dict[str, str] = dict(merged.pop("hoodie_conf", {}) or {})
     if props_file is not None:

@@ -82,3 +82,27 @@ def test_the_single_behavior_maps_onto_the_kinds() -> None:
 def test_bad_settings_are_refused_naming_the_setting(settings: dict, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         load_config(**BASE, **settings)
+
+
+def test_a_pipeline_table_overrides_one_kind_of_the_defaults(tmp_path: Path) -> None:
+    from hudi_cdc.service.spec import TableRef, load_pipeline
+
+    path = tmp_path / "pipe.toml"
+    path.write_text(
+        'name = "p"\n[source]\nkind = "kafka"\nbootstrap_servers = "127.0.0.1:1"\n'
+        'schema_registry_url = "http://127.0.0.1:2"\ntables = ["s.inventory.*"]\n'
+        '[defaults]\ntarget_base_path = "/lake/{table}"\ntarget_table = "{table}"\non_bad_event = "quarantine"\n'
+        'type_mappings = { "tinyint(1)" = "boolean" }\n'
+        '[defaults.schema_changes]\ncolumn_added = "ignore"\ntype_changed = "quarantine"\n'
+        '[tables."inventory.orders"]\ncolumn_types = { price = "decimal(12,2)" }\n'
+        '[tables."inventory.orders".schema_changes]\ncolumn_dropped = "fail"\n'
+    )
+    config = load_pipeline(path).table_config(TableRef("s.inventory.orders"), env={})
+    assert config.schema_change_policy == {
+        "column_added": "ignore",
+        "column_dropped": "fail",
+        "type_widened": "evolve",
+        "type_changed": "quarantine",
+        "column_renamed": "keep_both",
+    }
+    assert (config.type_mappings, config.column_types) == ({"tinyint(1)": "boolean"}, {"price": "decimal(12,2)"})

@@ -28,6 +28,11 @@ partition_path_field = "region"
 [tables."inventory.audit"]
 enabled = false
 
+[[routes]]                                   # source tables to target tables (docs/routing.md)
+tables = ["shop_*.orders"]
+target = "orders"                            # the target's name; [tables."orders"] configures it
+shard_columns = ["schema"]                   # merge the shards into one table, keyed by shard
+
 [run]
 max_concurrent_tables = 2
 discovery_interval_seconds = 60
@@ -54,7 +59,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, get_args
 
-from hudi_cdc.config import ENV_PREFIX, Flavor, IngestConfig, normalise_settings
+from hudi_cdc.config import ENV_PREFIX, Flavor, IngestConfig, merge_settings, normalise_settings
 from hudi_cdc.errors import ConfigError
 from hudi_cdc.service.routes import Route, parse_routes, shard_column_names
 
@@ -188,10 +193,10 @@ class PipelineSpec:
         merged: dict[str, Any] = dict(self.defaults)
         env = os.environ if env is None else env
         from_env = {k[len(ENV_PREFIX) :].lower(): v for k, v in env.items() if k.startswith(ENV_PREFIX)}
-        merged.update(_settings(from_env, "the environment (HUDI_CDC__*)"))
+        merge_settings(merged, _settings(from_env, "the environment (HUDI_CDC__*)"))
         own = dict(self.override_for(ref))
         conf = {**dict(merged.pop("hoodie_conf", {})), **dict(own.pop("hoodie_conf", {}))}
-        merged.update(own)
+        merge_settings(merged, own)  # a table's schema_changes / type mappings over the defaults', key by key
         for name in _TEMPLATED:
             if isinstance(merged.get(name), str):
                 try:
