@@ -100,7 +100,7 @@ def _avro(schema: dict[str, Any], hint: str, defined: set[str]) -> Any:  # noqa:
     elif kind in _AVRO_PRIMITIVE:
         body = _AVRO_PRIMITIVE[kind]
         name, parameters = schema.get("name"), schema.get("parameters") or {}
-        if name or kind in ("int8", "int16"):
+        if name or parameters or kind in ("int8", "int16"):  # parameters: e.g. propagated source types
             body = {"type": body, "connect.type": kind}
             if name:
                 body["connect.name"] = name

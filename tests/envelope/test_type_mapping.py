@@ -159,3 +159,20 @@ def test_column_types_win_and_name_real_columns(spark) -> None:
         mapped_conversions(
             SCHEMA, frame.schema["after"].dataType, TypeMapping(by_column={"zoned": "boolean"}), where="b"
         )
+
+
+def test_json_converter_schemas_keep_propagated_source_types() -> None:
+    from hudi_cdc.envelope.connect_schema import avro_envelope
+    from hudi_cdc.envelope.types import avro_fields
+
+    params = {"__debezium.source.column.type": "BIGINT UNSIGNED", "__debezium.source.column.length": "20"}
+    value = {"type": "struct", "name": "s.db.t.Value", "optional": True, "fields": [
+        {"field": "id", "type": "int32", "optional": False},
+        {"field": "big", "type": "int64", "optional": True, "parameters": params},
+    ]}  # fmt: skip
+    envelope = {"type": "struct", "name": "s.db.t.Envelope", "fields": [
+        {**value, "field": "before"}, {**value, "field": "after"}, {"field": "op", "type": "string"},
+    ]}  # fmt: skip
+    fields = avro_fields(avro_envelope(envelope))
+    assert source_types(fields["big"]) == ["bigint unsigned(20)", "bigint unsigned"]
+    assert source_types(fields["id"]) == []
