@@ -184,7 +184,8 @@ class IngestConfig:
     compaction of the outer table (Hudi 1.2, seen here: compacted files went missing).
     """
     schema_change_behavior: SchemaChangeBehavior = "fail"
-    """What an incompatible column type change does (docs/types.md#schema-evolution)."""
+    """The schema-change policy in one word (docs/types.md#schema-changes): ``schema_changes`` sets each kind,
+    over what this implies (fail: the defaults; evolve: type_changed = evolve; ignore: column_added = ignore)."""
     truncate_behavior: TruncateBehavior = "fail"
     """What a TRUNCATE event does: fail the round, apply it (rows older than it go), or ignore it."""
     history: History = "none"
