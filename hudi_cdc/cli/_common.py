@@ -132,7 +132,8 @@ _CONFIG_OPTIONS = [
     click.option(
         "--schema-change-behavior",
         type=click.Choice(["fail", "evolve", "ignore"]),
-        help="What an incompatible column type change does (default fail).",
+        help="The schema-change policy in one word (default fail; evolve: incompatible types become text; "
+        "ignore: new columns are left out); --on-<kind> sets each kind (docs/types.md#schema-changes).",
     ),
     click.option(
         "--truncate-behavior",
