@@ -18,6 +18,7 @@ from hudi_cdc.errors import ConfigError, SourceError
 from hudi_cdc.upstream import canonical
 from hudi_cdc.upstream.compare import Difference, Plan, SparkSide, VerifyResult, compare
 from hudi_cdc.upstream.compare import verify as _verify
+from payloads.postgres import DEFAULT_TOAST_PLACEHOLDER
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -52,16 +53,96 @@ def verify(
 ) -> VerifyResult:
     """Compare the Hudi table at ``base_path`` with ``table`` of ``database`` (:func:`hudi_cdc.upstream.compare.verify`).
 
-    A merged table ([[routes]], docs/routing.md) holds many source tables: compared with one it would differ by
-    every other shard's rows, so it is refused, saying so.
+    A merged table ([[routes]], docs/routing.md#verify) is compared shard by shard: only its rows of ``table``
+    (the shard columns ``table``'s schema, name and database give) are compared with it.
     """
     held = [c for c in spark.read.format("hudi").load(base_path).columns if c in _SHARD_COLUMNS]
     if held:
-        raise ConfigError(
-            f"{base_path} is a merged table (shard columns {', '.join(held)}): verify compares a table with one "
-            "source table, not the union of its shards (docs/routing.md#verify)"
-        )
+        return _verify_shard(spark, base_path, database, table, held, **options)
     return _verify(spark, base_path, database, table, **options)
+
+
+def _verify_shard(
+    spark: SparkSession,
+    base_path: str,
+    database: SourceDatabase,
+    table: str,
+    held: list[str],
+    *,
+    key_fields: Sequence[str] = (),
+    columns: Sequence[str] | None = None,
+    where: str | None = None,
+    max_diffs: int = 20,
+    fetch_limit: int = 50_000,
+    toast_placeholder: str = DEFAULT_TOAST_PLACEHOLDER,
+    recheck: Callable[[Any, str], str] | None = None,
+) -> VerifyResult:
+    """One shard of a merged table against its source table, as :func:`hudi_cdc.upstream.compare.verify` compares
+    a whole table (the same plan, sides and recheck), the table's side narrowed to that shard's rows."""
+    from hudi_cdc.upstream.compare import _plan, _position, _SqlSide
+
+    schema, _, name = table.rpartition(".")
+    shard = _shard_rows(spark, base_path, database, table, held)
+    opts = {"fetch_limit": fetch_limit, "max_diffs": max_diffs, "toast": toast_placeholder}
+    result = VerifyResult(table=table, source=database.display, target=base_path, key_fields=tuple(key_fields))
+    engine: canonical.Engine = "postgres" if database.kind == "postgres" else "mysql"
+    ident = canonical.sql_ident if engine == "postgres" else canonical.mysql_ident
+    started = time.monotonic()
+    with database.connect(application="hudi-cdc verify") as conn:
+
+        def one_pass() -> list[Difference]:
+            frame = shard()
+            plan = _plan(conn, engine, frame, schema, name, key_fields, columns, result)
+            source = _SqlSide(conn, engine, f"{ident(schema)}.{ident(name)}", where)
+            return compare(source, SparkSide(frame, where), plan, opts, result)
+
+        position = _position(conn, engine)
+        diffs = one_pass()
+        if (diffs or result.differing_buckets) and recheck is not None:
+            result.recheck = recheck(conn, position)
+            first = {(tuple(d.key.items()), d.kind, d.columns) for d in diffs}
+            diffs = [d for d in one_pass() if (tuple(d.key.items()), d.kind, d.columns) in first]
+            result.passes = 2
+            if not diffs and not result.truncated:
+                result.differing_buckets = 0  # what differed the first time was only lag
+    result.differences = diffs[:max_diffs]
+    result.duration_s = time.monotonic() - started
+    return result
+
+
+def _shard_rows(
+    spark: SparkSession, base_path: str, database: SourceDatabase, table: str, held: list[str]
+) -> Callable[[], DataFrame]:
+    """A merged table's rows of source table ``table`` (read again at each call); ConfigError when the shard
+    columns cannot single it out (rows of several servers with the same schema and table)."""
+    from urllib.parse import urlsplit
+
+    from pyspark.sql import functions as F
+
+    from payloads.history import current_rows
+
+    schema, _, name = table.rpartition(".")
+    if not schema:
+        raise ConfigError(f"name the shard's source table with its schema (MySQL: its database), e.g. public.{table}")
+    dbname = urlsplit(database.url).path.lstrip("/") if database.kind == "postgres" else schema
+    values = {"_source_schema": schema, "_source_table": name, "_source_database": dbname}
+    test = F.lit(True)
+    for column in held:
+        if column in values:
+            test = test & (F.col(column) == F.lit(values[column]))
+
+    def rows() -> DataFrame:
+        frame = current_rows(spark.read.format("hudi").load(base_path)).where(test)
+        if "_source_server" in held:
+            servers = [r[0] for r in frame.select("_source_server").distinct().limit(2).collect()]
+            if len(servers) > 1:
+                raise ConfigError(
+                    f"{base_path} is a merged table with rows of {table} from servers {', '.join(servers)}: verify "
+                    "cannot tell which server's source table this is (docs/routing.md#verify)"
+                )
+        return frame
+
+    return rows
 
 
 # --- a table fed from change files: compared with what the files replay to ------------------------------

@@ -9,15 +9,12 @@ from typing import Any
 
 import pytest
 
-from hudi_cdc.errors import ConfigError
 from hudi_cdc.ops.status import pipeline_status
-from hudi_cdc.ops.verify import verify
 from hudi_cdc.service import load_pipeline, run_pipeline
 from hudi_cdc.sink import options as opt
 from hudi_cdc.sink.hudi import HudiTable
 from hudi_cdc.testing import pg_event
 from hudi_cdc.testing.envelopes import envelope_schema, write_events
-from hudi_cdc.upstream.database import SourceDatabase
 from tests.support import read_rows
 
 pytestmark = pytest.mark.hudi
@@ -139,6 +136,3 @@ def test_merged_shards_keyed_by_shard_and_unique_keys(spark, tmp_path: Path) -> 
     assert "cross-shard key clash" in error and "id=7" in error
     assert "hub_a and hub_b" in error
     assert _rows(spark, users) == [("hub_b", 1, "x@b"), ("hub_b", 2, "y@b"), ("hub_b", 3, "z")]
-    # verify compares one source table: a merged table is refused, saying so, before any connection.
-    with pytest.raises(ConfigError, match="is a merged table .shard columns _source_schema.: verify compares"):
-        verify(spark, str(tmp_path / "lake" / "orders"), SourceDatabase("postgresql://u@127.0.0.1:1/x"), "a.orders")

@@ -24,8 +24,10 @@ from typing import Any
 
 import pytest
 
+from hudi_cdc.ops.verify import verify
 from hudi_cdc.testing.faults import kill_group
 from hudi_cdc.testing.postgres import connect
+from hudi_cdc.upstream.database import SourceDatabase
 from tests.stack.conftest import BOOTSTRAP, REGISTRY, wait_until
 from tests.stack.connectors import postgres_connector
 
@@ -34,6 +36,7 @@ pytestmark = [pytest.mark.kafka, pytest.mark.postgres, pytest.mark.hudi]
 RUN = f"rt{uuid.uuid4().hex[:6]}"
 PREFIX = f"route{RUN}"
 SHOPS = 16
+DATABASE = SourceDatabase("postgresql://debezium:dbz@127.0.0.1:55432/inventory")
 
 
 def _shop(conn: Any, n: int, rows: int = 4) -> None:  # noqa: ANN401
@@ -182,6 +185,14 @@ def test_sixteen_shards_merged_a_shard_joining_a_kill_and_a_key_clash(spark, tmp
             assert len(reasons) == 2, reasons
             assert all("cross-shard key clash" in r and f"{RUN}_hub_a and {RUN}_hub_b" in r for r in reasons)
             assert _status(state)["orders"]["state"] != "failed" and _status(state)["users"]["state"] != "failed"
+            # verify compares a merged table shard by shard: its rows of each source table, with that table
+            for n in (0, SHOPS):
+                shard = verify(spark, str(orders), DATABASE, f"{RUN}_shop_{n}.orders")
+                assert shard.equal and shard.key_fields == ("id",), shard.describe()
+            kill_group(runner)  # the drift below stays in the source only
+            conn.execute(f"update {RUN}_shop_3.orders set label = 'drift' where id = 10 + 2")  # noqa: S608
+            drifted = verify(spark, str(orders), DATABASE, f"{RUN}_shop_3.orders")
+            assert not drifted.equal and [d.key for d in drifted.differences] == [{"id": "12"}], drifted.describe()
     finally:
         if runner is not None:
             kill_group(runner)
