@@ -230,7 +230,13 @@ def _to_decimal(
                 return c.cast("decimal(20,0)").cast(ddl)
 
         return Conversion(ddl, value, refused(lambda c: value(c).isNotNull()))
-    if kind == "string" or kind.startswith("decimal"):
+    if kind.startswith("decimal"):
+        # Compared as decimals (exact: Spark widens both sides): an overflow reads NULL, a rounding differs.
+        def fits_decimal(c: Column) -> Column:
+            return base(c).cast(ddl).isNotNull() & (base(c).cast(ddl) == base(c))
+
+        return Conversion(ddl, lambda c: F.when(fits_decimal(c), base(c).cast(ddl)), refused(fits_decimal))
+    if kind == "string":
         # Exact digits by text: integral digits (leading zeros aside) and fractional ones (trailing zeros aside).
         def text(c: Column) -> Column:
             return base(c).cast("string")

@@ -176,3 +176,31 @@ def test_json_converter_schemas_keep_propagated_source_types() -> None:
     fields = avro_fields(avro_envelope(envelope))
     assert source_types(fields["big"]) == ["bigint unsigned(20)", "bigint unsigned"]
     assert source_types(fields["id"]) == []
+
+
+def test_a_decimal_column_to_a_narrower_decimal_is_exact_or_refused(spark) -> None:
+    decimal = {"type": "bytes", "logicalType": "decimal", "precision": 12, "scale": 4,
+               "connect.name": "org.apache.kafka.connect.data.Decimal"}  # fmt: skip
+    schema = {"type": "record", "name": "Envelope", "fields": [
+        {"name": "before", "type": ["null", {"type": "record", "name": "V", "fields": [
+            {"name": "id", "type": "long"}, {"name": "price", "type": ["null", decimal]}]}]},
+        {"name": "after", "type": ["null", "V"]}]}  # fmt: skip
+    frame = spark.createDataFrame(
+        [("c", None, (k, Decimal(v)), (k,)) for k, v in ((1, "12.3400"), (2, "0.0001"), (3, "1.2345"), (4, "12345.6"))],
+        "op string, before struct<id:bigint,price:decimal(12,4)>, after struct<id:bigint,price:decimal(12,4)>, "
+        "source struct<lsn:bigint>",
+    )
+    mapping = TypeMapping(by_column={"price": "decimal(6,2)"})
+    conversions = mapped_conversions(schema, frame.schema["after"].dataType, mapping, where="b")
+    flat = flatten(
+        frame,
+        source_meta_columns=PostgresPolicy().source_meta_columns,
+        key_fields=("id",),
+        ingested_at=datetime.now(UTC),
+        where="b",
+        value_conversions=conversions,
+    )
+    rows = {r["id"]: (r["price"], r[ERROR_COLUMN]) for r in flat.collect()}
+    assert rows[1] == (Decimal("12.34"), None)
+    for key in (2, 3, 4):  # 0.0001 and 1.2345 would round, 12345.6 has 5 integral digits
+        assert rows[key][0] is None and "column 'price': a value does not fit decimal(6,2)" in rows[key][1], rows[key]
