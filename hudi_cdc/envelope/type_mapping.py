@@ -195,11 +195,14 @@ def _mapped(
     if lowered.startswith("json:"):
         return _to_json(name, kind, spec.split(":", 1)[1].strip(), setting, misfit)
     if lowered in ("int", "bigint", "double"):
-        return Conversion(
-            lowered,
-            lambda c: base(c).cast(lowered),
-            refused(lambda c: base(c).cast(lowered).cast("string") == base(c).cast("string")),
-        )
+
+        def survives(c: Column) -> Column:
+            cast = base(c).cast(lowered)
+            if kind == "string":  # the text must be the number's own ("12", not "12.5" or " 12")
+                return cast.cast("string") == base(c)
+            return cast.isNotNull() & (cast == base(c))  # compared as numbers: 1 and 1.0 are equal
+
+        return Conversion(lowered, lambda c: base(c).cast(lowered), refused(survives))
     raise _unmappable(name, kind, spec, setting)
 
 

@@ -204,3 +204,25 @@ def test_a_decimal_column_to_a_narrower_decimal_is_exact_or_refused(spark) -> No
     assert rows[1] == (Decimal("12.34"), None)
     for key in (2, 3, 4):  # 0.0001 and 1.2345 would round, 12345.6 has 5 integral digits
         assert rows[key][0] is None and "column 'price': a value does not fit decimal(6,2)" in rows[key][1], rows[key]
+
+
+def test_numbers_to_int_bigint_double_survive_or_are_refused(spark) -> None:
+    frame = spark.createDataFrame(
+        [("c", None, (k, n, t), (k,)) for k, n, t in ((1, 7, "12"), (2, 3_000_000_000, "12.5"), (3, None, " 12"))],
+        "op string, before struct<id:bigint,n:bigint,t:string>, after struct<id:bigint,n:bigint,t:string>, "
+        "source struct<lsn:bigint>",
+    )
+
+    def flat(by_column: dict):  # noqa: ANN202
+        mapping = TypeMapping(by_column=by_column)
+        conversions = mapped_conversions(None, frame.schema["after"].dataType, mapping, where="b")
+        out = flatten(frame, source_meta_columns=PostgresPolicy().source_meta_columns, key_fields=("id",),
+                      ingested_at=datetime.now(UTC), where="b", value_conversions=conversions)  # fmt: skip
+        return {r["id"]: r for r in out.collect()}
+
+    rows = flat({"n": "double", "t": "int"})
+    assert (rows[1]["n"], rows[1]["t"], rows[1][ERROR_COLUMN]) == (7.0, 12, None)
+    assert "column 't'" in rows[2][ERROR_COLUMN] and "column 'n'" not in rows[2][ERROR_COLUMN]
+    assert "column 't'" in rows[3][ERROR_COLUMN]
+    rows = flat({"n": "int"})
+    assert rows[1][ERROR_COLUMN] is None and "column 'n': a value does not fit int" in rows[2][ERROR_COLUMN]
