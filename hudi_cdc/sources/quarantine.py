@@ -46,6 +46,11 @@ class QuarantinedEvents:
 
         if checkpoint is None:
             raise ConfigError(f"{self._config.target_base_path} has no committed checkpoint to re-apply events under")
+        if self._config.shard_sources:  # their bytes hold no shard: the shard columns would be NULL or missing
+            raise ConfigError(
+                f"{self._config.target_table} is a merged table ([[routes]]): re-applying its quarantined events is "
+                "not supported (docs/routing.md#limits)"
+            )
         formats = {
             (r["raw_format"], r["raw_schema"])
             for r in self._events.select("raw_format", "raw_schema").distinct().collect()

@@ -195,3 +195,14 @@ def test_a_merged_tables_watched_offsets_number_every_shards_partitions() -> Non
     assert arrivals.pending_since() is None  # every shard applied: no round
     arrivals.observe(2.0, {0: 5, 1: 2, shard_partition(1, 0): 1, shard_partition(2, 0): 7})
     assert arrivals.pending_since() == 2.0  # shard b (nothing held of it yet) has a message
+
+
+def test_a_merged_tables_quarantine_is_not_reapplied(tmp_path: Path) -> None:
+    from hudi_cdc.sources.quarantine import QuarantinedEvents
+
+    spec = _spec(tmp_path, ROUTES)
+    tables, _ = spec.routed([TableRef(t) for t in SOURCE])
+    config = spec.table_config(next(t for t in tables if t.name == "users"), env={})
+    events = QuarantinedEvents(None, config, None, where="users")  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="users is a merged table .*re-applying its quarantined events"):
+        events.next_batch({"kind": "merged", "shards": {}})
