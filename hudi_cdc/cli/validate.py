@@ -67,7 +67,8 @@ def validate(
     from hudi_cdc.upstream.database import SourceDatabase
 
     if pipeline_file is not None:
-        given = [f"--{k.replace('_', '-')}" for k, v in kw.items() if v is not None]
+        # A repeatable option not given is an empty tuple, not None.
+        given = [f"--{k.replace('_', '-')}" for k, v in kw.items() if v is not None and v != ()]
         given += [o for o, v in (("--props", props_file), ("--config", config_file)) if v is not None]
         given += ["--hoodie-conf"] * bool(hoodie_conf) + ["--source-table"] * bool(source_table)
         if given:
