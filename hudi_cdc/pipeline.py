@@ -19,6 +19,7 @@ from hudi_cdc.config import IngestConfig
 from hudi_cdc.envelope.batch import change_rows
 from hudi_cdc.envelope.evolution import SchemaChangeLog
 from hudi_cdc.envelope.shape import Shape, shape_plan
+from hudi_cdc.envelope.shape import recorded as recorded_shape
 from hudi_cdc.envelope.type_mapping import TypeMapping
 from hudi_cdc.errors import ConfigError, DecodeError, HudiCdcError, SinkError, SourceError, retry_backoff_s
 from hudi_cdc.policy import merge_policy
@@ -545,6 +546,8 @@ def _commit(
         metadata[opt.TRUNCATED_AT_KEY] = truncated_at
     if config.history != "none":
         metadata[opt.HISTORY_KEY] = config.history
+    if (shaped := recorded_shape(config)) is not None:
+        metadata[opt.SHAPE_KEY] = json.dumps(shaped, sort_keys=True)
     metadata.update(extra_metadata or {})
     small = SmallWrite(rows=stats.get("upserts", 0) + stats.get("deletes", 0), max_rows=config.java_writer_max_rows)
     return table.write(rows, options, metadata, small=small)

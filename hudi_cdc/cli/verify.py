@@ -90,8 +90,9 @@ _COULD_NOT_RUN = OnFailure(
 )
 @click.option(
     "--pipeline",
-    help="With --max-repair or --repair: the pipeline file whose table this is; the repair writes with that "
-    "table's settings (default: the settings the Hudi table records).",
+    help="The pipeline file whose table this is. A table written with transforms or masks is compared with "
+    "its source shaped by that table's settings; a repair writes with them (default: the settings the Hudi "
+    "table records).",
 )
 @click.option("--pipeline-topic", help="With --pipeline: the table's topic, e.g. dbserver1.inventory.customers.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as one JSON object.")
@@ -162,10 +163,18 @@ def verify(
         result = _against_files(spark, target_base_path, source_path, flavor, keys, compare)
     else:
         assert database is not None and source_table is not None
-        wait = (
-            _recheck(spark, target_base_path, database, bootstrap_servers, slot, recheck_timeout) if recheck else None
-        )
-        result = ops.verify(spark, target_base_path, database, source_table, key_fields=keys, recheck=wait, **compare)
+        shaped = _shaped_config(spark, target_base_path, database, pipeline, pipeline_topic)
+        if shaped is not None:
+            result = ops.verify_transformed(spark, shaped, database, source_table, **compare)
+        else:
+            wait = (
+                _recheck(spark, target_base_path, database, bootstrap_servers, slot, recheck_timeout)
+                if recheck
+                else None
+            )
+            result = ops.verify(
+                spark, target_base_path, database, source_table, key_fields=keys, recheck=wait, **compare
+            )
     click.echo(json.dumps(result.to_dict(), sort_keys=True, default=str) if as_json else result.describe())
     return result.exit_code
 
@@ -206,6 +215,32 @@ def _repair_config(
     if config.target_base_path.rstrip("/") != target_base_path.rstrip("/"):
         raise ConfigError(
             f"{pipeline}: {topic} is written to {config.target_base_path}, not --target-base-path {target_base_path}"
+        )
+    return config
+
+
+def _shaped_config(
+    spark: SparkSession, target_base_path: str, database: SourceDatabase, pipeline: str | None, topic: str | None
+) -> IngestConfig | None:
+    """A table written with transforms or masks: the settings to shape the source with (``--pipeline``'s
+    table's); None: the table is not shaped. A shaped table without them is refused, not misreported."""
+    from hudi_cdc.envelope.shape import recorded
+    from hudi_cdc.sink.hudi import HudiTable
+
+    config = _repair_config(spark, target_base_path, (), pipeline, topic) if pipeline else None
+    shaped = HudiTable(spark, target_base_path).shape() or (recorded(config) if config is not None else None)
+    if shaped is None:
+        return None
+    what = ", ".join(sorted(shaped))
+    if config is None or recorded(config) is None:
+        raise ConfigError(
+            f"{target_base_path} is written with transforms ({what}): verify compares it with the source shaped "
+            "the same way, so it needs the table's settings: pass --pipeline FILE and --pipeline-topic TOPIC "
+            "(hudi_cdc.ops.verify.verify_transformed takes an ingest's IngestConfig)"
+        )
+    if database.kind != "postgres":
+        raise ConfigError(
+            f"{target_base_path} is written with transforms ({what}): verify shapes a Postgres source only, so far"
         )
     return config
 

@@ -41,12 +41,27 @@ if TYPE_CHECKING:
     from hudi_cdc.config import IngestConfig
     from payloads.base import MergePolicy, WritePlan
 
-__all__ = ["REDACTED", "Shape", "hmac_hex", "shape_plan"]
+__all__ = ["REDACTED", "Shape", "hmac_hex", "recorded", "shape_plan"]
 
 REDACTED = "[redacted]"
 """What a ``redact`` mask leaves in a text column."""
 _IMAGES = ("before", "after")
 _LEAVES = INTERNAL_PREFIX + "leaves_filter"
+
+
+def recorded(config: IngestConfig) -> dict[str, object] | None:
+    """What a commit records of ``config``'s transforms and masks (the mask kinds, never the salt), so that a
+    command given only the table's path (``verify``, ``verify --repair``) knows the table is shaped; None: not."""
+    shape: dict[str, object] = {
+        "columns_keep": list(config.columns_keep),
+        "columns_drop": list(config.columns_drop),
+        "column_renames": dict(config.column_renames),
+        "computed_columns": dict(config.computed_columns),
+        "row_filter": config.row_filter,
+        "masks": dict(config.masks),
+    }
+    kept = {k: v for k, v in shape.items() if v}
+    return kept or None
 
 
 def hmac_hex(salt: bytes, value: str) -> str:

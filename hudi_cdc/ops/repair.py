@@ -53,6 +53,7 @@ import time
 from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from hudi_cdc.envelope.shape import recorded as recorded_shape
 from hudi_cdc.errors import ConfigError, SourceError, TransientError
 from hudi_cdc.upstream import canonical
 from hudi_cdc.upstream.compare import Difference, VerifyResult, verify
@@ -203,7 +204,7 @@ def repair(
         )
     if max_repair < 1:
         raise ConfigError(f"max_repair={max_repair}: repair at least 1 key")
-    _refuse_history(spark, config)
+    _refuse_unrepairable(spark, config)
     found = verify(
         spark, config.target_base_path, database, source_table, key_fields=key_fields or config.record_key_fields,
         max_diffs=max_repair, recheck=recheck, toast_placeholder=config.toast_placeholder or DEFAULT_TOAST_PLACEHOLDER,
@@ -223,15 +224,27 @@ def repair(
     return result
 
 
-def _refuse_history(spark: SparkSession, config: IngestConfig) -> None:
-    """A history table's rows are versions or marked deletes: repair writes current rows only, so far."""
+def _refuse_unrepairable(spark: SparkSession, config: IngestConfig) -> None:
+    """A history table's rows are versions or marked deletes: repair writes current rows only, so far.
+
+    Nor is a shaped table repaired (transforms, masks): repair compares and writes the source's rows as
+    they are, which would report every masked row different and could write unmasked values."""
     from hudi_cdc.sink.hudi import HudiTable
 
-    mode = HudiTable(spark, config.target_base_path).history()
+    table = HudiTable(spark, config.target_base_path)
+    mode = table.history()
     if mode != "none":
         raise ConfigError(
             f"{config.target_base_path} keeps history={mode!r}: repair writes a table's current rows only, so far "
             "(verify compares its current rows); nothing was written"
+        )
+    shaped = table.shape()
+    if shaped is not None or recorded_shape(config) is not None:
+        what = ", ".join(sorted(shaped or recorded_shape(config) or {}))
+        raise ConfigError(
+            f"{config.target_base_path} is written with transforms ({what}): repair of a shaped table is not "
+            "built (it would compare and write the source's unshaped rows); nothing was written. verify with "
+            "--pipeline compares it shaped; bootstrap loads it again"
         )
 
 

@@ -182,6 +182,14 @@ class HudiTable:
         last = self.checkpoint_commit()
         return last.extra.get(opt.HISTORY_KEY, "none") if last else "none"
 
+    def shape(self) -> dict[str, object] | None:
+        """The transforms and masks the table is written with (``envelope.shape.recorded``); None: none."""
+        import json
+
+        last = self.checkpoint_commit()
+        text = last.extra.get(opt.SHAPE_KEY) if last else None
+        return json.loads(text) if text else None
+
     def latest_checkpoint(self) -> str | None:
         commit = self.checkpoint_commit()
         return None if commit is None else commit.extra[opt.CHECKPOINT_KEY]

@@ -63,6 +63,7 @@ TRUNCATED_AT_KEY = META_PREFIX + "truncated.at"  # the newest applied TRUNCATE's
 QUARANTINE_KEY = META_PREFIX + "quarantine"  # a quarantine table's commits: the batch or re-apply they record
 INDEX_KEY = META_PREFIX + "index"  # where the commit's writer put new keys (index_layout)
 HISTORY_KEY = META_PREFIX + "history"  # the table's history mode (payloads.history), when not "none"
+SHAPE_KEY = META_PREFIX + "shape"  # the table's transforms and masks (envelope.shape.recorded), never a salt
 WRITER_KEY = META_PREFIX + "writer"  # "java": Hudi's Java write client wrote the commit (sink.small_write)
 # The schema changes a commit took, and the source's columns as of it (written by envelope.evolution).
 SCHEMA_CHANGES_KEY = _evolution.SCHEMA_CHANGES_KEY

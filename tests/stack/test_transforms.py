@@ -90,6 +90,8 @@ def test_masked_transformed_table_verifies_equal_and_a_corrupted_row_differs(
             assert {"contact", "ssn", "big", "status_len"} <= set(same.compared_columns)
             assert "source_ms" not in same.compared_columns and any("source_ms" in n for n in same.notes)
 
+            _cli_verify_needs_the_settings_and_repair_refuses(tmp_path, topic, base, name, config)
+
             stored = _stored(spark, base, 4)
             tamper(spark, base, table_name=name, table_type="mor", keys=("id",),
                    upserts=[{**stored, "ssn": "*******0000", ORDER_COLUMN: stored[ORDER_COLUMN] + "z"}])  # fmt: skip
@@ -99,6 +101,67 @@ def test_masked_transformed_table_verifies_equal_and_a_corrupted_row_differs(
             ]
         finally:
             conn.execute(f"drop table inventory.{name}")
+
+
+def _cli_verify_needs_the_settings_and_repair_refuses(
+    tmp_path: Path,
+    topic: str,
+    base: str,
+    name: str,
+    config: Any,  # noqa: ANN401
+) -> None:
+    """``hudi-cdc verify``: a shaped table is compared shaped with its pipeline's settings, refused without
+    them (never reported different row by row); ``--repair`` refuses it (it would write unshaped rows)."""
+    import json
+
+    from click.testing import CliRunner
+
+    from hudi_cdc.cli import main
+
+    pipeline = tmp_path / "shaped.toml"
+    renames = ", ".join(f'{k} = "{v}"' for k, v in config.column_renames.items())
+    masks = ", ".join(f'{k} = "{v}"' for k, v in config.masks.items())
+    computed = ", ".join(f'{k} = "{v}"' for k, v in config.computed_columns.items())
+    pipeline.write_text(
+        f"""
+[source]
+kind = "kafka"
+bootstrap_servers = "{BOOTSTRAP}"
+schema_registry_url = "{REGISTRY}"
+tables = ["{topic}"]
+
+[defaults]
+target_base_path = "{base}"
+target_table = "{name}"
+table_type = "mor"
+on_bad_event = "quarantine"
+column_renames = {{ {renames} }}
+masks = {{ {masks} }}
+mask_salt_env = "TRANSFORMS_SALT"
+columns_drop = ["notes"]
+row_filter = "status <> 'test'"
+computed_columns = {{ {computed} }}
+"""
+    )
+    source = [
+        "--source-url",
+        DATABASE.url,
+        "--password-env",
+        "TRANSFORMS_TEST_PASSWORD",
+        "--table",
+        f"inventory.{name}",
+    ]
+    verify = ["verify", "--target-base-path", base, *source]
+    refused = CliRunner().invoke(main, verify)
+    assert refused.exit_code != 0 and "written with transforms" in refused.output, refused.output
+    assert "--pipeline" in refused.output
+    shaped = CliRunner().invoke(main, [*verify, "--pipeline", str(pipeline), "--pipeline-topic", topic, "--json"])
+    assert shaped.exit_code == 0, shaped.output
+    result = json.loads(shaped.output.strip().splitlines()[-1])
+    assert result["equal"] and "contact" in result["compared_columns"], result
+    assert SALT not in shaped.output and SALT not in refused.output
+    repair = CliRunner().invoke(main, [*verify, "--repair", "--no-recheck"])
+    assert repair.exit_code != 0 and "repair of a shaped table is not built" in repair.output, repair.output
 
 
 def _ingest(spark: Any, config: Any) -> None:  # noqa: ANN401
