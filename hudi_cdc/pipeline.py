@@ -306,6 +306,7 @@ def _decide(round_: _Round, batch: Batch, committed: bool) -> WritePlan:
             key_fields=round_.keys,
             shard_columns=config.shard_columns,
             stored_rows=stored.stored_rows,
+            tombstones=stored.tombstones,
             round_tag=tag,
         )
     try:
