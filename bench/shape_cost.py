@@ -66,13 +66,17 @@ def shaped(row: dict[str, Any], variant: str) -> dict[str, Any] | None:
 def expected(workload: Workload, variant: str) -> list[tuple]:
     names = COLUMNS
     rows = [shaped(dict(zip(names, r, strict=True)), variant) for r in workload.expected_rows()]
-    return sorted(tuple(sorted(r.items())) for r in rows if r is not None)
+    return sorted((tuple(sorted(r.items())) for r in rows if r is not None), key=_by_id)
 
 
 def table_rows(spark: Any, base: str, columns: list[str]) -> list[tuple]:  # noqa: ANN401
     """The table's rows in ``columns`` (the shaped source's), as :func:`expected` lays them out."""
     frame = spark.read.format("hudi").load(base).select(*columns)
-    return sorted(tuple(sorted(r.asDict().items())) for r in frame.collect())
+    return sorted((tuple(sorted(r.asDict().items())) for r in frame.collect()), key=_by_id)
+
+
+def _by_id(row: tuple) -> int:
+    return dict(row)["id"]
 
 
 def main(argv: list[str] | None = None) -> int:
