@@ -71,7 +71,9 @@ class TableState:
     round_waiting_since_s: float | None = field(default=None, repr=False)  # its oldest change, as it started
     until: dict[int, int] | None = field(default=None, repr=False)  # a consistent cut's bound on its next round
     cut_commit: str | None = field(default=None, repr=False)
-    repair: dict[str, Any] | None = field(default=None, repr=False)  # a repair request, run as its next round  # the commit its bounded round ended at the cut with
+    repair: dict[str, Any] | None = field(
+        default=None, repr=False
+    )  # a repair request, run as its next round  # the commit its bounded round ended at the cut with
 
     def to_dict(self) -> dict[str, Any]:
         hidden = {
