@@ -96,7 +96,9 @@ def main(argv: list[str] | None = None) -> int:
     workload = Workload(topic, args.events, args.keys, args.partitions, 1)
     workload.produce(BOOTSTRAP, REGISTRY)
     os.environ[SALT_ENV] = SALT
-    spark = hudi_cdc.spark_session(app_name="hudi-cdc-bench-shape", conf={"spark.master": "local[2]"})
+    # The check collects every row (100k with 2-4 kB notes): a driver of 6 GiB holds them.
+    conf = {"spark.master": "local[2]", "spark.driver.memory": "6g"}
+    spark = hudi_cdc.spark_session(app_name="hudi-cdc-bench-shape", conf=conf)
     rows, wrong = [], []
     for table_type in args.table_types.split(","):
         short = "cow" if table_type == "COPY_ON_WRITE" else "mor"
