@@ -18,7 +18,6 @@ from hudi_cdc.errors import ConfigError, SourceError
 from hudi_cdc.upstream import canonical
 from hudi_cdc.upstream.compare import Difference, Plan, SparkSide, VerifyResult, compare
 from hudi_cdc.upstream.compare import verify as _verify
-from payloads.postgres import DEFAULT_TOAST_PLACEHOLDER
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -68,46 +67,12 @@ def _verify_shard(
     database: SourceDatabase,
     table: str,
     held: list[str],
-    *,
-    key_fields: Sequence[str] = (),
-    columns: Sequence[str] | None = None,
-    where: str | None = None,
-    max_diffs: int = 20,
-    fetch_limit: int = 50_000,
-    toast_placeholder: str = DEFAULT_TOAST_PLACEHOLDER,
-    recheck: Callable[[Any, str], str] | None = None,
+    **options: Any,  # noqa: ANN401 - hudi_cdc.upstream.compare.verify's
 ) -> VerifyResult:
     """One shard of a merged table against its source table, as :func:`hudi_cdc.upstream.compare.verify` compares
     a whole table (the same plan, sides and recheck), the table's side narrowed to that shard's rows."""
-    from hudi_cdc.upstream.compare import _plan, _position, _SqlSide
-
-    schema, _, name = table.rpartition(".")
     shard = _shard_rows(spark, base_path, database, table, held)
-    opts = {"fetch_limit": fetch_limit, "max_diffs": max_diffs, "toast": toast_placeholder}
-    result = VerifyResult(table=table, source=database.display, target=base_path, key_fields=tuple(key_fields))
-    engine: canonical.Engine = "postgres" if database.kind == "postgres" else "mysql"
-    ident = canonical.sql_ident if engine == "postgres" else canonical.mysql_ident
-    started = time.monotonic()
-    with database.connect(application="hudi-cdc verify") as conn:
-
-        def one_pass() -> list[Difference]:
-            frame = shard()
-            plan = _plan(conn, engine, frame, schema, name, key_fields, columns, result)
-            source = _SqlSide(conn, engine, f"{ident(schema)}.{ident(name)}", where)
-            return compare(source, SparkSide(frame, where), plan, opts, result)
-
-        position = _position(conn, engine)
-        diffs = one_pass()
-        if (diffs or result.differing_buckets) and recheck is not None:
-            result.recheck = recheck(conn, position)
-            first = {(tuple(d.key.items()), d.kind, d.columns) for d in diffs}
-            diffs = [d for d in one_pass() if (tuple(d.key.items()), d.kind, d.columns) in first]
-            result.passes = 2
-            if not diffs and not result.truncated:
-                result.differing_buckets = 0  # what differed the first time was only lag
-    result.differences = diffs[:max_diffs]
-    result.duration_s = time.monotonic() - started
-    return result
+    return _verify(spark, base_path, database, table, table_rows=shard, **options)
 
 
 def _shard_rows(

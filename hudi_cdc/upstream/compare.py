@@ -369,7 +369,8 @@ def _one_pass(
 ) -> list[Difference]:
     from payloads.history import current_rows
 
-    frame = current_rows(spark.read.format("hudi").load(base_path))  # a history table's current rows
+    rows = opts["table_rows"]
+    frame = rows() if rows is not None else current_rows(spark.read.format("hudi").load(base_path))  # current rows
     plan = _plan(conn, engine, frame, schema, table, opts["key_fields"], opts["columns"], result)
     ident = canonical.sql_ident if engine == "postgres" else canonical.mysql_ident
     source = _SqlSide(conn, engine, f"{ident(schema)}.{ident(table)}", opts["where"])
@@ -415,8 +416,12 @@ def verify(
     fetch_limit: int = 50_000,
     toast_placeholder: str = DEFAULT_TOAST_PLACEHOLDER,
     recheck: Callable[[Any, str], str] | None = None,
+    table_rows: Callable[[], DataFrame] | None = None,
 ) -> VerifyResult:
     """Compare the Hudi table at ``base_path`` with ``table`` (``schema.table``) of ``database``.
+
+    ``table_rows()``, when given, reads the Hudi side at each pass instead of the whole table's current
+    rows (a merged table's rows of one shard).
 
     ``recheck(conn, position)`` is called when the first pass finds differences:
     it returns once the table has caught up with ``position`` (the source's WAL
@@ -435,6 +440,7 @@ def verify(
         "fetch_limit": fetch_limit,
         "max_diffs": max_diffs,
         "toast": toast_placeholder,
+        "table_rows": table_rows,
     }
     result = VerifyResult(table=table, source=database.display, target=base_path, key_fields=tuple(key_fields))
     engine: canonical.Engine = "postgres" if database.kind == "postgres" else "mysql"
