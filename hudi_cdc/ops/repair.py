@@ -238,9 +238,9 @@ def _refuse_unrepairable(spark: SparkSession, config: IngestConfig) -> None:
             f"{config.target_base_path} keeps history={mode!r}: repair writes a table's current rows only, so far "
             "(verify compares its current rows); nothing was written"
         )
-    shaped = table.shape()
-    if shaped is not None or recorded_shape(config) is not None:
-        what = ", ".join(sorted(shaped or recorded_shape(config) or {}))
+    shaped = table.shape() or recorded_shape(config)
+    if shaped is not None:
+        what = ", ".join(sorted(shaped))
         raise ConfigError(
             f"{config.target_base_path} is written with transforms ({what}): repair of a shaped table is not "
             "built (it would compare and write the source's unshaped rows); nothing was written. verify with "
