@@ -10,6 +10,7 @@ export KAFKA_PORT=59092          # broker listener
 export KAFKA_CTRL_PORT=59093     # KRaft controller listener
 export APICURIO_PORT=58080
 export CONNECT_PORT=58083        # Connect REST
+export METASTORE_PORT=59083      # Hive metastore thrift (listens on all interfaces: HMS 3.1.3 has no bind host)
 export JAVA=${JAVA:-java}
 
 # The databases run as their own users (postgres, mysql), who cannot enter a checkout under a private

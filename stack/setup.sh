@@ -31,6 +31,18 @@ if [ ! -f apicurio/dist/apicurio-registry-app-3.0.9-runner.jar ]; then
   [ "$(curl -sSf "$u.sha1" | cut -c1-40)" = "$(sha1sum apicurio/app.tar.gz | cut -c1-40)" ] || { echo "sha1 mismatch: $u" >&2; exit 1; }
   mkdir -p apicurio/dist && tar xzf apicurio/app.tar.gz -C apicurio/dist && rm apicurio/app.tar.gz
 fi
+# Hive metastore 3.1.3 (jars/metastore/pom.xml): its runtime jars, and from its bin tarball the SQL that
+# schematool runs (stack/start.sh creates the database and the schema: Postgres must be running for that).
+if [ ! -d metastore/dist ]; then
+  rm -rf metastore/dist.partial
+  mvn -q -B -f "$REPO/jars/metastore/pom.xml" dependency:copy-dependencies@copy-lib dependency:unpack@unpack-home \
+    -Dstack.metastore="$STACK/metastore/dist.partial"
+  mv metastore/dist.partial metastore/dist
+fi
+mkdir -p metastore/conf metastore/warehouse
+render metastore-site.xml.in metastore/conf/metastore-site.xml
+sed -i -e "s|@PG_PORT@|$PG_PORT|g" -e "s|@METASTORE_PORT@|$METASTORE_PORT|g" metastore/conf/metastore-site.xml
+cp metastore/dist/apache-hive-metastore-3.1.3-bin/conf/metastore-log4j2.properties metastore/conf/
 render kafka-server.properties kafka/server.properties
 render connect-standalone.properties connect/connect-standalone.properties
 cp "$REPO/stack/conf/inventory-connector.properties" "$REPO/stack/conf/inventory-mariadb-connector.properties" connect/

@@ -28,6 +28,25 @@ if ! maria_ready >/dev/null 2>&1; then
 fi
 wait_for mariadb 60 "" maria_ready
 
+# 1c. Hive metastore 3.1.3 on Postgres (database `metastore`, owner debezium; created as the postgres user,
+#     since debezium may not create databases), its schema by schematool once (-info fails on an empty
+#     database; DataNucleus' autoCreateAll would deadlock). It listens on all interfaces (no bind host in 3.1.3).
+ms_cp="$STACK/metastore/conf:$STACK/metastore/dist/lib/*"
+schematool() { METASTORE_HOME="$STACK/metastore/dist/apache-hive-metastore-3.1.3-bin" $JAVA -Xmx256m -XX:+UseSerialGC -cp "$ms_cp" \
+  org.apache.hadoop.hive.metastore.tools.MetastoreSchemaTool -dbType postgres "$@"; }
+if ! alive metastore/metastore.pid; then
+  pg_su() { psql -h "$PG_DIR/run" -p $PG_PORT -U postgres -v ON_ERROR_STOP=1 -qtA -c "$1"; }
+  [ "$(pg_su "select 1 from pg_database where datname = 'metastore'")" = 1 ] || pg_su "create database metastore owner debezium"
+  schematool -info > metastore/schematool.log 2>&1 || schematool -initSchema >> metastore/schematool.log 2>&1 ||
+    { echo "metastore schema init failed, see $STACK/metastore/schematool.log" >&2; exit 1; }
+  mv -f metastore/metastore.log metastore/metastore.log.prev 2>/dev/null || true
+  (cd metastore; setsid nohup $JAVA -Xmx512m -XX:+UseSerialGC -Dmetastore.log.dir="$STACK/metastore" -cp "$ms_cp" \
+     org.apache.hadoop.hive.metastore.HiveMetaStore > metastore.out 2>&1 < /dev/null & echo $! > metastore.pid)
+fi
+# Its own line, not the port: another process on the port would pass for it (this one then dies: "Address in use").
+ms_ready() { grep -q 'Started the new metaserver on port' metastore/metastore.log && (exec 3<>/dev/tcp/127.0.0.1/$METASTORE_PORT); }
+wait_for metastore 60 metastore/metastore.pid ms_ready
+
 # 2. Kafka broker+controller (KRaft)
 if ! alive kafka/kafka.pid; then
   (cd kafka; setsid nohup $JAVA -Xms256m -Xmx512m -XX:+UseG1GC -Dlog4j2.configurationFile=$STACK/kafka/log4j2.properties \

@@ -3,10 +3,14 @@ except in CI, where it must be up (the hook is in tests/conftest.py, so it also 
 
 from __future__ import annotations
 
+import os
 import socket
 import time
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import urlsplit
+
+import pytest
 
 from hudi_cdc.testing import envelope_schema, pg_event
 from hudi_cdc.testing.kafka import Framer, create_topic, produce, register_schema
@@ -14,12 +18,14 @@ from hudi_cdc.testing.kafka import Framer, create_topic, produce, register_schem
 PORTS = {"postgres": 55432, "mariadb": 53306, "kafka": 59092, "apicurio": 58080, "connect": 58083}
 BOOTSTRAP = "127.0.0.1:59092"
 REGISTRY = "http://127.0.0.1:58080/apis/ccompat/v7"
+# The stack's Hive metastore (stack/start.sh); HUDI_CDC_TEST_METASTORE_URI points the tests at another one.
+METASTORE_URI = os.environ.get("HUDI_CDC_TEST_METASTORE_URI", "thrift://127.0.0.1:59083")
 
 
-def _listening(port: int) -> bool:
+def _listening(port: int, host: str = "127.0.0.1") -> bool:
     with socket.socket() as probe:
         probe.settimeout(0.5)
-        return probe.connect_ex(("127.0.0.1", port)) == 0
+        return probe.connect_ex((host, port)) == 0
 
 
 def stack_down() -> list[str]:
@@ -59,3 +65,16 @@ def wait_until(what: str, ready: Callable[[], Any], timeout_s: float = 90.0) -> 
             return got
         time.sleep(0.05)
     raise AssertionError(f"timed out after {timeout_s:.0f}s waiting for {what}")
+
+
+@pytest.fixture(scope="session")
+def metastore_uri() -> str:
+    """The Hive metastore's thrift URI. Not one of ``PORTS``: only the tests that use it skip when it is down
+    (in CI, where the stack must be up, they fail)."""
+    where = urlsplit(METASTORE_URI)
+    if not _listening(where.port or 9083, where.hostname or "127.0.0.1"):
+        why = f"the Hive metastore at {METASTORE_URI} is down: make stack-up"
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI=true but {why}")
+        pytest.skip(why)
+    return METASTORE_URI
