@@ -1,0 +1,285 @@
+"""Catalog sync against a real Hive Metastore (issue 45; docs/catalog.md): real Spark, real Hudi, the stack's
+metastore (HUDI_CDC_TEST_METASTORE_URI points at another one). What the catalog holds is read back from the
+metastore itself, through a Hive metastore client on the test's JVM.
+
+Folder sources: each round is a file of Debezium envelopes written here; a column added at the source is a
+new envelope schema.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+import hudi_cdc
+from hudi_cdc.cli import main
+from hudi_cdc.config import load_config
+from hudi_cdc.sink import catalog
+from hudi_cdc.testing.envelopes import envelope_schema, pg_event, write_events
+from hudi_cdc.testing.faults import kill_group
+
+pytestmark = [pytest.mark.spark, pytest.mark.hudi, pytest.mark.stack]
+
+METASTORE_URI = os.environ.get("HUDI_CDC_TEST_METASTORE_URI", "thrift://127.0.0.1:59083")
+HUDI_CDC = str(Path(sys.executable).parent / "hudi-cdc")
+TOPIC = "dbserver1.public.orders"
+COLUMNS = [("id", "long"), ("name", ["null", "string"]), ("region", ["null", "string"])]
+
+
+class Orders:
+    """A folder of ``dbserver1.public.orders`` change files; each :meth:`round` is one more file."""
+
+    def __init__(self, root: Path) -> None:
+        self.folder = root / TOPIC / "partition=0"
+        self.columns = list(COLUMNS)
+        self.lsn = 100
+        self.files = 0
+
+    @property
+    def path(self) -> str:
+        return str(self.folder.parent)
+
+    def round(self, rows: list[dict[str, Any]]) -> None:
+        schema = envelope_schema("orders", self.columns)
+        events = []
+        for row in rows:
+            self.lsn += 10
+            events.append(pg_event("c", lsn=self.lsn, after=row, table="orders"))
+        write_events(self.folder / f"{TOPIC}+0+{self.files:010d}.avro", schema, events)
+        self.files += 1
+
+
+class Metastore:
+    """The metastore as a reader sees it (a Hive metastore client on the test's JVM)."""
+
+    def __init__(self, spark: Any, uri: str = METASTORE_URI) -> None:  # noqa: ANN401
+        gateway = spark.sparkContext._jvm
+        conf = gateway.org.apache.hadoop.hive.conf.HiveConf()
+        conf.set("hive.metastore.uris", uri)
+        self.client = gateway.org.apache.hadoop.hive.metastore.HiveMetaStoreClient(conf)
+
+    def table(self, database: str, name: str) -> dict[str, Any] | None:
+        if not self.client.tableExists(database, name):
+            return None
+        table = self.client.getTable(database, name)
+        sd = table.getSd()
+        return {
+            "columns": {str(c.getName()): str(c.getType()) for c in sd.getCols()},
+            "partition_keys": [str(c.getName()) for c in table.getPartitionKeys()],
+            "location": str(sd.getLocation()),
+            "input_format": str(sd.getInputFormat()).rsplit(".", 1)[-1],
+            "synced": str(table.getParameters().get("last_commit_time_sync")),
+            "partitions": sorted(str(p) for p in self.client.listPartitionNames(database, name, -1)),
+        }
+
+
+@pytest.fixture(scope="module")
+def metastore(spark: Any) -> Iterator[Metastore]:  # noqa: ANN401
+    host, port = METASTORE_URI.removeprefix("thrift://").split(":")
+    with socket.socket() as probe:
+        probe.settimeout(1)
+        if probe.connect_ex((host, int(port))) != 0:
+            pytest.fail(f"no Hive metastore at {METASTORE_URI} (make stack-up, or HUDI_CDC_TEST_METASTORE_URI)")
+    store = Metastore(spark)
+    yield store
+    store.client.close()
+
+
+def _options(orders: Orders, base: Path, database: str, **kw: Any) -> dict[str, Any]:  # noqa: ANN401
+    return {
+        "source_path": orders.path,
+        "target_base_path": str(base),
+        "target_table": "orders",
+        "record_key_fields": "id",
+        "catalog": "hms",
+        "catalog_uri": METASTORE_URI,
+        "catalog_database": database,
+        "schema_change_behavior": "evolve",
+        "env": {},
+        **kw,
+    }
+
+
+def _database(tmp_path: Path) -> str:
+    return "t" + tmp_path.name.lower().replace("-", "_")[-20:] + f"_{os.getpid()}"
+
+
+def test_partitioned_cow_syncs_only_when_schema_or_partitions_change(spark, metastore, tmp_path: Path) -> None:  # noqa: ANN001
+    orders, base, db = Orders(tmp_path / "in"), tmp_path / "orders", _database(tmp_path)
+    options = _options(orders, base, db, partition_path_field="region")
+    orders.round([{"id": 1, "name": "a", "region": "eu"}, {"id": 2, "name": "b", "region": "us"}])
+    first = hudi_cdc.ingest(**options)
+    assert first.details["catalog"]["synced"] is True
+    table = metastore.table(db, "orders")
+    assert table is not None
+    assert table["synced"] == first.commit_time
+    assert table["location"].rstrip("/").endswith(str(base))
+    assert table["partition_keys"] == ["region"] and table["partitions"] == ["region=eu", "region=us"]
+    assert {"id": "bigint", "name": "string", "_source_lsn": "bigint"}.items() <= table["columns"].items()
+    assert table["input_format"] == "HoodieParquetInputFormat"
+
+    orders.round([{"id": 1, "name": "a2", "region": "eu"}])  # no new column, no new partition: no sync
+    second = hudi_cdc.ingest(**options)
+    assert second.committed and second.details["catalog"]["synced"] is False
+    assert metastore.table(db, "orders")["synced"] == first.commit_time  # type: ignore[index]
+
+    orders.round([{"id": 3, "name": "c", "region": "apac"}])  # a new partition: synced
+    third = hudi_cdc.ingest(**options)
+    assert third.details["catalog"]["reason"].startswith("new partition(s) apac")
+    after = metastore.table(db, "orders")
+    assert after is not None and after["synced"] == third.commit_time
+    assert after["partitions"] == ["region=apac", "region=eu", "region=us"]
+
+    orders.columns.append(("email", ["null", "string"]))  # a column added at the source: synced
+    orders.round([{"id": 4, "name": "d", "region": "eu", "email": "d@x"}])
+    fourth = hudi_cdc.ingest(**options)
+    assert fourth.details["catalog"]["reason"] == "the schema changed"
+    assert metastore.table(db, "orders")["columns"]["email"] == "string"  # type: ignore[index]
+    status = catalog.catalog_status(spark, load_config(**options))
+    assert status is not None and status["lagging"] is False and status["synced_to"] == fourth.commit_time
+
+
+def test_mor_registers_the_snapshot_ro_and_rt_tables(spark, metastore, tmp_path: Path) -> None:  # noqa: ANN001
+    orders, base, db = Orders(tmp_path / "in"), tmp_path / "orders", _database(tmp_path)
+    orders.round([{"id": 1, "name": "a", "region": "eu"}])
+    result = hudi_cdc.ingest(**_options(orders, base, db, table_type="mor"))
+    views = {name: metastore.table(db, name) for name in ("orders", "orders_ro", "orders_rt")}
+    assert all(v is not None and v["synced"] == result.commit_time for v in views.values()), views
+    formats = {name: v["input_format"] for name, v in views.items() if v}
+    assert formats == {
+        "orders": "HoodieParquetRealtimeInputFormat",  # Hudi 1.2's bare name: the snapshot view, as _rt
+        "orders_ro": "HoodieParquetInputFormat",
+        "orders_rt": "HoodieParquetRealtimeInputFormat",
+    }
+    assert all(v["location"].rstrip("/").endswith(str(base)) for v in views.values() if v)
+
+
+class Outage:
+    """A TCP relay to the metastore that can be cut: a real outage for the client, the metastore itself untouched."""
+
+    def __init__(self, target: str) -> None:
+        host, port = target.removeprefix("thrift://").split(":")
+        self.target = (host, int(port))
+        self.server = socket.create_server(("127.0.0.1", 0))
+        self.uri = f"thrift://127.0.0.1:{self.server.getsockname()[1]}"
+        self.up = True
+        self.links: list[socket.socket] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self.server.accept()
+            except OSError:
+                return
+            if not self.up:
+                client.close()
+                continue
+            upstream = socket.create_connection(self.target)
+            self.links += [client, upstream]
+            for a, b in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pipe(src: socket.socket, dst: socket.socket) -> None:
+        try:
+            while data := src.recv(65536):
+                dst.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for s in (src, dst):
+                try:
+                    s.close()
+                except OSError:
+                    pass
+
+    def cut(self) -> None:
+        self.up = False
+        for link in self.links:
+            try:
+                link.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        self.links.clear()
+
+    def close(self) -> None:
+        self.cut()
+        self.server.close()
+
+
+def test_metastore_down_the_commit_stands_status_lags_and_the_next_round_catches_up(
+    spark,  # noqa: ANN001
+    metastore,  # noqa: ANN001
+    tmp_path: Path,
+) -> None:
+    orders, base, db = Orders(tmp_path / "in"), tmp_path / "orders", _database(tmp_path)
+    relay = Outage(METASTORE_URI)
+    try:
+        options = _options(orders, base, db, catalog_uri=relay.uri)
+        orders.round([{"id": 1, "name": "a", "region": "eu"}])
+        first = hudi_cdc.ingest(**options)
+        assert first.details["catalog"]["synced"] is True
+
+        relay.cut()
+        orders.columns.append(("email", ["null", "string"]))
+        orders.round([{"id": 2, "name": "b", "region": "us", "email": "b@x"}])
+        down = hudi_cdc.ingest(**options)  # the round succeeds: the commit stands
+        assert down.committed and down.details["catalog"]["synced"] is False and down.details["catalog"]["error"]
+        rows = spark.read.format("hudi").load(str(base)).where("id = 2").select("email").collect()
+        assert [r.email for r in rows] == ["b@x"]
+        assert "email" not in metastore.table(db, "orders")["columns"]  # type: ignore[index]
+
+        relay.up = True
+        status = catalog.catalog_status(spark, load_config(**options))
+        assert status is not None and status["lagging"] is True
+        assert (status["synced_to"], status["table_at"]) == (first.commit_time, down.commit_time)
+
+        caught_up = hudi_cdc.ingest(**options)  # nothing new: the owed sync runs
+        assert not caught_up.committed and caught_up.details["catalog"]["synced"] is True
+        table = metastore.table(db, "orders")
+        assert table is not None and table["columns"]["email"] == "string" and table["synced"] == down.commit_time
+        assert catalog.catalog_status(spark, load_config(**options))["lagging"] is False  # type: ignore[index]
+    finally:
+        relay.close()
+
+
+def test_killed_between_the_commit_and_the_sync_the_next_round_syncs(spark, metastore, tmp_path: Path) -> None:  # noqa: ANN001
+    orders, base, db = Orders(tmp_path / "in"), tmp_path / "orders", _database(tmp_path)
+    orders.round([{"id": 1, "name": "a", "region": "eu"}])
+    command = [
+        "ingest", "--source", "files", "--source-path", orders.path, "--target-base-path", str(base),
+        "--target-table", "orders", "--record-key-field", "id", "--catalog", "hms", "--catalog-uri", METASTORE_URI,
+        "--catalog-database", db,
+    ]  # fmt: skip
+    marker = tmp_path / "paused"
+    env = {**os.environ, catalog.PAUSE_ENV: str(marker)}
+    process = subprocess.Popen([HUDI_CDC, *command], env=env, start_new_session=True, stdout=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 240
+        while not marker.exists() and process.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert marker.exists(), f"the ingest never reached the sync (exit {process.poll()})"
+    finally:
+        kill_group(process)
+    timeline = base / ".hoodie" / "timeline"
+    completed = sorted(n.split("_")[0] for n in os.listdir(timeline) if n.endswith(".commit"))
+    assert len(completed) == 1  # the data commit is complete...
+    assert metastore.table(db, "orders") is None  # ...and the catalog never heard of it
+
+    catalog.forget()  # this process starts fresh, as the next process would
+    result = CliRunner().invoke(main, [*command, "--json"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    table = metastore.table(db, "orders")
+    assert table is not None and table["synced"] == completed[0]
+    assert {"id", "name", "region"} <= table["columns"].keys()
