@@ -31,6 +31,8 @@ __all__ = [
     "type_spec_problem",
     "TruncateBehavior",
     "SourceKind",
+    "CatalogKind",
+    "CATALOG_NAME_FIELDS",
     "JdbcMode",
     "load_config",
     "normalise_settings",
@@ -54,6 +56,8 @@ OnBadEvent = Literal["fail", "quarantine"]
 History = Literal["none", "soft_delete", "scd2"]
 Compaction = Literal["inline", "async"]
 ValueFormat = Literal["avro", "json"]
+LineageTransport = Literal["none", "http", "file", "console"]  # OpenLineage events (issue 45; sink.lineage)
+CatalogKind = Literal["none", "hms", "glue", "datahub", "bigquery"]  # catalog sync (issue 45)
 
 ENV_PREFIX = "HUDI_CDC__"
 
@@ -236,6 +240,37 @@ class IngestConfig:
     unique_keys: bool = False
     """A merged table whose keys are unique across its shards: the key stays the source's, a key lives in one shard
     at a time, and a key live in two shards at once is a bad event (a cross-shard key clash)."""
+    # --- Catalog sync (issue 45; docs/catalog.md): the pipeline file's [catalog], or ingest's --catalog* ---
+    catalog: CatalogKind = "none"
+    """Where the table is registered by name after each commit that needs it: ``hms`` (a Hive Metastore by thrift
+    URI, tested), or ``glue``, ``datahub``, ``bigquery`` (Hudi's own sync tools, passed through; untested here)."""
+    catalog_uri: str | None = None
+    """The catalog's address: ``thrift://host:9083`` for ``hms``; redacted in logs if it carries credentials."""
+    catalog_database: str = "{schema}"
+    catalog_table: str = "{table}"
+    """Name templates over the source table's ``{server} {database} {schema} {table}`` (and ``{target}``, the
+    Hudi table's name): a MERGE_ON_READ table is also registered as ``<name>_ro`` and ``<name>_rt``."""
+    catalog_sync_partitions: bool = True
+    """Register the table's partitions (and sync when a commit adds one); false: registered unpartitioned."""
+    catalog_options: Mapping[str, str] = field(default_factory=dict)
+    """Raw sync settings (``hoodie.datasource.hive_sync.*``, ``hoodie.meta.sync.*``, Glue's, ``hive.*`` client
+    settings), passed through and winning over hudi-cdc's."""
+    # --- Lineage (issue 45 item 5; docs/lineage.md): OpenLineage run events, the pipeline file's [lineage] ---
+    lineage_transport: LineageTransport = "none"
+    """Where each committed round's OpenLineage events go: ``none`` (off), ``http`` (an OpenLineage endpoint such
+    as Marquez), ``file`` (one JSON line per event appended to ``lineage_file``) or ``console`` (the log)."""
+    lineage_url: str | None = None
+    """http: the endpoint's base URL (``http://marquez:5000``); redacted in logs if it carries credentials."""
+    lineage_endpoint: str = "api/v1/lineage"
+    """http: the path under ``lineage_url`` the events are POSTed to."""
+    lineage_api_key_env: str | None = None
+    """http: the NAME of an environment variable holding the API key (sent as a bearer token), read when used."""
+    lineage_file: str | None = None
+    """file: the file the events are appended to, one JSON line each."""
+    lineage_namespace: str = "hudi-cdc"
+    """The job namespace; the job is ``hudi-cdc.ingest.<target_table>``."""
+    lineage_timeout_seconds: float = 2.0
+    """The most a round waits for its events to be sent; later, the round goes on (the events may be lost)."""
 
     def __post_init__(self) -> None:
         _check_literal("table_type", self.table_type, TableType)
@@ -247,7 +282,9 @@ class IngestConfig:
         _check_literal("history", self.history, History)
         self._check_types_and_schema_changes()
         _check_shards(self)
+        _check_catalog(self)
         _check_transforms(self)
+        _check_lineage(self)
         if self.history != "none" and self.truncate_behavior == "apply":
             raise ConfigError(
                 f"history={self.history!r} with truncate_behavior='apply' is not supported: a TRUNCATE would "
@@ -374,6 +411,9 @@ class IngestConfig:
         for name in ("schema_registry_url", "bootstrap_servers"):
             fields[name] = redact_url(fields[name]) if fields[name] else fields[name]
         fields["jdbc_url"] = redact_jdbc_url(self.jdbc_url) if self.jdbc_url else self.jdbc_url
+        fields["lineage_url"] = redact_url(self.lineage_url) if self.lineage_url else self.lineage_url
+        fields["catalog_uri"] = redact_url(self.catalog_uri) if self.catalog_uri else self.catalog_uri
+        fields["catalog_options"] = redact(self.catalog_options)
         body = ", ".join(f"{k}={v!r}" for k, v in fields.items())
         return f"IngestConfig({body})"
 
@@ -428,6 +468,30 @@ def _check_transforms(config: IngestConfig) -> None:
     computed_keys = [c for c in config.computed_columns if c in keys or c.startswith("_")]
     if computed_keys:
         raise ConfigError(f"computed_columns: {', '.join(computed_keys)} is a key or reserved column name")
+
+
+def _check_lineage(config: IngestConfig) -> None:
+    """The lineage settings (issue 45; docs/lineage.md): each transport's own, and the client installed."""
+    import importlib.util
+
+    _check_literal("lineage_transport", config.lineage_transport, LineageTransport)
+    transport = config.lineage_transport
+    needed = {"http": "lineage_url", "file": "lineage_file"}.get(transport)
+    if needed and not getattr(config, needed):
+        raise ConfigError(f"lineage_transport {transport!r} needs {needed} (--{needed.replace('_', '-')})")
+    if config.lineage_api_key_env and transport != "http":
+        raise ConfigError("lineage_api_key_env is for lineage_transport 'http'")
+    if transport == "http" and not str(config.lineage_url).startswith(("http://", "https://")):
+        raise ConfigError(f"lineage_url {redact_url(str(config.lineage_url))!r}: expected http(s)://host[:port]")
+    timeout = config.lineage_timeout_seconds
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout <= 60:
+        raise ConfigError(f"lineage_timeout_seconds must be a number of seconds in (0, 60], got {timeout!r}")
+    if not config.lineage_namespace.strip():
+        raise ConfigError('lineage_namespace is empty: give the job namespace, e.g. "hudi-cdc"')
+    if transport != "none" and importlib.util.find_spec("openlineage") is None:
+        raise ConfigError(
+            f"lineage_transport {transport!r} needs the OpenLineage client: pip install 'hudi-cdc[lineage]'"
+        )
 
 
 def _check_literal(name: str, value: Any, literal: Any) -> None:
@@ -511,6 +575,33 @@ def _check_shards(config: IngestConfig) -> None:
         raise ConfigError("unique_keys is for a merged table: set it in a [[routes]] that merges shards")
 
 
+CATALOG_NAME_FIELDS = ("server", "database", "schema", "table", "target")
+
+
+def _check_catalog(config: IngestConfig) -> None:
+    """The catalog sync settings (issue 45; docs/catalog.md), as far as they can be checked without the source."""
+    import string
+
+    _check_literal("catalog", config.catalog, CatalogKind)
+    if config.catalog == "hms" and not (config.catalog_uri or "").startswith("thrift://"):
+        raise ConfigError(
+            "catalog 'hms' needs catalog_uri = \"thrift://host:port\" (--catalog-uri), got "
+            + (repr(redact_url(config.catalog_uri)) if config.catalog_uri else "none")
+        )
+    for name in ("catalog_database", "catalog_table"):
+        template = getattr(config, name)
+        try:
+            fields = [f for _, f, _, _ in string.Formatter().parse(template) if f is not None]
+        except ValueError as exc:
+            raise ConfigError(f"{name} {template!r}: {exc}") from None
+        unknown = [f for f in fields if f not in CATALOG_NAME_FIELDS]
+        if unknown or not template.strip():
+            raise ConfigError(
+                f"{name} {template!r}: a name template over {', '.join('{' + f + '}' for f in CATALOG_NAME_FIELDS)}"
+                + (f"; unknown: {', '.join(unknown)}" if unknown else "")
+            )
+
+
 def normalise_settings(values: Mapping[str, Any], origin: str) -> dict[str, Any]:
     """Settings by their :class:`IngestConfig` names, with text values (env, properties) typed."""
     known = {f.name: f for f in dataclasses.fields(IngestConfig)}
@@ -533,6 +624,8 @@ def normalise_settings(values: Mapping[str, Any], origin: str) -> dict[str, Any]
             "on_bad_event",
             "kafka_value_format",
             "history",
+            "lineage_transport",
+            "catalog",
         ) and isinstance(value, str):
             value = value.lower()
         elif key in (
@@ -549,15 +642,21 @@ def normalise_settings(values: Mapping[str, Any], origin: str) -> dict[str, Any]
             "tombstone_retention_hours",
             "retry_timeout_seconds",
             "jdbc_lookback_seconds",
+            "lineage_timeout_seconds",
         ) and isinstance(value, str):
             value = _parse_number(key, value, float, origin)
-        elif key in ("continuous", "allow_data_loss", "jdbc_reconcile_deletes") and isinstance(value, str):
+        elif key in (
+            "continuous",
+            "allow_data_loss",
+            "jdbc_reconcile_deletes",
+            "catalog_sync_partitions",
+        ) and isinstance(value, str):
             value = value.strip().lower() in ("1", "true", "yes", "on")
         elif key == "hoodie_conf":
             value = dict(value)
         elif key in ("type_mappings", "column_types", "schema_changes"):
             value = _parse_mapping(key, value, origin)
-        elif key in ("column_renames", "computed_columns", "masks"):
+        elif key in ("column_renames", "computed_columns", "masks", "catalog_options"):
             value = _parse_mapping(key, value, origin)
         elif key in ("columns_keep", "columns_drop"):
             value = tuple(c.strip() for c in value.split(",") if c.strip()) if isinstance(value, str) else tuple(value)
@@ -569,7 +668,7 @@ def merge_settings(merged: dict[str, Any], layer: Mapping[str, Any]) -> None:
     """A later layer's settings over ``merged``'s; the type mappings and schema_changes merge key by key
     (``--on-column-added`` changes one kind of a file's ``schema_changes``)."""
     for key, value in layer.items():
-        if key in ("type_mappings", "column_types", "schema_changes") and key in merged:
+        if key in ("type_mappings", "column_types", "schema_changes", "catalog_options") and key in merged:
             value = {**merged[key], **value}
         merged[key] = value
 

@@ -24,8 +24,10 @@ from hudi_cdc.envelope.type_mapping import TypeMapping
 from hudi_cdc.errors import ConfigError, DecodeError, HudiCdcError, SinkError, SourceError, retry_backoff_s
 from hudi_cdc.policy import merge_policy
 from hudi_cdc.sink import options as opt
+from hudi_cdc.sink.catalog import sync_after_round
 from hudi_cdc.sink.failures import WriteFailures
 from hudi_cdc.sink.hudi import HudiTable, SmallWrite, first_commit_rows, index_conf
+from hudi_cdc.sink.lineage import RoundLineage
 from hudi_cdc.sink.quarantine import QuarantineStore
 from hudi_cdc.sink.tombstones import TombstoneStore
 from hudi_cdc.spark import release
@@ -180,10 +182,19 @@ def ingest_once(
     """
     from hudi_cdc.spark import spark_session
 
+    spark = spark or spark_session()
+    result = _ingest_once(config, spark, source, steps)
+    # Catalog sync (issue 45): after the commit is complete, never inside the write (sink.catalog).
+    catalog = sync_after_round(spark, config)
+    return result if catalog is None else dataclasses.replace(result, details={**result.details, "catalog": catalog})
+
+
+def _ingest_once(
+    config: IngestConfig, spark: SparkSession, source: Source | None, steps: RoundSteps | None
+) -> IngestResult:
     started = time.monotonic()
     steps = steps or RoundSteps()
     steps.enter("open")
-    spark = spark or spark_session()
     source = source or _make_source(spark, config)
     round_, last = _open_round(config, spark, started)
     round_.steps = steps
@@ -211,12 +222,13 @@ def ingest_once(
     if not batch.parts:  # only Kafka tombstones: nothing to write, but the checkpoint must move
         return _commit_checkpoint_only(round_, committed, batch)
     steps.enter("plan")
-    plan = _decide(round_, batch, committed)
-    try:
-        return _write(round_, batch, plan, committed)
-    finally:
-        # In a continuous process the next round needs that memory (see release).
-        release(*plan.materialised, *(part.envelopes for part in batch.parts))
+    with RoundLineage(config, batch, round_.policy, spark) as lineage:  # OpenLineage events, if set (sink.lineage)
+        plan = _decide(round_, batch, committed)
+        try:
+            return lineage.completed(_write(round_, batch, plan, committed))
+        finally:
+            # In a continuous process the next round needs that memory (see release).
+            release(*plan.materialised, *(part.envelopes for part in batch.parts))
 
 
 def _open_round(config: IngestConfig, spark: SparkSession, started: float) -> tuple[_Round, CommitInfo | None]:

@@ -193,6 +193,38 @@ _CONFIG_OPTIONS = [
     click.option(
         "--on-column-renamed", type=click.Choice(["keep_both", "fail"]), help="A drop and an add in one change."
     ),
+    # OpenLineage run events for each committed round (docs/lineage.md).
+    click.option(
+        "--lineage-transport",
+        type=click.Choice(["none", "http", "file", "console"]),
+        help="Send OpenLineage events for each committed round (default none): to an HTTP endpoint, a file, the log.",
+    ),
+    click.option("--lineage-url", help="Lineage over http: the endpoint's base URL, e.g. http://marquez:5000."),
+    click.option("--lineage-endpoint", help="Lineage over http: the path events are POSTed to (api/v1/lineage)."),
+    click.option("--lineage-api-key-env", help="Lineage over http: environment variable holding the API key."),
+    click.option("--lineage-file", help="Lineage to a file: events appended, one JSON line each."),
+    click.option("--lineage-namespace", help="Lineage: the job namespace (default hudi-cdc)."),
+    click.option(
+        "--lineage-timeout-seconds", type=float, help="Lineage: the most a round waits for its events (default 2)."
+    ),
+    # Catalog sync (issue 45; docs/catalog.md).
+    click.option(
+        "--catalog",
+        type=click.Choice(["none", "hms", "glue", "datahub", "bigquery"]),
+        help="Register the table by name after commits that change its schema or partitions: hms (a Hive "
+        "Metastore, --catalog-uri thrift://host:port); glue, datahub, bigquery: Hudi's sync tools, untested here.",
+    ),
+    click.option("--catalog-uri", help="The catalog's address, e.g. thrift://127.0.0.1:59083."),
+    click.option("--catalog-database", help="Catalog database name template (default {schema})."),
+    click.option("--catalog-table", help="Catalog table name template (default {table}; MOR adds _ro and _rt)."),
+    click.option(
+        "--catalog-sync-partitions/--no-catalog-sync-partitions",
+        default=None,
+        help="Register the table's partitions (default yes).",
+    ),
+    click.option(
+        "--catalog-option", multiple=True, help="A raw sync setting KEY=VALUE, winning over ours; repeatable."
+    ),
     click.option("--hoodie-conf", multiple=True, help="A Hudi setting k=v; repeatable."),
     click.option(
         "--props", "props_file", type=click.Path(dir_okay=False), help="Java properties file of Hudi settings."
@@ -211,9 +243,21 @@ def options_config(
     options["record_key_fields"] = options.pop("record_key_field")
     options.update(_transform_options(options))
     options.update(_types_options(options))
+    options["catalog_options"] = _key_values("catalog-option", options.pop("catalog_option", ()) or ())
     return load_config(
         config_file=config_file, props_file=props_file, hoodie_conf=parse_hoodie_conf(hoodie_conf), **options
     )
+
+
+def _key_values(flag: str, values: tuple[str, ...]) -> dict[str, str] | None:
+    """A repeatable KEY=VALUE option as a mapping (None when not given)."""
+    out = {}
+    for item in values:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"--{flag} expects KEY=VALUE, got {item!r}")
+        out[key.strip()] = value.strip()
+    return out or None
 
 
 def _types_options(options: dict[str, Any]) -> dict[str, Any]:

@@ -42,6 +42,15 @@ backlog_interval_seconds = 15                # how often the served backlog gaug
 offset_poll_seconds = 0.5                    # continuous Kafka runs: how often the topics' end offsets are read
 pushgateway_url = "pushgateway:9091"         # one-shot: push them at the end
 consistent_cut_interval_seconds = 60         # continuous Kafka runs: transaction-consistent cuts (0: off)
+
+[catalog]                                    # register every table by name (docs/catalog.md)
+kind = "hms"                                 # a Hive Metastore; per table: catalog_table = "..." etc.
+uri = "thrift://127.0.0.1:59083"
+database = "{schema}"                        # {server} {database} {schema} {table} {target}
+
+[lineage]                                    # OpenLineage events of every table's rounds (docs/lineage.md)
+transport = "http"                           # none (default) | http | file | console
+url = "http://marquez:5000"                  # also: endpoint, api_key_env, file, namespace, timeout_seconds
 ```
 
 A table's settings are ``[defaults]``, then the ``HUDI_CDC__*`` environment
@@ -300,14 +309,17 @@ def load_pipeline(path: str | os.PathLike[str]) -> PipelineSpec:
         data = tomllib.loads(Path(path).read_text())
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"cannot read pipeline file {origin}: {exc}") from exc
-    unknown = set(data) - {"name", "source", "defaults", "tables", "run", "routes"}
+    unknown = set(data) - {"name", "source", "defaults", "tables", "run", "routes", "catalog", "lineage"}
     if unknown:
         raise ConfigError(
-            f"{origin}: unknown section(s) {', '.join(sorted(unknown))}; known: source, defaults, tables, run, routes"
+            f"{origin}: unknown section(s) {', '.join(sorted(unknown))}; known: source, defaults, tables, run, routes, "
+            "catalog, lineage"
         )
     name = str(data.get("name") or Path(path).stem)
     source = _source(data.get("source"), origin)
     defaults = _settings(data.get("defaults", {}), f"{origin} [defaults]")
+    defaults = {**_catalog(data.get("catalog"), defaults, origin), **defaults}
+    defaults.update(_lineage(data.get("lineage", {}), f"{origin} [lineage]"))
     overrides: dict[str, Mapping[str, Any]] = {}
     disabled = set()
     tables = data.get("tables", {})
@@ -427,11 +439,58 @@ def _settings(raw: Any, where: str) -> dict[str, Any]:  # noqa: ANN401 - TOML va
             f"{where}: {', '.join(sorted(misplaced))} cannot be set per table "
             "(the source's settings go in [source]; continuous and max rounds on the command line)"
         )
+    lineage = sorted(k for k in raw if k.startswith("lineage_"))
+    if lineage:
+        raise ConfigError(f"{where}: {', '.join(lineage)}: lineage is pipeline-wide: set it in [lineage]")
     if raw.get("compaction") == "async":  # the runner has no compaction thread: the plans would pile up
         raise ConfigError(
             f'{where}: compaction = "async" is for `hudi-cdc ingest --continuous`; hudi-cdc run compacts inline'
         )
     return normalise_settings(raw, where)
+
+
+# The pipeline file's [catalog] keys, as the table settings they stand for (issue 45; docs/catalog.md).
+_CATALOG_KEYS = {
+    "kind": "catalog",
+    "uri": "catalog_uri",
+    "database": "catalog_database",
+    "table": "catalog_table",
+    "partitions": "catalog_sync_partitions",
+    "options": "catalog_options",
+}
+
+
+def _catalog(raw: Any, defaults: Mapping[str, Any], origin: str) -> dict[str, Any]:  # noqa: ANN401 - TOML value
+    """``[catalog]`` as settings for every table (a table's own catalog_* settings win over them)."""
+    where = f"{origin} [catalog]"
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{where}: expected a table (kind, uri, database, table, partitions, options)")
+    unknown = set(raw) - set(_CATALOG_KEYS)
+    if unknown:
+        raise ConfigError(
+            f"{where}: unknown setting(s) {', '.join(sorted(unknown))}; known: {', '.join(_CATALOG_KEYS)}"
+        )
+    if "partitions" in raw and not isinstance(raw["partitions"], bool):
+        raise ConfigError(f"{where}: partitions must be true or false, got {raw['partitions']!r}")
+    settings = {_CATALOG_KEYS[k]: v for k, v in raw.items()}
+    both = sorted(k for k in settings if k in defaults)
+    if both:
+        raise ConfigError(f"{where}: {', '.join(both)} also set in [defaults]: set it in one place")
+    return normalise_settings(settings, where)
+
+
+def _lineage(raw: Any, where: str) -> dict[str, Any]:  # noqa: ANN401 - TOML value
+    """``[lineage]``: the ``lineage_*`` settings by their short names (``transport``, ``url``...), for every table."""
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{where}: expected a table of settings")
+    fields = dataclasses.fields(IngestConfig)
+    known = sorted(f.name.removeprefix("lineage_") for f in fields if f.name.startswith("lineage_"))
+    unknown = sorted(set(raw) - set(known))
+    if unknown:
+        raise ConfigError(f"{where}: unknown setting(s) {', '.join(unknown)}; known: {', '.join(known)}")
+    return normalise_settings({f"lineage_{k}": v for k, v in raw.items()}, where)
 
 
 def _run(raw: Any, origin: str, default_state: Path) -> RunSettings:  # noqa: ANN401 - TOML value
