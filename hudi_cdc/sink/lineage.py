@@ -29,7 +29,7 @@ from urllib.parse import urlsplit
 
 from hudi_cdc._version import __version__
 from hudi_cdc.config import parse_mask, redact_url
-from payloads.base import DELETED_COLUMN, INGESTED_AT_COLUMN, OP_COLUMN, ORDER_COLUMN, SOURCE_TS_COLUMN
+from payloads.base import DELETED_COLUMN, INGESTED_AT_COLUMN, INTERNAL_PREFIX, OP_COLUMN, ORDER_COLUMN, SOURCE_TS_COLUMN
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -325,6 +325,7 @@ class RoundLineage:
         namespace, name = dataset_of_path(config.target_base_path)
         run_facets: dict[str, Any] = {}
         output_facets: dict[str, Any] = {}
+        input_facets: dict[str, Any] = {}
         statistics: dict[str, Any] = {}
         if error is not None:
             from openlineage.client.generated.error_message_run import ErrorMessageRunFacet
@@ -333,6 +334,7 @@ class RoundLineage:
             run_facets["errorMessage"] = ErrorMessageRunFacet(message, "python", producer=PRODUCER)
         else:
             output_facets = self._output_facets(inputs)
+            input_facets = self._input_facets()
             from openlineage.client.generated.output_statistics_output_dataset import (
                 OutputStatisticsOutputDatasetFacet,
             )
@@ -350,7 +352,9 @@ class RoundLineage:
                     eventType=RunState[kind],
                     run=Run(runId=run_id, facets=run_facets if last else {}),
                     job=job,
-                    inputs=[InputDataset(namespace=ns, name=n) for ns, n in inputs],
+                    inputs=[
+                        InputDataset(namespace=ns, name=n, facets=input_facets if last else {}) for ns, n in inputs
+                    ],
                     outputs=[
                         OutputDataset(
                             namespace=namespace,
@@ -362,6 +366,22 @@ class RoundLineage:
                 )
             )
         return events
+
+    def _input_facets(self) -> dict[str, Any]:
+        """The input's schema: the change events' fields as read (JDBC: the table's columns), so that the column
+        lineage's input fields (``after.email``, ``source.lsn``) name fields the input has."""
+        from openlineage.client.generated.schema_dataset import SchemaDatasetFacet
+        from pyspark.sql.types import StructType
+
+        if not self.batch.parts:
+            return {}
+        envelopes = self.batch.parts[0].envelopes.schema
+        if self.config.source == "jdbc":
+            after = envelopes["after"].dataType
+            schema = after if isinstance(after, StructType) else StructType()
+        else:
+            schema = StructType([f for f in envelopes.fields if not f.name.startswith(INTERNAL_PREFIX)])
+        return {"schema": SchemaDatasetFacet(fields=_schema_fields(schema), producer=PRODUCER)}
 
     def _output_facets(self, inputs: Sequence[tuple[str, str]]) -> dict[str, Any]:
         from openlineage.client.generated.column_lineage_dataset import ColumnLineageDatasetFacet, Fields

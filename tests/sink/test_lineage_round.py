@@ -153,7 +153,9 @@ def test_events_of_shaped_rounds_over_file_http_and_a_black_hole(
     assert (start["eventType"], complete["eventType"]) == ("START", "COMPLETE")
     assert start["run"]["runId"] == complete["run"]["runId"]
     assert complete["job"] == {"namespace": "hudi-cdc", "name": "hudi-cdc.ingest.customers", "facets": {}}
-    assert complete["inputs"] == [{"namespace": "file", "name": str(source), "facets": {}, "inputFacets": {}}]
+    (read,) = complete["inputs"]
+    assert (read["namespace"], read["name"]) == ("file", str(source))
+    assert {"before", "after", "source", "op"} <= {f["name"] for f in read["facets"]["schema"]["fields"]}
     output = complete["outputs"][0]
     assert (output["namespace"], output["name"]) == ("file", str(base))
     assert output["outputFacets"]["outputStatistics"]["rowCount"] == 2  # one upsert, one filtered-out delete
@@ -180,6 +182,10 @@ def test_events_of_shaped_rounds_over_file_http_and_a_black_hole(
     assert mapping["_source_op"] == [("op", "DIRECT", "IDENTITY", False)]
     assert mapping["_hoodie_is_deleted"] == [("op", "DIRECT", "TRANSFORMATION", False)]
     assert mapping["_ingested_at"] == [] and mapping["_hoodie_commit_time"] == []
+    # Every input field the lineage names is a field of the input's schema facet.
+    known = _paths(read["facets"]["schema"]["fields"])
+    named = {f for edges in mapping.values() for f, *_ in edges}
+    assert named and named <= known, named - known
     dataset = output["facets"]["columnLineage"]["dataset"]
     assert [(f["field"], f["transformations"][0]["subtype"]) for f in dataset] == [("after.status", "FILTER")]
     rows = {r["id"]: r for r in table.collect()}
@@ -213,3 +219,22 @@ def test_events_of_shaped_rounds_over_file_http_and_a_black_hole(
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING and "lineage" in r.getMessage()]
     assert warnings and "did not take the round's events within 1.0s" in warnings[0], warnings
     assert "http://ol:***@127.0.0.1" in warnings[0] and CLI_PASSWORD not in caplog.text + third.output
+
+    # Round 4 fails (an event with an unknown op): START and FAIL, with the reason.
+    write_events(source / "0004.avro", SCHEMA, [pg_event("x", lsn=40, after=_row(1, "bad"))])
+    failed = run_cli(*args, "--lineage-transport", "file", "--lineage-file", str(events_file))
+    assert failed.exit_code == 1
+    *_, start, fail = list(iter_events(str(events_file)))
+    for event in (start, fail):
+        _validate(event)
+    assert (start["eventType"], fail["eventType"]) == ("START", "FAIL")
+    assert "unknown op 'x'" in fail["run"]["facets"]["errorMessage"]["message"]
+
+
+def _paths(fields: list[dict], prefix: str = "") -> set[str]:
+    """The dotted paths of a schema facet's fields, nested ones included."""
+    out = set()
+    for f in fields:
+        out.add(prefix + f["name"])
+        out |= _paths(f.get("fields") or [], prefix + f["name"] + ".")
+    return out
