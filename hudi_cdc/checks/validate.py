@@ -14,7 +14,7 @@ The checks live in one module per area (:mod:`~hudi_cdc.checks.environment`,
 :mod:`~hudi_cdc.checks.target`, :mod:`~hudi_cdc.checks.files`,
 :mod:`~hudi_cdc.checks.kafka`, :mod:`~hudi_cdc.checks.formats`,
 :mod:`~hudi_cdc.checks.connect`, :mod:`~hudi_cdc.checks.postgres`,
-:mod:`~hudi_cdc.checks.jdbc`); this module says which of them run for a
+:mod:`~hudi_cdc.checks.jdbc`, :mod:`~hudi_cdc.checks.catalog`); this module says which of them run for a
 table's settings, in what order, and turns their outcomes into the report.
 
 ``cheap=True`` runs only what an ingest round asks anyway (the existing
@@ -28,7 +28,7 @@ import logging
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from hudi_cdc.checks import connect, environment, files, formats, jdbc, kafka, postgres, shape, target, types
+from hudi_cdc.checks import catalog, connect, environment, files, formats, jdbc, kafka, postgres, shape, target, types
 from hudi_cdc.checks.kit import Check, Status, ValidationReport, _Context, _Outcome, _Skip
 from hudi_cdc.config import IngestConfig
 from hudi_cdc.errors import ConfigError, HudiCdcError
@@ -58,6 +58,10 @@ def _plan(config: IngestConfig, cheap: bool) -> Iterator[tuple[str, _CheckFn]]:
     yield "target.writable", target.check_target_writable
     yield "target.table_config", target.check_table_config
     yield "target.checkpoint", target.check_checkpoint
+    if config.catalog != "none":  # the catalog the table is synced to (issue 45)
+        yield "catalog.metastore", catalog.check_metastore
+        yield "catalog.database", catalog.check_catalog_database
+        yield "catalog.table", catalog.check_catalog_table
     if config.source == "jdbc":
         yield "jdbc.relation", jdbc.check_jdbc_relation
         yield "jdbc.cursor_index", jdbc.check_jdbc_cursor_index
