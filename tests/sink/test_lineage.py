@@ -146,3 +146,59 @@ def test_history_tables_take_the_before_image_too_and_jdbc_has_no_envelope() -> 
     assert lineage["_source_cursor_ts"] == [Edge("updated_at", "TRANSFORMATION", "the JDBC cursor")]
     assert [e.field for e in lineage["_source_order"]] == ["updated_at", "id"]
     assert lineage["_source_op"] == [] and lineage["_hoodie_is_deleted"] == []
+
+
+def test_our_json_schema_of_the_spec_refuses_what_the_spec_refuses() -> None:
+    import copy
+    import json
+
+    import jsonschema
+
+    schema = json.loads((Path(__file__).parent / "schemas" / "openlineage-run-event.json").read_text())
+    validator = jsonschema.Draft202012Validator(schema, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER)
+    facet = {"_producer": "urn:hudi-cdc:1", "_schemaURL": "https://openlineage.io/spec/facets/1-2-0/"}
+    lineage = {
+        **facet,
+        "_schemaURL": facet["_schemaURL"] + "ColumnLineageDatasetFacet.json#/$defs/ColumnLineageDatasetFacet",
+        "fields": {
+            "a": {
+                "inputFields": [
+                    {
+                        "namespace": "file",
+                        "name": "/x",
+                        "field": "after.a",
+                        "transformations": [{"type": "DIRECT", "subtype": "IDENTITY", "masking": False}],
+                    }
+                ]
+            }
+        },
+    }
+    good = {
+        "eventTime": "2026-11-28T06:38:21.593305+00:00",
+        "producer": "urn:hudi-cdc:1",
+        "schemaURL": "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunEvent",
+        "eventType": "COMPLETE",
+        "run": {"runId": "01a220df-c382-78a3-a85d-525317fe3a5c"},
+        "job": {"namespace": "hudi-cdc", "name": "hudi-cdc.ingest.t"},
+        "inputs": [{"namespace": "file", "name": "/x"}],
+        "outputs": [{"namespace": "file", "name": "/t", "facets": {"columnLineage": lineage}}],
+    }
+    assert not list(validator.iter_errors(good))
+
+    def broken(change) -> bool:  # noqa: ANN001
+        event = copy.deepcopy(good)
+        change(event)
+        return bool(list(validator.iter_errors(event)))
+
+    def transformation(event: dict) -> dict:
+        return event["outputs"][0]["facets"]["columnLineage"]["fields"]["a"]["inputFields"][0]["transformations"][0]
+
+    assert broken(lambda e: e.pop("producer"))
+    assert broken(lambda e: e.update(eventType="DONE"))
+    assert broken(lambda e: e["run"].update(runId="run-1"))
+    assert broken(lambda e: e.update(eventTime="yesterday"))
+    assert broken(lambda e: e["job"].pop("name"))
+    assert broken(lambda e: transformation(e).update(type="MASKED"))
+    assert broken(lambda e: transformation(e).update(subtype="FILTER"))  # FILTER is INDIRECT
+    assert broken(lambda e: e["outputs"][0]["facets"]["columnLineage"].pop("_producer"))
+    assert broken(lambda e: e["outputs"][0]["facets"]["columnLineage"]["fields"]["a"].pop("inputFields"))
