@@ -221,6 +221,9 @@ def sync_after_round(spark: SparkSession, config: IngestConfig) -> dict[str, Any
     _pause_for_tests()
     try:
         _run_sync(spark, config, target)
+    except TerminalSinkError as exc:
+        _remember(target, _Known(None, error=str(exc)))
+        raise
     except Exception as exc:  # noqa: BLE001 - py4j errors of every kind, judged below
         message = java_message(exc)
         refused = _refusal(spark, config, target, timeline, str(exc))
@@ -296,6 +299,8 @@ def _pause_for_tests() -> None:
 
 
 def _run_sync(spark: SparkSession, config: IngestConfig, target: CatalogTarget) -> None:
+    if target.kind == "hms":
+        _check_location(spark, config, target)
     gateway = jvm(spark)
     props = gateway.org.apache.hudi.common.config.TypedProperties()
     options = sync_options(config, target)
@@ -314,6 +319,34 @@ def _run_sync(spark: SparkSession, config: IngestConfig, target: CatalogTarget) 
         tool.syncHoodieTable()
     finally:
         tool.close()
+
+
+def _check_location(spark: SparkSession, config: IngestConfig, target: CatalogTarget) -> None:
+    """Refuse to take over a catalog table registered for another Hudi table: Hudi's sync would re-point it
+    (it replaces a table whose location changed), and that table's readers would read this one."""
+    client = _metastore_client(spark, target)
+    try:
+        if not client.tableExists(target.database, target.table):
+            return
+        location = str(client.getTable(target.database, target.table).getSd().getLocation())
+    finally:
+        client.close()
+    if _same_path(location, target.base_path):
+        return
+    raise TerminalSinkError(
+        f"{config.target_table}: {target.database}.{target.table} in the {target.kind} catalog is the table at "
+        f"{location}, not this one ({target.base_path}); the data commit stands. Give this table another name "
+        "(catalog_table / catalog_database), or drop that catalog table if the old table is gone"
+    )
+
+
+def _same_path(a: str, b: str) -> bool:
+    def norm(path: str) -> tuple[str, str, str]:
+        parts = urlsplit(path)
+        scheme = parts.scheme or "file"
+        return scheme, parts.netloc if scheme != "file" else "", "/" + parts.path.strip("/")
+
+    return norm(a) == norm(b)
 
 
 def _tool_missing(exc: Exception) -> bool:
@@ -448,8 +481,9 @@ def _refusal(
         changes = [(hudi[3], hudi[1], hudi[2])]
     else:
         assert hive is not None
-        columns = [c.strip() for c in re.split(r"[\s,]+", hive[1].split("\n\tat ")[0]) if c.strip()][:5]
-        changes = [(c, *_types_of(spark, target, timeline, c)) for c in columns if re.fullmatch(r"\w+", c)]
+        listed = re.match(r"[\w\s,]*", hive[1])
+        columns = re.findall(r"\w+", listed[0] if listed else "")[:5]
+        changes = [(c, *_types_of(spark, target, timeline, c)) for c in columns]
     what = "; ".join(f"column {c} from {old} to {new}" for c, old, new in changes)
     return (
         f"{config.target_table}: the {target.where} refused the schema change ({what}). Commit {timeline.head} "
@@ -475,8 +509,17 @@ def _types_of(spark: SparkSession, target: CatalogTarget, timeline: _Timeline, c
         pass
     for name, kind in _columns(timeline.schema()) or []:
         if name.lower() == column.lower():
-            new = kind.replace('"', "")
+            new = _avro_type_name(json.loads(kind))
     return old, new
+
+
+def _avro_type_name(node: Any) -> str:  # noqa: ANN401 - JSON
+    """``["null", "int"]`` -> ``int``; ``{"type": "long", "logicalType": "timestamp-micros"}`` -> ``timestamp-micros``."""
+    if isinstance(node, list):
+        return " or ".join(_avro_type_name(n) for n in node if n != "null")
+    if isinstance(node, dict):
+        return str(node.get("logicalType") or node.get("type"))
+    return str(node)
 
 
 def catalog_status(spark: SparkSession, config: IngestConfig) -> dict[str, Any] | None:
