@@ -20,6 +20,8 @@ from hudi_cdc.service import control
 from hudi_cdc.service.backlog import RECENT_COMMITS, Position, measure, position, stats
 from hudi_cdc.service.spec import PipelineSpec, TableRef
 from hudi_cdc.sink import options as opt
+from hudi_cdc.sink.catalog import catalog_status
+from hudi_cdc.sink.catalog import describe as describe_catalog
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -53,6 +55,9 @@ class TableStatus:
     schema_changes: dict[str, int] = field(default_factory=dict)
     """Schema changes the table's commits took, by kind (column_added, column_dropped, ...)."""
     last_schema_change: dict[str, Any] | None = None  # the newest: kind, column, change, action, commit
+    catalog: dict[str, Any] | None = None
+    """Catalog sync (docs/catalog.md): names, synced_to (the instant the catalog is in step with), table_at,
+    lagging (a commit since changed the schema or wrote a new partition), problem; None: no catalog."""
     problems: list[str] = field(default_factory=list)  # what could not be read
 
 
@@ -98,6 +103,8 @@ class PipelineStatus:
                     f"    schema changes: {counts}; newest: {last.get('kind')} of '{last.get('column')}' "
                     f"({last.get('change')}, {last.get('action')}) in commit {last.get('commit')}"
                 )
+            if t.catalog is not None:
+                lines.append("    " + describe_catalog(t.catalog))
             lines += [f"    could not read: {p}" for p in t.problems]
         if self.cut is not None:
             lines.append(_cut_line(self.cut))
@@ -259,6 +266,7 @@ def _table(
     _recent(status, ours[:RECENT_COMMITS])
     _schema_changes(status, ours)
     status.quarantined = _quarantined(spark, config, status)
+    status.catalog = catalog_status(spark, config)
     return status, position(ref.topic, config, ours)
 
 
