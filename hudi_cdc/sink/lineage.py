@@ -134,12 +134,14 @@ def column_lineage(
     meta_fields: Mapping[str, str],
     order_fields: Sequence[str],
     reads: Mapping[str, Sequence[str]],
+    keys: Sequence[str] = (),
 ) -> tuple[dict[str, list[Edge]], list[Edge]]:
     """Each table column's input fields, and the row filter's (the whole dataset's) ones.
 
     ``meta_fields``: ``_source_*`` column -> the envelope field it is copied from (the merge policy's);
     ``order_fields``: the fields ``_source_order`` is made of; ``reads``: the table-side columns each computed
-    column (and :data:`FILTER`) reads, from Spark's analysis (:func:`expression_reads`).
+    column (and :data:`FILTER`) reads, from Spark's analysis (:func:`expression_reads`); ``keys``: the record
+    key (default the configured one; a Kafka table may take it from the Debezium key schema).
     """
     jdbc = config.source == "jdbc"
     sources = {target: source for source, target in config.column_renames.items()}
@@ -158,22 +160,7 @@ def column_lineage(
             edges = [Edge(e.field, "TRANSFORMATION", text, masking=True) for e in edges]
         return edges
 
-    def cursor(column: str | None) -> list[Edge]:
-        return [Edge(column, "TRANSFORMATION", "the JDBC cursor")] if column else []
-
-    fixed: dict[str, list[Edge]] = {
-        OP_COLUMN: [] if jdbc else [Edge("op")],
-        DELETED_COLUMN: [] if jdbc else [Edge("op", "TRANSFORMATION", "op = 'd'")],
-        ORDER_COLUMN: [Edge(f, "TRANSFORMATION", "the change's position in the source") for f in order_fields],
-        INGESTED_AT_COLUMN: [],
-        "_source_cursor_ts": cursor(config.jdbc_timestamp_column),
-        "_source_cursor_id": cursor(config.jdbc_incrementing_column),
-        "_source_database": [] if jdbc else [Edge("source.db", description="the shard's database")],
-        "_valid_to_order": [Edge(f, "TRANSFORMATION", "the next version's position") for f in order_fields],
-    }
-    fixed.update({c: [Edge(f)] for c, f in meta_fields.items()})
-    if not jdbc:
-        fixed.update({c: [Edge(f, "TRANSFORMATION", what)] for c, (f, what) in _HISTORY_COLUMNS.items()})
+    fixed = _meta_edges(config, meta_fields, order_fields)
     out: dict[str, list[Edge]] = {}
 
     def resolve(column: str) -> list[Edge]:
@@ -191,12 +178,13 @@ def column_lineage(
             out[name] = _unique(
                 [Edge(e.field, "TRANSFORMATION", f"computed: {sql}", e.masking) for edges in read for e in edges]
             )
-    keys = [e.as_("TRANSFORMATION", "the record key") for k in config.record_key_fields for e in resolve(k)]
+    key_columns = [*(keys or config.record_key_fields), *([ORDER_COLUMN] if config.history == "scd2" else [])]
+    key = [e.as_("TRANSFORMATION", "the record key") for k in key_columns for e in resolve(k)]
     partition = config.partition_path_field
     lineage: dict[str, list[Edge]] = {}
     for column in columns:
         if column == "_hoodie_record_key":
-            lineage[column] = _unique(keys)
+            lineage[column] = _unique(key)
         elif column == "_hoodie_partition_path":
             lineage[column] = (
                 [e.as_("TRANSFORMATION", "the partition") for e in resolve(partition)] if partition else []
@@ -207,6 +195,31 @@ def column_lineage(
         e.as_("FILTER", f"row_filter: {config.row_filter}") for r in reads.get(FILTER, ()) for e in resolve(r)
     ]
     return lineage, _unique(row_filter)
+
+
+def _meta_edges(
+    config: IngestConfig, meta_fields: Mapping[str, str], order_fields: Sequence[str]
+) -> dict[str, list[Edge]]:
+    """The input fields of hudi-cdc's own columns (``_source_*``, the delete flag, history's)."""
+    jdbc = config.source == "jdbc"
+
+    def cursor(column: str | None) -> list[Edge]:
+        return [Edge(column, "TRANSFORMATION", "the JDBC cursor")] if column else []
+
+    fixed: dict[str, list[Edge]] = {
+        OP_COLUMN: [] if jdbc else [Edge("op")],
+        DELETED_COLUMN: [] if jdbc else [Edge("op", "TRANSFORMATION", "op = 'd'")],
+        ORDER_COLUMN: [Edge(f, "TRANSFORMATION", "the change's position in the source") for f in order_fields],
+        INGESTED_AT_COLUMN: [],
+        "_source_cursor_ts": cursor(config.jdbc_timestamp_column),
+        "_source_cursor_id": cursor(config.jdbc_incrementing_column),
+        "_source_database": [] if jdbc else [Edge("source.db", description="the shard's database")],
+        "_valid_to_order": [Edge(f, "TRANSFORMATION", "the next version's position") for f in order_fields],
+    }
+    fixed.update({c: [Edge(f)] for c, f in meta_fields.items()})
+    if not jdbc:
+        fixed.update({c: [Edge(f, "TRANSFORMATION", what)] for c, (f, what) in _HISTORY_COLUMNS.items()})
+    return fixed
 
 
 # -- what Spark knows -------------------------------------------------------------------------------------
@@ -395,7 +408,10 @@ class RoundLineage:
         if config.computed_columns or config.row_filter:
             reads = expression_reads(self.spark, config, _analysis_schema(table, self.batch, config))
         meta, order = _policy_fields(self.policy)
-        lineage, dataset = column_lineage(table.fieldNames(), config, meta_fields=meta, order_fields=order, reads=reads)
+        keys = config.record_key_fields or self.batch.key_fields
+        lineage, dataset = column_lineage(
+            table.fieldNames(), config, meta_fields=meta, order_fields=order, reads=reads, keys=keys
+        )
         fields = {c: Fields(inputFields=_facet_edges(edges, inputs)) for c, edges in lineage.items()}
         return {
             "schema": SchemaDatasetFacet(fields=_schema_fields(table), producer=PRODUCER),

@@ -202,3 +202,21 @@ def test_our_json_schema_of_the_spec_refuses_what_the_spec_refuses() -> None:
     assert broken(lambda e: transformation(e).update(subtype="FILTER"))  # FILTER is INDIRECT
     assert broken(lambda e: e["outputs"][0]["facets"]["columnLineage"].pop("_producer"))
     assert broken(lambda e: e["outputs"][0]["facets"]["columnLineage"]["fields"]["a"].pop("inputFields"))
+
+
+def test_the_record_keys_lineage_from_the_debezium_key_and_with_scd2() -> None:
+    kafka = load_config(
+        env={},
+        **{**BASE, "source_path": None},
+        source="kafka",
+        topic="dbserver1.inventory.customers",
+        bootstrap_servers="k:9092",
+        kafka_value_format="json",
+    )
+    lineage, _ = column_lineage(
+        ["_hoodie_record_key"], kafka, meta_fields=META, order_fields=["source.lsn"], reads={}, keys=("id",)
+    )
+    assert lineage["_hoodie_record_key"] == [Edge("after.id", "TRANSFORMATION", "the record key")]
+    scd2 = _config(history="scd2")
+    lineage, _ = column_lineage(["_hoodie_record_key"], scd2, meta_fields=META, order_fields=["source.lsn"], reads={})
+    assert [e.field for e in lineage["_hoodie_record_key"]] == ["after.id", "before.id", "source.lsn"]
