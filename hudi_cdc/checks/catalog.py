@@ -95,7 +95,7 @@ def _read_catalog(ctx: _Context, spark: Any) -> _Catalog:  # noqa: ANN401 - a Sp
 
 def _client(spark: Any, uri: str, options: Mapping[str, str], shown: str) -> Any:  # noqa: ANN401 - py4j
     """A ``HiveMetaStoreClient`` of the session's Hive classes, connected; TransientError naming ``shown``."""
-    from hudi_cdc._jvm import hadoop_conf, java_message, jvm
+    from hudi_cdc._jvm import hadoop_conf, jvm
 
     gateway = jvm(spark)
     hadoop = hadoop_conf(spark)
@@ -108,6 +108,8 @@ def _client(spark: Any, uri: str, options: Mapping[str, str], shown: str) -> Any
         "hive.metastore.connect.retries": "1",
         "hive.metastore.client.connect.retry.delay": "0s",
         "hive.metastore.client.socket.timeout": f"{TIMEOUT_S}s",
+        # Its set_ugi call would be a second wait on a metastore that accepts and never answers (10 s, not 5).
+        "hive.metastore.execute.setugi": "false",
     }
     for key, value in bounded.items():
         conf.set(key, value)
@@ -115,21 +117,26 @@ def _client(spark: Any, uri: str, options: Mapping[str, str], shown: str) -> Any
         return gateway.org.apache.hadoop.hive.metastore.HiveMetaStoreClient(conf)
     except Exception as exc:  # noqa: BLE001 - py4j wraps Hive's MetaException
         raise TransientError(
-            f"the Hive metastore at {shown} did not answer (one try, {TIMEOUT_S}s timeout): {java_message(exc)}"
+            f"the Hive metastore at {shown} did not answer (one try, {TIMEOUT_S}s timeout): {_first_line(exc)}"
         ) from None
 
 
 def _ask(call: Any, uri: str, what: str, *args: str) -> Any:  # noqa: ANN401 - py4j
     """``call(*args)``; None when the metastore has no such object; TransientError naming ``uri`` otherwise."""
-    from hudi_cdc._jvm import java_message
-
     try:
         return call(*args)
     except Exception as exc:  # noqa: BLE001 - py4j wraps Hive's exceptions
         java = getattr(exc, "java_exception", None)
         if java is not None and str(java.getClass().getSimpleName()) == "NoSuchObjectException":
             return None
-        raise TransientError(f"the Hive metastore at {uri} failed to return {what}: {java_message(exc)}") from None
+        raise TransientError(f"the Hive metastore at {uri} failed to return {what}: {_first_line(exc)}") from None
+
+
+def _first_line(exc: BaseException) -> str:
+    """The Java error's message without the stack trace Hive folds into it ("Most recent failure: ...\\tat ...")."""
+    from hudi_cdc._jvm import java_message
+
+    return java_message(exc).split("\n", 1)[0].strip()
 
 
 def _table(name: str, table: Any) -> CatalogTable:  # noqa: ANN401 - py4j Table
