@@ -55,6 +55,7 @@ from bench.run import BOOTSTRAP, LAUNCHER, REGISTRY, REPO, hudi_cdc_jars, spark_
 TICK_S = 0.1  # the load commits a transaction every tick
 COLD_EVERY_S = 20.0  # a cold table's transactions come this far apart: a few a minute
 HOT_GOAL_S, ALL_GOAL_S = 10.0, 30.0  # the skewed scenario's p99 goals: on a hot table, on every table
+RUN_KEYS = ("consistent_cut_interval_seconds",)  # a variant's settings that belong in the pipeline's [run]
 
 
 @dataclass(frozen=True)
@@ -201,6 +202,7 @@ def measure(scenario: Scenario, work: Path, hoodie_conf: dict[str, str] | None =
         created_s = time.time()
         load.start()
         load.join()
+        loadavg = os.getloadavg()  # the machine is shared: how busy it was while the load ran
         if load.error is not None:
             raise RuntimeError(f"the load failed: {load.error}") from load.error
         # Caught up: every table's newest commit holds the last transaction that touched it.
@@ -224,7 +226,10 @@ def measure(scenario: Scenario, work: Path, hoodie_conf: dict[str, str] | None =
     # Rounds once every table had caught up: nothing new anywhere.
     idle_lines = out_path.read_text().splitlines()[busy_lines:]
     idle = [r["duration_s"] for r in map(json.loads, filter(None, idle_lines)) if "duration_s" in r]
-    mismatched = _mismatched(expected, _hudi_sums(work, bases))
+    spark = _check_session(work)
+    mismatched = _mismatched(expected, _hudi_sums(spark, bases))
+    measured_from = min(load.committed.values()) + scenario.warmup
+    cuts = _cut_summary(spark, work / f"state_{run_id}", load, rounds, measured_from, Plan(scenario))
     result = {
         "tables": scenario.tables, "rate": scenario.rate, "seconds": scenario.seconds, "warmup": scenario.warmup,
         "changes": load.changes,
@@ -240,6 +245,9 @@ def measure(scenario: Scenario, work: Path, hoodie_conf: dict[str, str] | None =
         "idle_round_p50_s": round(statistics.median(idle), 3) if idle else None,
         "idle_rounds_per_table_s": round(len(idle) / scenario.tables / scenario.idle_seconds, 2),
         "load_behind_s": round(load.behind_s, 2),
+        "load_1m": round(loadavg[0], 2), "load_5m": round(loadavg[1], 2),
+        "cuts_expected": float((hoodie_conf or {}).get("consistent_cut_interval_seconds", 0)) > 0,
+        **cuts,
     }  # fmt: skip
     print(json.dumps(result), flush=True)
     return result
@@ -265,8 +273,10 @@ def _write_pipeline(
     work: Path, run_id: str, max_concurrent_tables: int, hoodie_conf: dict[str, str], hot: list[str]
 ) -> Path:
     """The pipeline file; in the skewed scenario each table's goal is its ``max_freshness_seconds``, which the
-    runner schedules by (the hot tables' 10 s in a section each)."""
+    runner schedules by (the hot tables' 10 s in a section each). A variant's ``RUN_KEYS`` go to ``[run]``."""
     pipeline = work / f"many_{run_id}.toml"
+    run = "".join(f"{k} = {v}\n" for k, v in hoodie_conf.items() if k in RUN_KEYS)
+    hoodie_conf = {k: v for k, v in hoodie_conf.items() if k not in RUN_KEYS}
     targets = f"max_freshness_seconds = {ALL_GOAL_S}\n" if hot else ""
     sections = "".join(f'\n[tables."inventory.{n}"]\nmax_freshness_seconds = {HOT_GOAL_S}\n' for n in hot)
     pipeline.write_text(
@@ -287,7 +297,7 @@ min_sync_interval_seconds = 0
 max_concurrent_tables = {max_concurrent_tables}
 discovery_interval_seconds = 60
 state_dir = "{work}/state_{run_id}"
-"""
+{run}"""
     )
     return pipeline
 
@@ -372,16 +382,20 @@ def _postgres_sums(names: list[str]) -> dict[str, tuple[int, int, int]]:
     return out
 
 
-def _hudi_sums(work: Path, bases: dict[str, Path]) -> dict[str, tuple[int, int, int] | None]:
-    """Per table: row count, sum(v), max(id) of its MOR snapshot (None: unreadable), from one Spark session here."""
-    from pyspark.sql import functions as F
-
+def _check_session(work: Path) -> Any:  # noqa: ANN401
+    """The one Spark session here that reads the tables back (the runner stopped)."""
     import hudi_cdc
 
-    spark = hudi_cdc.spark_session(
+    return hudi_cdc.spark_session(
         app_name="pipeline-check", conf={"spark.master": "local[2]", "spark.driver.memory": "2g"},
         jvm_log=work / "check_jvm.log",
     )  # fmt: skip
+
+
+def _hudi_sums(spark: Any, bases: dict[str, Path]) -> dict[str, tuple[int, int, int] | None]:  # noqa: ANN401
+    """Per table: row count, sum(v), max(id) of its MOR snapshot (None: unreadable)."""
+    from pyspark.sql import functions as F
+
     out: dict[str, tuple[int, int, int] | None] = {}
     for name, base in bases.items():
         try:
@@ -394,6 +408,86 @@ def _hudi_sums(work: Path, bases: dict[str, Path]) -> dict[str, tuple[int, int, 
             print(f"{name}: not readable: {exc}", file=sys.stderr, flush=True)
             out[name] = None
     return out
+
+
+def _cut_summary(
+    spark: Any,
+    state_dir: Path,
+    load: Load,
+    rounds: list[dict[str, Any]],
+    measured_from: float,
+    plan: Plan,  # noqa: ANN401
+) -> dict[str, Any]:
+    """The consistent cuts the run recorded (nothing without ``cuts.json``): how many cut the measured load
+    (their transaction committed after warm-up, before the load stopped), how far apart they were recorded,
+    how old each one's transaction was when it was recorded; per measured transaction and table, when the
+    first cut holding it was recorded (the freshness of ``read_consistent``); and whether the last cut of the
+    load is consistent (:func:`_cut_unlike`)."""
+    try:
+        cuts = json.loads((state_dir / "cuts.json").read_text())["cuts"]
+    except FileNotFoundError:
+        return {}
+    loaded_until = max(load.committed.values())
+    stamps = [datetime.fromisoformat(c["at"]).timestamp() for c in cuts]
+    under_load = [
+        (t, c) for t, c in zip(stamps, cuts, strict=True)
+        if measured_from <= (c.get("source_ts_ms") or t * 1000) / 1000 <= loaded_until
+    ]  # fmt: skip
+    gaps = [b[0] - a[0] for a, b in zip(under_load, under_load[1:], strict=False)]
+    lags = [t - c["source_ts_ms"] / 1000 for t, c in under_load if c.get("source_ts_ms")]
+    held = {(r.get("table"), r.get("commit_time")): r.get("source_ts_ms_max") or 0 for r in rounds}
+    latencies, never = [], 0
+    for name, seqs in load.seqs.items():
+        table = f"inventory.{name}"
+        in_cut = [(t, held.get((table, c["tables"][table]["commit"]), 0)) for t, c in zip(stamps, cuts, strict=True)
+                  if table in c["tables"]]  # fmt: skip
+        for seq in seqs:
+            if load.committed[seq] < measured_from:
+                continue
+            at = next((t for t, newest in in_cut if newest >= load.started[seq] * 1000), None)
+            if at is None:
+                never += 1
+            else:
+                latencies.append(at - load.committed[seq])
+    last = under_load[-1][1] if under_load else None
+    return {
+        "cuts_under_load": len(under_load), "cuts_recorded": len(cuts),
+        "cut_every_mean_s": round(statistics.mean(gaps), 1) if gaps else None,
+        "cut_every_max_s": round(max(gaps), 1) if gaps else None,
+        "cut_lag_p50_s": round(statistics.median(lags), 1) if lags else None,
+        "cut_lag_max_s": round(max(lags), 1) if lags else None,
+        "cut_freshness_p50_s": round(statistics.median(latencies), 2) if latencies else None,
+        "cut_freshness_p99_s": round(_percentile(latencies, 0.99), 2) if latencies else None,
+        "cut_never": never,
+        "cut_tables_unlike": _cut_unlike(spark, last, plan) if last is not None and not plan.cold else None,
+    }  # fmt: skip
+
+
+def _cut_unlike(spark: Any, cut: dict[str, Any], plan: Plan) -> int:  # noqa: ANN401
+    """How many of the cut's tables do not hold exactly transactions 1..S, S the same in every table (the
+    even load: each transaction inserts ``plan.per_hot`` rows with v = its number into every table, after a
+    first row (0, 0)), each read as of its commit in the cut; an unreadable table counts as unlike."""
+    from pyspark.sql import functions as F
+
+    found: dict[str, tuple[int, int, int] | None] = {}
+    for name, table in cut["tables"].items():
+        try:
+            frame = spark.read.format("hudi").option("as.of.instant", table["commit"]).load(table["path"])
+            row = frame.agg(
+                F.count(F.lit(1)), F.coalesce(F.sum("v"), F.lit(0)), F.coalesce(F.max("v"), F.lit(0))
+            ).first()
+            found[name] = (int(row[0]), int(row[1]), int(row[2]))
+        except Exception as exc:  # a cut that cannot be read is no consistent cut
+            print(f"cut {cut['id']}: {name} not readable as of {table['commit']}: {exc}", file=sys.stderr, flush=True)
+            found[name] = None
+    newest = max((f[2] for f in found.values() if f is not None), default=0)
+    per = plan.per_hot
+    want = (1 + per * newest, per * newest * (newest + 1) // 2, newest)
+    unlike = [n for n, f in found.items() if f != want]
+    for name in unlike:
+        print(f"cut {cut['id']}: {name} (rows, sum v, max v) {found[name]}, expected {want}", file=sys.stderr)
+    print(f"cut {cut['id']} at transaction {cut['transaction']}: {len(found)} tables, each {want}", flush=True)
+    return len(unlike)
 
 
 def _mismatched(expected: dict[str, tuple[int, int, int]], found: dict[str, tuple[int, int, int] | None]) -> list[str]:
@@ -440,6 +534,10 @@ def main(argv: list[str] | None = None) -> int:
         help="label or label:key=value,...: a run with these settings on every table, Hudi's (hoodie.*) or "
         "hudi-cdc's (repeatable; one run with hudi-cdc's defaults when not given)",
     )
+    parser.add_argument("--series", help="the result's series (default: the load's: pipeline or skewed)")
+    parser.add_argument(
+        "--repeat", type=int, default=1, help="run the variants this many times, taking turns (a shared machine)"
+    )
     parser.add_argument(
         "--results", type=Path, help="write the result file under this folder (default: .bench/results)"
     )
@@ -454,29 +552,42 @@ def main(argv: list[str] | None = None) -> int:
     started = f"{datetime.now():%Y-%m-%d %H:%M}"
     started_utc = results.now_utc()
     runs = []
-    for label, conf in args.variant or [("hudi-cdc defaults", {})]:
-        runs.append((label, conf, measure(scenario, args.work, conf)))
+    for turn in range(1, args.repeat + 1):
+        for label, conf in args.variant or [("hudi-cdc defaults", {})]:
+            runs.append((label, conf, {"turn": turn, **measure(scenario, args.work, conf)}))
+            with open(
+                args.work / f"runs-{started_utc.replace(':', '')}.jsonl", "a"
+            ) as done:  # a run cut short keeps these
+                done.write(json.dumps({"settings": label, **runs[-1][2]}) + "\n")
     print(render(runs, started, scenario))
     skew = {"hot_tables": args.hot_tables, "hot_share": args.hot_share, "cold_every_s": COLD_EVERY_S}
     results.write(
         "pipeline",
-        series="skewed" if scenario.skewed else None,  # the even load's newest run stays on the page
+        series=args.series or ("skewed" if scenario.skewed else None),  # the even load's newest run stays on the page
         parameters={
             "tables": args.tables, "rate": args.rate, "seconds": args.seconds, "warmup": args.warmup,
             "idle_seconds": args.idle_seconds, **(skew if scenario.skewed else {}),
-            "max_concurrent_tables": args.max_concurrent_tables, "driver_memory": "6g",
+            "max_concurrent_tables": args.max_concurrent_tables, "driver_memory": "6g", "repeat": args.repeat,
             "variants": {label: conf for label, conf, _ in runs},
         },
         tables={"runs": results.table(RUN_COLUMNS, [{"settings": label, **r} for label, _, r in runs])},
         directory=args.results or results.LOCAL,
         started_utc=started_utc,
     )  # fmt: skip
-    return 0 if all(r["not_visible"] == 0 and r["mismatched_tables"] == 0 for _, _, r in runs) else 1
+    return 0 if all(_whole(r) for _, _, r in runs) else 1
+
+
+def _whole(r: dict[str, Any]) -> bool:
+    """Every transaction visible, every table equal to its source; with cuts, every transaction in a cut and
+    the last cut under load consistent."""
+    cut = not r.get("cuts_expected") or (r.get("cuts_under_load") and r.get("cut_tables_unlike") == 0)
+    return not r["not_visible"] and not r["mismatched_tables"] and not r.get("cut_never") and bool(cut)
 
 
 # The skewed load's columns are None in an even run (the report leaves out a column no row fills).
 RUN_COLUMNS = [
-    results.column("settings", "Hudi settings"), results.column("tables", unit="tables"),
+    results.column("settings", "Hudi settings"), results.column("turn", "turn (--repeat)"),
+    results.column("tables", unit="tables"),
     results.column("hot_tables", "hot tables", "tables"),
     results.column("hot_share_pct", "hot tables' share of the load", "%"),
     results.column("cold_every_s", "a cold table's transactions every", "s"),
@@ -503,6 +614,16 @@ RUN_COLUMNS = [
     results.column("idle_round_p50_s", "an idle table's round: median", "s"),
     results.column("idle_rounds", "idle rounds", "#"),
     results.column("idle_rounds_per_table_s", "idle rounds per table a second", "1/s"),
+    results.column("cuts_under_load", "consistent cuts at a measured transaction", "#"),
+    results.column("cut_every_mean_s", "a cut every: mean", "s"), results.column("cut_every_max_s", "a cut every: worst", "s"),
+    results.column("cut_lag_p50_s", "a cut's transaction, when recorded: age p50", "s"),
+    results.column("cut_lag_max_s", "a cut's transaction, when recorded: oldest", "s"),
+    results.column("cut_freshness_p50_s", "commit -> in a recorded cut: p50", "s"),
+    results.column("cut_freshness_p99_s", "commit -> in a recorded cut: p99", "s"),
+    results.column("cut_never", "transactions in no cut", "#"),
+    results.column("cut_tables_unlike", "the last of those cuts: tables not at its transaction", "#"),
+    results.column("load_1m", "load average at the load's end: 1 min"),
+    results.column("load_5m", "load average at the load's end: 5 min"),
 ]  # fmt: skip
 
 

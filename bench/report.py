@@ -60,6 +60,7 @@ SHOW: dict[str, list[Shown]] = {
     "small-round": [Shown("rounds", hide=("min_s", "max_s", "tombstones_s"))],
     "history-cost": [Shown("rounds", hide=("min_s", "max_s", "tombstones_s", "compacting_s", "build_s"))],
     "shape-cost": [Shown("runs")],
+    "history-size": [Shown("runs")],
     "index": [Shown("upserts", hide=("round_min_s", "data_files"))],
     "formats": [Shown("runs", hide=("note",))],
     "toast": [Shown("lookup")],
@@ -151,7 +152,9 @@ def caption(result: Mapping[str, Any], earlier: int = 0, relative_to: Path = DOC
     when = env["time_utc"].replace("T", " ").replace("Z", " UTC")
     box = ", ".join(
         x for x in (f"{m['cores']} cores" if m.get("cores") else None, _cpu(m),
-                    f"{m['memory_gib']} GiB" if m.get("memory_gib") else None) if x
+                    f"{m['memory_gib']} GiB" if m.get("memory_gib") else None,
+                    "load average {} / {} / {} (1/5/15 min) at the end".format(*m["load_average"])
+                    if m.get("load_average") else None) if x
     )  # fmt: skip
     names = {"python": "Python", "java": "Java", "pyspark": "PySpark", "hudi": "Hudi", "hudi_cdc": "hudi-cdc"}
     stack = ", ".join(f"{names.get(k, k)} {x}" for k, x in v.items() if x)

@@ -61,7 +61,9 @@ def machine() -> dict[str, Any]:
         memory = round(kib / 1024 / 1024)
     except (OSError, StopIteration):
         pass
-    return {"cores": os.cpu_count(), "memory_gib": memory, "cpu": cpu, "os": platform.platform()}
+    # The load when the result is written: the machine may be shared, and the numbers then say less.
+    load = [round(x, 2) for x in os.getloadavg()]
+    return {"cores": os.cpu_count(), "memory_gib": memory, "cpu": cpu, "os": platform.platform(), "load_average": load}
 
 
 def java_version() -> str | None:

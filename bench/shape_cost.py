@@ -24,6 +24,7 @@ import hmac
 import os
 import sys
 import uuid
+from collections.abc import Callable
 from datetime import datetime
 from hashlib import sha256
 from pathlib import Path
@@ -79,41 +80,46 @@ def _by_id(row: tuple) -> int:
     return dict(row)["id"]
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def arguments(doc: str | None, variants: list[str], argv: list[str] | None) -> argparse.Namespace:
+    """The options every run of the main benchmark's stream shares, and ``--variants`` of ``variants``."""
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--events", type=int, default=1_000_000)
     parser.add_argument("--keys", type=int, default=100_000)
     parser.add_argument("--partitions", type=int, default=4)
     parser.add_argument("--table-types", default="COPY_ON_WRITE,MERGE_ON_READ")
-    parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
+    parser.add_argument("--variants", nargs="+", default=variants, choices=variants)
     parser.add_argument("--results", help="write the result file under this folder (default: .bench/results)")
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
+
+
+def checking_session(app_name: str) -> Any:  # noqa: ANN401
+    """The session that reads every table back. It collects every row (100k with 2-4 kB notes): 6 GiB hold them."""
     import hudi_cdc
 
-    started_utc = results.now_utc()
-    work = REPO / ".bench" / "shape_cost" / datetime.now().strftime("%Y%m%dT%H%M%S")
-    topic = f"bench.s{uuid.uuid4().hex[:8]}.customers"
-    workload = Workload(topic, args.events, args.keys, args.partitions, 1)
-    workload.produce(BOOTSTRAP, REGISTRY)
-    os.environ[SALT_ENV] = SALT
-    # The check collects every row (100k with 2-4 kB notes): a driver of 6 GiB holds them.
-    conf = {"spark.master": "local[2]", "spark.driver.memory": "6g"}
-    spark = hudi_cdc.spark_session(app_name="hudi-cdc-bench-shape", conf=conf)
+    return hudi_cdc.spark_session(app_name=app_name, conf={"spark.master": "local[2]", "spark.driver.memory": "6g"})
+
+
+def run_variants(
+    args: argparse.Namespace, name: str, topic: str, variants: dict[str, list[str]], check: Callable[[str, str], bool]
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """Each of ``args.variants`` per table type, by one ``hudi-cdc ingest`` of ``topic`` into a fresh table
+    (``variants[label]`` on its command line), and ``check(label, base)`` of the table: the result rows (with
+    ``vs_none``, and the table's ``base`` path, which no result column shows) and the variants whose table is
+    wrong or whose run failed."""
+    work = REPO / ".bench" / name / datetime.now().strftime("%Y%m%dT%H%M%S")
     rows, wrong = [], []
     for table_type in args.table_types.split(","):
         short = "cow" if table_type == "COPY_ON_WRITE" else "mor"
         for label in args.variants:
-            run = run_hudi_cdc(work, topic, table_type, {}, f"{label}_{short}", extra=VARIANTS[label])
+            run = run_hudi_cdc(work, topic, table_type, {}, f"{label}_{short}", extra=variants[label])
             assert run.measured is not None
-            want = expected(workload, label)
-            columns = [name for name, _ in want[0]] if want else []
-            ok = run.measured.returncode == 0 and table_rows(spark, run.extra["base"], columns) == want
+            ok = run.measured.returncode == 0 and check(label, run.extra["base"])
             if not ok:
                 wrong.append(f"{label} {short} (exit {run.measured.returncode}, log {run.measured.log})")
             rows.append({
                 "variant": label, "table_type": table_type, "seconds": round(run.measured.seconds, 1),
                 "events_per_s": round(args.events / run.measured.seconds), "peak_rss_mib": round(run.measured.peak_rss_mib),
-                "rows_ok": ok,
+                "rows_ok": ok, "base": run.extra["base"], "load_1m": round(os.getloadavg()[0], 2),
             })  # fmt: skip
             print(f"{label:<11} {short} {run.measured.seconds:6.1f}s ok={ok}", flush=True)
     for table_type in args.table_types.split(","):
@@ -121,17 +127,40 @@ def main(argv: list[str] | None = None) -> int:
         for r in rows:
             if r["table_type"] == table_type and base:
                 r["vs_none"] = round(r["seconds"] / base, 2)
-    columns = [
+    return rows, wrong
+
+
+def run_columns(checked: str) -> list[dict[str, Any]]:
+    """The result table's columns of :func:`run_variants`' rows; ``checked`` titles the check's column."""
+    return [
         results.column("variant"), results.column("table_type", "table"), results.column("seconds", "wall", "s"),
         results.column("events_per_s", "rate", "events/s"), results.column("vs_none", "vs none", "x"),
-        results.column("peak_rss_mib", "peak RSS", "MiB"), results.column("rows_ok", "table equals the shaped source"),
+        results.column("peak_rss_mib", "peak RSS", "MiB"), results.column("load_1m", "load (1 min)"),
+        results.column("rows_ok", checked),
     ]  # fmt: skip
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = arguments(__doc__, list(VARIANTS), argv)
+    started_utc = results.now_utc()
+    topic = f"bench.s{uuid.uuid4().hex[:8]}.customers"
+    workload = Workload(topic, args.events, args.keys, args.partitions, 1)
+    workload.produce(BOOTSTRAP, REGISTRY)
+    os.environ[SALT_ENV] = SALT
+    spark = checking_session("hudi-cdc-bench-shape")
+
+    def check(label: str, base: str) -> bool:
+        want = expected(workload, label)
+        columns = [name for name, _ in want[0]] if want else []
+        return table_rows(spark, base, columns) == want
+
+    rows, wrong = run_variants(args, "shape_cost", topic, VARIANTS, check)
     results.write(
         "shape-cost",
         parameters={"events": args.events, "keys": args.keys, "partitions": args.partitions, "cores": 2,
                     "variants": {k: " ".join(VARIANTS[k]).replace(SALT_ENV, "$SALT") for k in args.variants},
                     "mix": workload.counts},
-        tables={"runs": results.table(columns, rows)},
+        tables={"runs": results.table(run_columns("table equals the shaped source"), rows)},
         directory=Path(args.results) if args.results else results.LOCAL,
         started_utc=started_utc,
     )  # fmt: skip

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import random
 import string
-from collections.abc import Iterator
+from collections import Counter
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from decimal import Decimal
@@ -52,10 +53,15 @@ class Workload:
     schema_versions: int = 3
     seed: int = 42
     final: dict[int, dict[str, Any]] = field(default_factory=dict)
+    # A deleted key's last row while it stays deleted (what a soft_delete table keeps, marked).
+    gone: dict[int, dict[str, Any]] = field(default_factory=dict)
+    # Per key, its changes and its deletes (an scd2 table's versions, and its delete markers).
+    changes_per_key: Counter[int] = field(default_factory=Counter)
+    deletes_per_key: Counter[int] = field(default_factory=Counter)
     counts: dict[str, int] = field(default_factory=lambda: {"c": 0, "u": 0, "d": 0, "toast": 0})
 
     def changes(self) -> Iterator[tuple[int, dict[str, Any], int]]:
-        """``(schema version, envelope, key)`` in LSN order; fills ``final`` and ``counts``."""
+        """``(schema version, envelope, key)`` in LSN order; fills ``final``, ``gone``, ``counts`` and the per-key counts."""
         rng = random.Random(self.seed)
         notes = ["".join(rng.choices(string.ascii_letters, k=rng.randint(2_000, 4_000))) for _ in range(64)]
         live: dict[int, dict[str, Any]] = self.final
@@ -94,12 +100,15 @@ class Workload:
                     sent["notes"] = PLACEHOLDER  # unchanged out-of-line value, as REPLICA IDENTITY DEFAULT sends it
                     self.counts["toast"] += 1
                 live[key] = row
+                self.gone.pop(key, None)
                 event = pg_event(op, lsn=lsn, after=sent, txid=lsn // 100, ts_ms=ts // 1000, table="customers")
             else:
-                del live[key]
+                self.gone[key] = live.pop(key)
+                self.deletes_per_key[key] += 1
                 before = {c: None for c, _ in VERSIONS[version]} | {"id": key}
                 event = pg_event("d", lsn=lsn, before=before, txid=lsn // 100, ts_ms=ts // 1000, table="customers")
             self.counts[op] += 1
+            self.changes_per_key[key] += 1
             yield version, event, key
 
     def produce(self, bootstrap: str, registry: str) -> None:
@@ -125,12 +134,21 @@ class Workload:
 
     def expected_rows(self) -> list[tuple]:
         """The final table as Spark reads it back (timestamps as UTC wall-clock datetimes)."""
-        epoch = datetime(1970, 1, 1)
-        return sorted(
-            tuple(epoch + timedelta(microseconds=v) if c == "updated_at" and v is not None else v for c, v in
-                  ((c, row.get(c)) for c in COLUMNS))
-            for row in self.final.values()
-        )  # fmt: skip
+        return as_read(self.final.values())
+
+    def gone_rows(self) -> list[tuple]:
+        """The last rows of the keys deleted at the end, as :meth:`expected_rows` lays them out."""
+        return as_read(self.gone.values())
+
+
+def as_read(rows: Iterable[dict[str, Any]]) -> list[tuple]:
+    """Rows in ``COLUMNS`` order as Spark reads them back (timestamps as UTC wall-clock datetimes), sorted."""
+    epoch = datetime(1970, 1, 1)
+    return sorted(
+        tuple(epoch + timedelta(microseconds=v) if c == "updated_at" and v is not None else v for c, v in
+              ((c, row.get(c)) for c in COLUMNS))
+        for row in rows
+    )  # fmt: skip
 
 
 class _KeyPool:

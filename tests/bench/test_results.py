@@ -53,7 +53,8 @@ def test_the_writer_writes_one_whole_file_per_run(tmp_path: Path) -> None:
     assert data["tables"]["runs"]["columns"][2] == {"key": "us_per_event", "title": "cost", "unit": "µs/event"}
     env = data["environment"]
     assert env["time_utc"] == "2026-11-27T10:00:00Z"
-    assert set(env["machine"]) == set(results.MACHINE) and env["machine"]["cores"] >= 1
+    assert set(env["machine"]) == {*results.MACHINE, "load_average"} and env["machine"]["cores"] >= 1
+    assert len(env["machine"]["load_average"]) == 3  # the 1, 5 and 15 min load when written: a shared machine
     assert set(env["versions"]) == set(results.VERSIONS) and env["versions"]["hudi"] == "1.2.0"
     assert set(env["git"]) == {"commit", "dirty"}
 
@@ -193,3 +194,29 @@ def test_each_benchmark_turns_its_own_numbers_into_tables() -> None:
     _whole({"runs": results.table(formats.COLUMNS, formats.result_rows(
         [{"format": f, "table_type": "COPY_ON_WRITE", "seconds": s, "events_per_s": 10.0, "peak_rss_mib": 1.0,
           "topic_mib": 1.0, "rows_ok": True, "note": ""} for f, s in (("avro", 10.0), ("json-embedded", 15.0))]))})  # fmt: skip
+
+
+def test_the_caption_says_how_loaded_the_machine_was(tmp_path: Path) -> None:
+    path = _result(tmp_path, "shape-cost", "2026-11-28T06:00Z", {"runs": results.table(COLUMNS, [{"run": "x"}])})
+    data = results.load(path)
+    assert "load average" not in report.caption(data, relative_to=tmp_path)  # an older file: none recorded
+    data["environment"]["machine"]["load_average"] = [12.5, 9.1, 4.0]
+    assert "24 GiB, load average 12.5 / 9.1 / 4.0 (1/5/15 min) at the end ·" in report.caption(
+        data, relative_to=tmp_path
+    )
+
+
+def test_a_pipeline_variant_puts_run_settings_in_run_and_the_rest_in_defaults(tmp_path: Path) -> None:
+    import tomllib
+
+    from bench import pipeline
+
+    conf = {"consistent_cut_interval_seconds": "10", "java_writer_max_rows": "0", "hoodie.metadata.enable": "false"}
+    spec = tomllib.loads(pipeline._write_pipeline(tmp_path, "abc", 4, conf, []).read_text())
+    assert spec["run"]["consistent_cut_interval_seconds"] == 10 and spec["run"]["max_concurrent_tables"] == 4
+    assert "consistent_cut_interval_seconds" not in spec["defaults"] and spec["defaults"]["java_writer_max_rows"] == 0
+    assert spec["defaults"]["hoodie_conf"] == {"hoodie.metadata.enable": "false"}
+    assert (
+        "consistent_cut_interval_seconds"
+        not in tomllib.loads(pipeline._write_pipeline(tmp_path, "abd", 4, {}, []).read_text())["run"]
+    )
