@@ -220,3 +220,12 @@ def test_the_record_keys_lineage_from_the_debezium_key_and_with_scd2() -> None:
     scd2 = _config(history="scd2")
     lineage, _ = column_lineage(["_hoodie_record_key"], scd2, meta_fields=META, order_fields=["source.lsn"], reads={})
     assert [e.field for e in lineage["_hoodie_record_key"]] == ["after.id", "before.id", "source.lsn"]
+
+
+def test_the_openlineage_client_loads_only_when_lineage_is_on() -> None:
+    import subprocess
+    import sys
+
+    code = "import sys, hudi_cdc.pipeline, hudi_cdc.cli; print('openlineage' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"
