@@ -225,7 +225,7 @@ def sync_after_round(spark: SparkSession, config: IngestConfig) -> dict[str, Any
         _remember(target, _Known(None, error=str(exc)))
         raise
     except Exception as exc:  # noqa: BLE001 - py4j errors of every kind, judged below
-        message = java_message(exc)
+        message = java_message(exc).splitlines()[0]  # a MetaException's message carries a stack trace
         refused = _refusal(spark, config, target, timeline, str(exc))
         if refused is not None:
             _remember(target, _Known(None, error=refused))
@@ -378,7 +378,7 @@ def _synced_to(spark: SparkSession, target: CatalogTarget) -> tuple[str | None, 
     try:
         client = _metastore_client(spark, target)
     except Exception as exc:  # noqa: BLE001 - an unreachable metastore: the sync will say it again
-        return None, java_message(exc)
+        return None, java_message(exc).splitlines()[0]
     try:
         instants = []
         for view in target.views:
@@ -390,7 +390,7 @@ def _synced_to(spark: SparkSession, target: CatalogTarget) -> tuple[str | None, 
             instants.append(str(value))
         return min(instants), None
     except Exception as exc:  # noqa: BLE001
-        return None, java_message(exc)
+        return None, java_message(exc).splitlines()[0]
     finally:
         client.close()
 
