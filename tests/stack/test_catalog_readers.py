@@ -26,7 +26,7 @@ import pytest
 from hudi_cdc.jars import resolve_jars
 from hudi_cdc.testing.kafka import end_offsets
 from hudi_cdc.testing.postgres import connect, wait_for_stream
-from tests.stack.conftest import BOOTSTRAP, REGISTRY, metastore_uri  # noqa: F401 - a fixture
+from tests.stack.conftest import BOOTSTRAP, REGISTRY
 from tests.support import run_cli
 
 pytestmark = [pytest.mark.stack, pytest.mark.kafka, pytest.mark.postgres, pytest.mark.hudi]
@@ -125,7 +125,7 @@ def _drop_database(spark: Any, uri: str, database: str) -> None:  # noqa: ANN401
 def test_cow_and_mor_read_by_name_equal_the_source_before_and_after_a_schema_change(
     spark,
     tmp_path: Path,
-    metastore_uri: str,  # noqa: F811
+    metastore_uri: str,
 ) -> None:
     name = f"cr_{uuid.uuid4().hex[:8]}"
     topic, database = f"dbserver1.inventory.{name}", name
