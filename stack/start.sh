@@ -1,6 +1,6 @@
 #!/bin/bash
-# Start Postgres, MariaDB -> Kafka (KRaft) -> Apicurio -> Kafka Connect (standalone + Debezium) -> the Connect
-# supervisor, each with a readiness check.
+# Start Postgres, MariaDB -> the Hive metastore -> Kafka (KRaft) -> Apicurio -> Kafka Connect (standalone +
+# Debezium) -> the Connect supervisor, each with a readiness check.
 set -euo pipefail
 . "$(dirname "$0")/env.sh"
 cd "$STACK"
