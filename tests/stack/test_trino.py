@@ -99,9 +99,8 @@ def drop_database(spark: Any, database: str) -> None:  # noqa: ANN401
     conf.set("hive.metastore.uris", HMS_URI)
     client = jvm.org.apache.hadoop.hive.metastore.HiveMetaStoreClient(conf)
     try:
-        client.dropDatabase(
-            database, False, True, True
-        )  # keep the data (tmp_path goes anyway), ignore unknown, cascade
+        # Keep the data (tmp_path goes anyway), ignore an unknown database, cascade to its tables.
+        client.dropDatabase(database, False, True, True)
     finally:
         client.close()
 
@@ -175,6 +174,8 @@ def replica(trino_up: None, spark, tmp_path_factory: pytest.TempPathFactory) -> 
 
 
 def test_cow_by_name_equals_postgres_and_filters_a_partition(replica: Replica) -> None:
+    names = trino(f"show tables from hudi.{replica.database}")
+    assert sorted(names) == [(f"{replica.name}_{suffix}",) for suffix in ("cow", "mor", "mor_ro", "mor_rt")]
     expected = replica.source()
     assert [r[0] for r in expected] == [1, 2, 3, 5]  # the update, delete and insert all happened
     assert replica.trino(f"{replica.name}_cow") == expected
