@@ -231,7 +231,7 @@ stack-reset: ## Stop the stack and wipe its data (downloaded jars stay)
 	bash stack/reset.sh
 
 # Trino 476 with its Hudi connector, a reader of the synced tables that hudi-cdc did not write (docs/trino.md).
-# Not in stack-up: 783 MiB to fetch once, about a minute to start, half a GiB of memory.
+# Not in stack-up: 783 MiB to fetch once, 20-60 s to start, half a GiB of memory.
 trino-up: ## Start Trino 476 (Hudi connector) on 127.0.0.1:58090 against the stack's metastore; fetched once (783 MiB)
 	bash stack/trino.sh start
 
