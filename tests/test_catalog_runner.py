@@ -4,7 +4,6 @@ Hudi, the stack's Hive metastore (HUDI_CDC_TEST_METASTORE_URI points at another 
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -23,7 +22,7 @@ def test_every_pipeline_table_is_synced_and_status_shows_each_catalog(
     metastore: Metastore,  # noqa: F811
     tmp_path: Path,
 ) -> None:
-    database = f"run{os.getpid()}_{tmp_path.name.lower().replace('-', '_')[-12:]}"
+    database = metastore.database(tmp_path)
     for seed, table in enumerate(("t1", "t2")):
         SampleCustomers(tmp_path / "landing", keys=10, topic=f"dbserver1.public.{table}").snapshot(5 + seed)
     path = tmp_path / "inventory.toml"

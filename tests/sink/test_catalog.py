@@ -69,6 +69,18 @@ class Metastore:
         conf = gateway.org.apache.hadoop.hive.conf.HiveConf()
         conf.set("hive.metastore.uris", uri)
         self.client = gateway.org.apache.hadoop.hive.metastore.HiveMetaStoreClient(conf)
+        self.created: list[str] = []
+
+    def database(self, tmp_path: Path) -> str:
+        """A database name of the test's own, dropped (with its tables) when the module's tests end."""
+        name = "t" + tmp_path.name.lower().replace("-", "_")[-20:] + f"_{os.getpid()}"
+        self.created.append(name)
+        return name
+
+    def drop_created(self) -> None:
+        for name in self.created:
+            if name in [str(d) for d in self.client.getAllDatabases()]:
+                self.client.dropDatabase(name, False, True, True)  # metadata only; the tables' files are tmp_path's
 
     def table(self, database: str, name: str) -> dict[str, Any] | None:
         if not self.client.tableExists(database, name):
@@ -95,6 +107,7 @@ def metastore(spark: Any) -> Iterator[Metastore]:  # noqa: ANN401
             pytest.fail(f"CI=true but {why}") if os.environ.get("CI") == "true" else pytest.skip(why)
     store = Metastore(spark)
     yield store
+    store.drop_created()
     store.client.close()
 
 
@@ -113,12 +126,8 @@ def _options(orders: Orders, base: Path, database: str, **kw: Any) -> dict[str, 
     }
 
 
-def _database(tmp_path: Path) -> str:
-    return "t" + tmp_path.name.lower().replace("-", "_")[-20:] + f"_{os.getpid()}"
-
-
 def test_partitioned_cow_syncs_only_when_schema_or_partitions_change(spark, metastore, tmp_path: Path) -> None:  # noqa: ANN001
-    orders, base, db = Orders(tmp_path / "in"), tmp_path / "orders", _database(tmp_path)
+    orders, base, db = Orders(tmp_path / "in"), tmp_path / "orders", metastore.database(tmp_path)
     options = _options(orders, base, db, partition_path_field="region")
     orders.round([{"id": 1, "name": "a", "region": "eu"}, {"id": 2, "name": "b", "region": "us"}])
     first = hudi_cdc.ingest(**options)
@@ -153,7 +162,7 @@ def test_partitioned_cow_syncs_only_when_schema_or_partitions_change(spark, meta
 
 
 def test_mor_registers_the_snapshot_ro_and_rt_tables(spark, metastore, tmp_path: Path) -> None:  # noqa: ANN001
-    orders, base, db = Orders(tmp_path / "in"), tmp_path / "orders", _database(tmp_path)
+    orders, base, db = Orders(tmp_path / "in"), tmp_path / "orders", metastore.database(tmp_path)
     orders.round([{"id": 1, "name": "a", "region": "eu"}])
     result = hudi_cdc.ingest(**_options(orders, base, db, table_type="mor"))
     views = {name: metastore.table(db, name) for name in ("orders", "orders_ro", "orders_rt")}
@@ -226,7 +235,7 @@ def test_metastore_down_the_commit_stands_status_lags_and_the_next_round_catches
     metastore,  # noqa: ANN001
     tmp_path: Path,
 ) -> None:
-    orders, base, db = Orders(tmp_path / "in"), tmp_path / "orders", _database(tmp_path)
+    orders, base, db = Orders(tmp_path / "in"), tmp_path / "orders", metastore.database(tmp_path)
     relay = Outage(METASTORE_URI)
     try:
         options = _options(orders, base, db, catalog_uri=relay.uri)
@@ -258,7 +267,7 @@ def test_metastore_down_the_commit_stands_status_lags_and_the_next_round_catches
 
 
 def test_killed_between_the_commit_and_the_sync_the_next_round_syncs(spark, metastore, tmp_path: Path) -> None:  # noqa: ANN001
-    orders, base, db = Orders(tmp_path / "in"), tmp_path / "orders", _database(tmp_path)
+    orders, base, db = Orders(tmp_path / "in"), tmp_path / "orders", metastore.database(tmp_path)
     orders.round([{"id": 1, "name": "a", "region": "eu"}])
     command = [
         "ingest", "--source", "files", "--source-path", orders.path, "--target-base-path", str(base),
@@ -295,7 +304,7 @@ def test_a_type_change_the_metastore_refuses_is_terminal_and_names_column_types_
 ) -> None:
     # The table is rebuilt at the same path with qty narrowed from text to int (a re-bootstrap after a type
     # change): HMS 3.1.3 refuses string -> int (hive.metastore.disallow.incompatible.col.type.changes).
-    base, db = tmp_path / "orders", _database(tmp_path)
+    base, db = tmp_path / "orders", metastore.database(tmp_path)
     before = Orders(tmp_path / "in1", [("id", "long"), ("qty", ["null", "string"])])
     before.round([{"id": 1, "qty": "seven"}])
     hudi_cdc.ingest(**_options(before, base, db))
