@@ -28,7 +28,7 @@ from urllib.parse import urlsplit
 
 from hudi_cdc._jvm import hadoop_conf, java_message, jvm
 from hudi_cdc.config import redact, redact_url
-from hudi_cdc.errors import ConfigError, TerminalSinkError
+from hudi_cdc.errors import ConfigError, HudiCdcError, TerminalSinkError
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -206,6 +206,22 @@ def sync_after_round(spark: SparkSession, config: IngestConfig) -> dict[str, Any
     if config.catalog == "none":
         return None
     target = CatalogTarget.of(config)
+    try:
+        return _sync_if_needed(spark, config, target)
+    except HudiCdcError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - anything else after the commit: the commit stands, the sync is owed
+        message = java_message(exc).splitlines()[0]
+        _remember(target, _Known(None, error=message))
+        log.warning(
+            "%s: the commit stands, but the catalog step failed (%s): retried at the next round",
+            config.target_table,
+            message,
+        )
+        return {"catalog": target.kind, "synced": False, "error": message}
+
+
+def _sync_if_needed(spark: SparkSession, config: IngestConfig, target: CatalogTarget) -> dict[str, Any] | None:
     started = time.monotonic()
     with _LOCK:
         known = _KNOWN.get(target.key)
@@ -399,11 +415,14 @@ def _catalog_partitions(spark: SparkSession, target: CatalogTarget, config: Inge
     """The partitions the catalog holds, as Hudi partition paths (``v1/v2``, or ``f1=v1/f2=v2``)."""
     if target.kind != "hms" or not config.partition_path_field or not config.catalog_sync_partitions:
         return set()
-    client = _metastore_client(spark, target)
     try:
-        names = [str(n) for n in client.listPartitionNames(target.database, target.table, -1)]
-    finally:
-        client.close()
+        client = _metastore_client(spark, target)
+        try:
+            names = [str(n) for n in client.listPartitionNames(target.database, target.table, -1)]
+        finally:
+            client.close()
+    except Exception:  # noqa: BLE001 - unknown: the next partition written brings a sync, which lists them again
+        return set()
     from urllib.parse import unquote
 
     hive_style = _hive_style(config)
@@ -527,6 +546,13 @@ def catalog_status(spark: SparkSession, config: IngestConfig) -> dict[str, Any] 
     commit, and whether it lags (a commit since changed the schema or wrote a new partition)."""
     if config.catalog == "none":
         return None
+    try:
+        return _catalog_status(spark, config)
+    except Exception as exc:  # noqa: BLE001 - status reports what it cannot read
+        return {"catalog": config.catalog, "problem": java_message(exc).splitlines()[0], "lagging": None}
+
+
+def _catalog_status(spark: SparkSession, config: IngestConfig) -> dict[str, Any]:
     try:
         target = CatalogTarget.of(config)
     except ConfigError as exc:
