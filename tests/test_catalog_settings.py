@@ -193,3 +193,20 @@ def test_pipeline_catalog_and_defaults_may_not_both_set_it(tmp_path: Path) -> No
     path.write_text(PIPELINE.replace('record_key_fields = "id"', 'record_key_fields = "id"\ncatalog = "hms"'))
     with pytest.raises(ConfigError, match=r"\[catalog\]: catalog also set in \[defaults\]"):
         load_pipeline(path)
+
+
+def test_paths_compare_as_locations_and_schemas_without_record_names() -> None:
+    from hudi_cdc.sink.catalog import _avro_type_name, _columns, _same_path, describe
+
+    assert _same_path("file:/lake/orders", "/lake/orders/") and _same_path("file:///lake/orders", "/lake/orders")
+    assert _same_path("s3a://bucket/lake/orders/", "s3a://bucket/lake/orders")
+    assert not _same_path("file:/lake/orders", "/lake/orders2") and not _same_path("s3a://a/x", "s3a://b/x")
+    spark_named = '{"type":"record","name":"a_record","namespace":"hoodie.a","fields":[{"name":"id","type":"long"}]}'
+    java_named = '{"type":"record","name":"b","fields":[{"name":"id","type":"long","doc":""}]}'
+    assert _columns(spark_named) == _columns(java_named)
+    assert _columns(spark_named) != _columns(spark_named.replace('"long"', '"int"'))
+    assert _avro_type_name(["null", {"type": "long", "logicalType": "timestamp-micros"}]) == "timestamp-micros"
+    assert _avro_type_name(["null", "int"]) == "int"
+    lagging = {"catalog": "hms", "names": ["lake.orders"], "synced_to": "1", "table_at": "2", "lagging": True}
+    assert describe(lagging) == "catalog hms (lake.orders): LAGGING; synced to 1, table at 2"
+    assert "cannot tell: down" in describe({**lagging, "problem": "down"})
