@@ -29,6 +29,7 @@ from urllib.parse import urlsplit
 from hudi_cdc._jvm import hadoop_conf, java_message, jvm
 from hudi_cdc.config import redact, redact_url
 from hudi_cdc.errors import ConfigError, HudiCdcError, TerminalSinkError
+from hudi_cdc.sink.trino_compat import ensure_history_folder
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -335,6 +336,8 @@ def _run_sync(spark: SparkSession, config: IngestConfig, target: CatalogTarget) 
         tool.syncHoodieTable()
     finally:
         tool.close()
+    # A registered table is read by other engines: Trino 476 cannot read one whose archived timeline is empty.
+    ensure_history_folder(spark, target.base_path)
 
 
 def _check_location(spark: SparkSession, config: IngestConfig, target: CatalogTarget) -> None:

@@ -133,8 +133,6 @@ class Replica:
             "--catalog-database", self.database, "--catalog-table", f"{self.name}_{kind}", *extra,
         )  # fmt: skip
         assert done.exit_code == 0, done.output
-        # The marker Trino 476 needs (docs/trino.md); a no-op once hudi-cdc's catalog sync places it itself.
-        ensure_history_folder(self.spark, base)
 
     def source(self, where: str = "true") -> list[tuple]:
         query = f"select id, name, qty, dt from inventory.{self.name} where {where} order by id"  # noqa: S608
