@@ -9,7 +9,8 @@ by ``region``, COW and MOR, against a Hive metastore (the stack's by default). P
 - ``--rounds`` rounds of 100 updates in the existing partitions: no sync, only the "is one needed?" check;
   the same rounds into a twin table without a catalog, alternating, give the round's overhead;
 - a round adding a partition, a round adding a column: each syncs;
-- a "process start" (what the process knows dropped) with the catalog behind: the sync a restart makes;
+- a "process start" (what the process knows dropped) with the catalog behind by commits that need nothing (the
+  check a restart makes), and behind by a new partition written without a sync (the sync a restart makes);
 - HiveSyncTool run with nothing to do: what syncing after every commit would add instead of the check;
 - a sync against a metastore that is down (a closed port): what a round waits before it goes on.
 
@@ -124,15 +125,24 @@ def measure(spark: Any, work: Path, table_type: str, args: argparse.Namespace) -
         _, outcome = _round(spark, with_catalog)
         assert outcome["synced"] is True, outcome
         row(f"sync: {what}", [outcome["sync_s"]])
-    behind = []
+    start_checks, start_syncs = [], []
     for n in range(3):
         synced.write([{"id": 1, "name": f"again{n}", "region": "us"}])
         _round(spark, with_catalog)  # a commit that needs no sync: the catalog's property stays behind
-        catalog.forget()
+        catalog.forget()  # a process start
         synced.write([{"id": 2, "name": f"again{n}", "region": "apac"}])
         _, outcome = _round(spark, with_catalog)
-        behind.append(outcome["sync_s"])
-    row("sync at process start, catalog behind", behind)
+        assert outcome["synced"] is False, outcome  # behind only by commits that need nothing
+        start_checks.append(outcome["check_s"])
+        synced.write([{"id": 5, "name": f"moved{n}", "region": f"new{n}"}])
+        _round(spark, dict(with_catalog, catalog="none"))  # a new partition, written with no sync after it
+        catalog.forget()
+        synced.write([{"id": 2, "name": f"later{n}", "region": "apac"}])
+        _, outcome = _round(spark, with_catalog)
+        assert outcome["synced"] is True, outcome
+        start_syncs.append(outcome["sync_s"])
+    row("process start, catalog behind by commits that need nothing: the check", start_checks)
+    row("process start, catalog behind by a new partition: the sync", start_syncs)
     config = load_config(**with_catalog)
     target = catalog.CatalogTarget.of(config)
     forced = []

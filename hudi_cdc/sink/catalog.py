@@ -272,30 +272,42 @@ def _why_sync(
         synced_to, problem = _synced_to(spark, target)
         if synced_to is None:
             return ("never synced" if problem is None else f"catalog state unknown ({problem})"), _Known(None)
-        if synced_to != timeline.head:
-            return f"behind: synced to {synced_to}, the table is at {timeline.head}", _Known(None)
         partitions = _catalog_partitions(spark, target, config)
-        return None, _Known(timeline.head, timeline.schema(), partitions, synced_to=synced_to)
+        if synced_to == timeline.head:
+            return None, _Known(timeline.head, timeline.schema(), partitions, synced_to=synced_to)
+        # Behind by commits that may need nothing (a sync is only owed for a schema change or a new
+        # partition): judge them as below, from the schema the catalog was synced with.
+        synced_schema = timeline.schema_at(synced_to)
+        if synced_schema is None:  # that commit is archived, or recorded no schema: sync to be sure
+            return f"behind: synced to {synced_to}, the table is at {timeline.head}", _Known(None)
+        known = _Known(synced_to, synced_schema, partitions, synced_to=synced_to)
     if known.checked is None:
         return f"a previous sync failed ({known.error})", known
     if known.checked == timeline.head:
         return None, known
+    reason = _change_since(config, timeline, known)
+    if reason is not None:
+        return reason, known
+    return None, _Known(timeline.head, known.schema, known.partitions, known.synced_to)
+
+
+def _change_since(config: IngestConfig, timeline: _Timeline, known: _Known) -> str | None:
+    """What the commits after ``known.checked`` changed that the catalog must take (None: nothing)."""
     written: set[str] = set()
     schema = None
+    assert known.checked is not None
     for _instant, commit_schema, partitions in timeline.since(known.checked):
         schema = schema or commit_schema
         written |= partitions
     if schema is not None and _columns(schema) != _columns(known.schema):
-        return "the schema changed", known
+        return "the schema changed"
     fields = (config.partition_path_field or "").strip()
     new = (
         sorted(p for p in written if p and p not in known.partitions)
         if fields and config.catalog_sync_partitions
         else []
     )
-    if new:
-        return f"new partition(s) {', '.join(new[:5])}", known
-    return None, _Known(timeline.head, known.schema, known.partitions, known.synced_to)
+    return f"new partition(s) {', '.join(new[:5])}" if new else None
 
 
 def _remember(target: CatalogTarget, known: _Known) -> None:
@@ -478,10 +490,7 @@ class _Timeline:
             requested = str(item.requestedTime())
             if instant is not None and requested <= instant:
                 return
-            if str(item.getAction()) in ("replacecommit", "clustering"):
-                metadata = self._timeline.readReplaceCommitMetadata(item)
-            else:
-                metadata = self._timeline.readCommitMetadata(item)
+            metadata = self._metadata(item)
             schema = metadata.getMetadata("schema")
             partitions = {str(p) for p in metadata.getPartitionToWriteStats().keySet()}
             yield requested, (str(schema) if schema else None), partitions
@@ -489,6 +498,25 @@ class _Timeline:
     def schema(self) -> str | None:
         """The newest commit's schema."""
         return next((s for _, s, _ in self.since(None) if s), None)
+
+    def schema_at(self, instant: str) -> str | None:
+        """The schema the table had at ``instant``: the newest one recorded by a commit at or before it (None:
+        none on the active timeline)."""
+        assert self._timeline is not None
+        instants = self._timeline.getReverseOrderedInstants().iterator()
+        while instants.hasNext():
+            item = instants.next()
+            if str(item.requestedTime()) <= instant:
+                schema = self._metadata(item).getMetadata("schema")
+                if schema:
+                    return str(schema)
+        return None
+
+    def _metadata(self, item):  # noqa: ANN001, ANN202 - py4j HoodieInstant, HoodieCommitMetadata
+        assert self._timeline is not None
+        if str(item.getAction()) in ("replacecommit", "clustering"):
+            return self._timeline.readReplaceCommitMetadata(item)
+        return self._timeline.readCommitMetadata(item)
 
 
 def _refusal(
@@ -584,13 +612,11 @@ def _catalog_status(spark: SparkSession, config: IngestConfig) -> dict[str, Any]
 def _lags(spark: SparkSession, config: IngestConfig, target: CatalogTarget, timeline: _Timeline, synced: str) -> bool:
     if synced == timeline.head:
         return False
-    newer = list(timeline.since(synced))
-    schema = next((s for _, s, _ in newer if s), None)
-    at_sync = next((s for i, s, _ in timeline.since(None) if i <= synced and s), None)
-    if schema is not None and _columns(schema) != _columns(at_sync):
+    at_sync = timeline.schema_at(synced)
+    if at_sync is None:  # archived: the catalog's schema cannot be told, so it may lag
         return True
-    held = _catalog_partitions(spark, target, config)
-    return bool(held or config.partition_path_field) and any(p and p not in held for _, _, ps in newer for p in ps)
+    known = _Known(synced, at_sync, _catalog_partitions(spark, target, config), synced_to=synced)
+    return _change_since(config, timeline, known) is not None
 
 
 def describe(status: Mapping[str, Any]) -> str:

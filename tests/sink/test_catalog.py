@@ -145,6 +145,12 @@ def test_partitioned_cow_syncs_only_when_schema_or_partitions_change(spark, meta
     assert second.committed and second.details["catalog"]["synced"] is False
     assert metastore.table(db, "orders")["synced"] == first.commit_time  # type: ignore[index]
 
+    catalog.forget()  # a new process (a scheduled run): the catalog is a commit behind, one that needs nothing
+    orders.round([{"id": 2, "name": "b2", "region": "us"}])
+    again = hudi_cdc.ingest(**options)
+    assert again.committed and again.details["catalog"]["synced"] is False
+    assert metastore.table(db, "orders")["synced"] == first.commit_time  # type: ignore[index]
+
     orders.round([{"id": 3, "name": "c", "region": "apac"}])  # a new partition: synced
     third = hudi_cdc.ingest(**options)
     assert third.details["catalog"]["reason"].startswith("new partition(s) apac")
@@ -152,6 +158,7 @@ def test_partitioned_cow_syncs_only_when_schema_or_partitions_change(spark, meta
     assert after is not None and after["synced"] == third.commit_time
     assert after["partitions"] == ["region=apac", "region=eu", "region=us"]
 
+    catalog.forget()  # a new process again: behind by a commit that changed the schema
     orders.columns.append(("email", ["null", "string"]))  # a column added at the source: synced
     orders.round([{"id": 4, "name": "d", "region": "eu", "email": "d@x"}])
     fourth = hudi_cdc.ingest(**options)
