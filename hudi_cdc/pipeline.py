@@ -24,7 +24,7 @@ from hudi_cdc.envelope.type_mapping import TypeMapping
 from hudi_cdc.errors import ConfigError, DecodeError, HudiCdcError, SinkError, SourceError, retry_backoff_s
 from hudi_cdc.policy import merge_policy
 from hudi_cdc.sink import options as opt
-from hudi_cdc.sink.catalog import sync_after_round
+from hudi_cdc.sink.catalog import CatalogTarget, sync_after_round
 from hudi_cdc.sink.failures import WriteFailures
 from hudi_cdc.sink.hudi import HudiTable, SmallWrite, first_commit_rows, index_conf
 from hudi_cdc.sink.lineage import RoundLineage
@@ -183,6 +183,8 @@ def ingest_once(
     from hudi_cdc.spark import spark_session
 
     spark = spark or spark_session()
+    if config.catalog != "none":
+        CatalogTarget.of(config)  # a catalog name this source cannot render fails before anything is written
     result = _ingest_once(config, spark, source, steps)
     # Catalog sync (issue 45): after the commit is complete, never inside the write (sink.catalog).
     catalog = sync_after_round(spark, config)

@@ -25,7 +25,7 @@ from click.testing import CliRunner
 import hudi_cdc
 from hudi_cdc.cli import main
 from hudi_cdc.config import load_config
-from hudi_cdc.errors import TerminalSinkError
+from hudi_cdc.errors import ConfigError, TerminalSinkError
 from hudi_cdc.sink import catalog
 from hudi_cdc.testing.envelopes import envelope_schema, pg_event, write_events
 from hudi_cdc.testing.faults import kill_group
@@ -166,6 +166,14 @@ def test_partitioned_cow_syncs_only_when_schema_or_partitions_change(spark, meta
     assert metastore.table(db, "orders")["columns"]["email"] == "string"  # type: ignore[index]
     status = catalog.catalog_status(spark, load_config(**options))
     assert status is not None and status["lagging"] is False and status["synced_to"] == fourth.commit_time
+
+
+def test_a_catalog_name_the_source_cannot_render_fails_before_anything_is_written(spark, tmp_path: Path) -> None:  # noqa: ANN001
+    orders, base = Orders(tmp_path / "in"), tmp_path / "orders"
+    orders.round([{"id": 1, "name": "a", "region": "eu"}])
+    with pytest.raises(ConfigError, match=r"catalog_database '\{database\}' renders ''.*\{database\} not known"):
+        hudi_cdc.ingest(**_options(orders, base, "{database}"))  # a files source knows no database
+    assert not (base / ".hoodie").exists()
 
 
 def test_mor_registers_the_snapshot_ro_and_rt_tables(spark, metastore, tmp_path: Path) -> None:  # noqa: ANN001
