@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from hudi_cdc.errors import ConfigError, SourceError
 from hudi_cdc.sink import options as opt
+from hudi_cdc.sink.catalog import sync_after_round
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -165,6 +166,7 @@ def bootstrap(
     lsn, copied_ranges, result = _load(config, database, spark, claim, source_table, slot, ranges, fetch_size)
     if result.commit_time is not None:  # an empty table commits too: the commit holds the checkpoint
         claim.remove()
+        sync_after_round(spark, config)  # the catalog, as after a round (a metastore that is down: owed to the next)
     return BootstrapResult(
         table=config.target_table,
         base_path=config.target_base_path,

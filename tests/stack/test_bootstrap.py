@@ -8,6 +8,7 @@ killed once mid-load, the table ends equal to Postgres after the stream.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 import sys
@@ -226,19 +227,32 @@ def test_killed_under_writes_the_rerun_hands_over_with_no_gap(spark, tmp_path: P
         assert comparison.source_rows == conn.execute(f"select count(*) from {table}").fetchone()[0]
 
 
-def test_an_empty_table_is_loaded_and_a_rerun_changes_nothing(spark, tmp_path: Path) -> None:  # noqa: ANN001
+def test_an_empty_table_is_loaded_synced_to_the_catalog_and_a_rerun_changes_nothing(
+    spark,  # noqa: ANN001
+    tmp_path: Path,
+    metastore_uri: str,
+) -> None:
     run = uuid.uuid4().hex[:8]
     table, slot = f"inventory.boot_empty_{run}", f"boot_empty_{run}"
     with connect() as conn:
         conn.execute(f"create table {table} (id bigint primary key, v text)")
     base = tmp_path / "empty"
-    config = _config(f"bootempty{run}.{table}", base)
+    catalog = {"catalog": "hms", "catalog_uri": metastore_uri, "catalog_database": f"boot_{run}"}
+    config = dataclasses.replace(_config(f"bootempty{run}.{table}", base), **catalog)
+    conf = spark.sparkContext._jvm.org.apache.hadoop.hive.conf.HiveConf()
+    conf.set("hive.metastore.uris", metastore_uri)
+    metastore = spark.sparkContext._jvm.org.apache.hadoop.hive.metastore.HiveMetaStoreClient(conf)
     try:
         first = bootstrap(config, PG, table, slot=slot, spark=spark)
         assert first.commit_time is not None and first.rows == 0
         assert HudiTable(spark, str(base)).read().count() == 0
+        registered = metastore.getTable(f"boot_{run}", f"boot_empty_{run}")  # the first load is in the catalog
+        assert str(registered.getParameters().get("last_commit_time_sync")) == first.commit_time
         again = bootstrap(config, PG, table, slot=slot, spark=spark)
         assert again.already_loaded and again.consistent_point == first.consistent_point
     finally:
+        if f"boot_{run}" in [str(d) for d in metastore.getAllDatabases()]:
+            metastore.dropDatabase(f"boot_{run}", False, True, True)
+        metastore.close()
         with connect() as conn:
             conn.execute("select pg_drop_replication_slot(%s)", (slot,))
