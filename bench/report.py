@@ -61,6 +61,7 @@ SHOW: dict[str, list[Shown]] = {
     "history-cost": [Shown("rounds", hide=("min_s", "max_s", "tombstones_s", "compacting_s", "build_s"))],
     "shape-cost": [Shown("runs")],
     "history-size": [Shown("runs")],
+    "catalog-sync": [Shown("costs")],
     "index": [Shown("upserts", hide=("round_min_s", "data_files"))],
     "formats": [Shown("runs", hide=("note",))],
     "toast": [Shown("lookup")],
