@@ -271,6 +271,13 @@ class IngestConfig:
     """The job namespace; the job is ``hudi-cdc.ingest.<target_table>``."""
     lineage_timeout_seconds: float = 2.0
     """The most a round waits for its events to be sent; later, the round goes on (the events may be lost)."""
+    lineage_source_namespace: str | None = None
+    """The source database as OpenLineage names it (``postgres://host:5432``, ``mysql://host:3306``): a Debezium
+    source's events then also name the database table as an input, beside the topic or folder read (the change
+    events do not carry the database's address)."""
+    lineage_source_name: str | None = None
+    """That table's name: a template over ``{server} {database} {schema} {table}`` (default
+    ``{database}.{schema}.{table}`` for postgres://, ``{database}.{table}`` for mysql://)."""
 
     def __post_init__(self) -> None:
         _check_literal("table_type", self.table_type, TableType)
@@ -486,6 +493,17 @@ def _check_lineage(config: IngestConfig) -> None:
     timeout = config.lineage_timeout_seconds
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout <= 60:
         raise ConfigError(f"lineage_timeout_seconds must be a number of seconds in (0, 60], got {timeout!r}")
+    source = config.lineage_source_namespace
+    if source is not None and not re.fullmatch(r"[a-z][a-z0-9+.-]*://[^/\s]+", source):
+        raise ConfigError(
+            f"lineage_source_namespace {redact_url(source)!r}: expected scheme://host:port, e.g. postgres://db:5432"
+        )
+    if source is not None and "@" in source:
+        raise ConfigError("lineage_source_namespace: no credentials in it, it is sent in every event")
+    if source is not None and config.source == "jdbc":
+        raise ConfigError("lineage_source_namespace is for Debezium sources: a jdbc source names its table already")
+    if config.lineage_source_name is not None and source is None:
+        raise ConfigError("lineage_source_name needs lineage_source_namespace (the source database's address)")
     if not config.lineage_namespace.strip():
         raise ConfigError('lineage_namespace is empty: give the job namespace, e.g. "hudi-cdc"')
     if transport != "none" and importlib.util.find_spec("openlineage") is None:

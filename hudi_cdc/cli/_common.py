@@ -205,6 +205,14 @@ _CONFIG_OPTIONS = [
     click.option("--lineage-file", help="Lineage to a file: events appended, one JSON line each."),
     click.option("--lineage-namespace", help="Lineage: the job namespace (default hudi-cdc)."),
     click.option(
+        "--lineage-source-namespace",
+        help="Lineage: the source database (postgres://host:5432): its table is named as an input too.",
+    ),
+    click.option(
+        "--lineage-source-name",
+        help="Lineage: that table's name template (default {database}.{schema}.{table}; mysql: {database}.{table}).",
+    ),
+    click.option(
         "--lineage-timeout-seconds", type=float, help="Lineage: the most a round waits for its events (default 2)."
     ),
     # Catalog sync (issue 45; docs/catalog.md).

@@ -29,6 +29,8 @@ from urllib.parse import urlsplit
 
 from hudi_cdc._version import __version__
 from hudi_cdc.config import parse_mask, redact_url
+from hudi_cdc.errors import ConfigError
+from hudi_cdc.sink.catalog import source_parts
 from payloads.base import DELETED_COLUMN, INGESTED_AT_COLUMN, INTERNAL_PREFIX, OP_COLUMN, ORDER_COLUMN, SOURCE_TS_COLUMN
 
 if TYPE_CHECKING:
@@ -98,6 +100,39 @@ def input_datasets(config: IngestConfig) -> list[tuple[str, str]]:
         host = first.rpartition("://")[2]
         return [(f"kafka://{host}", topic) for topic in (config.shard_sources or (str(config.topic),))]
     return [dataset_of_path(folder) for folder in (config.shard_sources or (str(config.source_path),))]
+
+
+# The source table's default name per database kind (OpenLineage's naming: a Postgres table is
+# database.schema.table, a MySQL one database.table).
+_SOURCE_NAMES = {"postgres": "{database}.{schema}.{table}", "mysql": "{database}.{table}"}
+
+
+def source_table_dataset(config: IngestConfig) -> tuple[str, str] | None:
+    """The database table behind a Debezium source as ``(namespace, name)``, when ``lineage_source_namespace``
+    says where the database is (None otherwise, and for a merged table: its shards are many tables)."""
+    namespace = config.lineage_source_namespace
+    if namespace is None or config.shard_sources:
+        return None
+    scheme = namespace.partition("://")[0]
+    template = config.lineage_source_name or _SOURCE_NAMES.get(scheme)
+    if template is None:
+        raise ConfigError(
+            f"lineage_source_name: no default name for a {scheme}:// source; give one, e.g. "
+            '"inventory.{schema}.{table}" (--lineage-source-name)'
+        )
+    parts = source_parts(config)
+    try:
+        name = template.format(**parts)
+    except (KeyError, IndexError, ValueError) as exc:
+        raise ConfigError(f"lineage_source_name {template!r}: {exc!r} is not one of {sorted(parts)}") from None
+    unknown = [f for f, v in parts.items() if not v and "{" + f + "}" in template]
+    if unknown or not name.strip("."):
+        fields = ", ".join("{" + f + "}" for f in unknown)
+        raise ConfigError(
+            f"{config.target_table}: lineage_source_name {template!r} renders {name!r} ({fields} not known for "
+            'this source): give the name, e.g. "inventory.{schema}.{table}" (--lineage-source-name)'
+        )
+    return namespace, name
 
 
 def job_name(config: IngestConfig) -> str:
@@ -273,12 +308,28 @@ def _schema_fields(schema: StructType) -> list[Any]:
 
 
 # -- events ------------------------------------------------------------------------------------------------
-def _facet_edges(edges: Sequence[Edge], inputs: Sequence[tuple[str, str]]) -> list[Any]:
+def table_edges(edges: Sequence[Edge]) -> list[Edge]:
+    """The edges as the source database table's columns: a change event's ``after.x`` / ``before.x`` is the
+    table's column ``x``; its other fields (``source.*``, ``op``) are the stream's, not the table's."""
+    out = []
+    for edge in edges:
+        image, _, column = edge.field.partition(".")
+        if image in ("after", "before") and column:
+            out.append(Edge(column, edge.subtype, edge.description, edge.masking))
+    return _unique(out)
+
+
+def _facet_edges(
+    edges: Sequence[Edge], inputs: Sequence[tuple[str, str]], table: tuple[str, str] | None = None
+) -> list[Any]:
     from openlineage.client.generated.column_lineage_dataset import InputField, Transformation
 
     out = []
-    for namespace, name in inputs:
-        for edge in edges:
+    for (namespace, name), of_input in [
+        *((i, edges) for i in inputs),
+        *([(table, table_edges(edges))] if table else []),
+    ]:
+        for edge in of_input:
             kind = "INDIRECT" if edge.subtype == "FILTER" else "DIRECT"
             change = Transformation(kind, edge.subtype, edge.description or None, edge.masking)
             out.append(InputField(namespace, name, edge.field, [change]))
@@ -303,6 +354,8 @@ class RoundLineage:
         self.config, self.batch, self.policy, self.spark = config, batch, policy, spark
         self.on = config.lineage_transport != "none"
         self.started = datetime.now(UTC)
+        # Rendered now: a name this source cannot give fails the round before anything is written.
+        self.table = source_table_dataset(config) if self.on else None
 
     def __enter__(self) -> RoundLineage:
         return self
@@ -366,7 +419,12 @@ class RoundLineage:
                     run=Run(runId=run_id, facets=run_facets if last else {}),
                     job=job,
                     inputs=[
-                        InputDataset(namespace=ns, name=n, facets=input_facets if last else {}) for ns, n in inputs
+                        *(InputDataset(namespace=ns, name=n, facets=input_facets if last else {}) for ns, n in inputs),
+                        *(
+                            [InputDataset(*self.table, facets=self._table_facets() if last and not error else {})]
+                            if self.table
+                            else []
+                        ),
                     ],
                     outputs=[
                         OutputDataset(
@@ -396,6 +454,18 @@ class RoundLineage:
             schema = StructType([f for f in envelopes.fields if not f.name.startswith(INTERNAL_PREFIX)])
         return {"schema": SchemaDatasetFacet(fields=_schema_fields(schema), producer=PRODUCER)}
 
+    def _table_facets(self) -> dict[str, Any]:
+        """The source table's schema: the columns of the change events' ``after`` image."""
+        from openlineage.client.generated.schema_dataset import SchemaDatasetFacet
+        from pyspark.sql.types import StructType
+
+        if not self.batch.parts:
+            return {}
+        after = self.batch.parts[0].envelopes.schema["after"].dataType
+        if not isinstance(after, StructType):
+            return {}
+        return {"schema": SchemaDatasetFacet(fields=_schema_fields(after), producer=PRODUCER)}
+
     def _output_facets(self, inputs: Sequence[tuple[str, str]]) -> dict[str, Any]:
         from openlineage.client.generated.column_lineage_dataset import ColumnLineageDatasetFacet, Fields
         from openlineage.client.generated.schema_dataset import SchemaDatasetFacet
@@ -412,11 +482,11 @@ class RoundLineage:
         lineage, dataset = column_lineage(
             table.fieldNames(), config, meta_fields=meta, order_fields=order, reads=reads, keys=keys
         )
-        fields = {c: Fields(inputFields=_facet_edges(edges, inputs)) for c, edges in lineage.items()}
+        fields = {c: Fields(inputFields=_facet_edges(edges, inputs, self.table)) for c, edges in lineage.items()}
         return {
             "schema": SchemaDatasetFacet(fields=_schema_fields(table), producer=PRODUCER),
             "columnLineage": ColumnLineageDatasetFacet(
-                fields=fields, dataset=_facet_edges(dataset, inputs), producer=PRODUCER
+                fields=fields, dataset=_facet_edges(dataset, inputs, self.table), producer=PRODUCER
             ),
         }
 

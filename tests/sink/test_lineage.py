@@ -9,7 +9,16 @@ import pytest
 from hudi_cdc.config import load_config
 from hudi_cdc.errors import ConfigError
 from hudi_cdc.service.spec import TableRef, load_pipeline
-from hudi_cdc.sink.lineage import FILTER, Edge, column_lineage, dataset_of_path, input_datasets, job_name
+from hudi_cdc.sink.lineage import (
+    FILTER,
+    Edge,
+    column_lineage,
+    dataset_of_path,
+    input_datasets,
+    job_name,
+    source_table_dataset,
+    table_edges,
+)
 
 BASE = dict(source_path="/data/customers", target_base_path="/lake/customers", target_table="customers")
 META = {"_source_lsn": "source.lsn", "_source_txid": "source.txId", "_source_ts_ms": "source.ts_ms"}
@@ -82,6 +91,35 @@ def test_dataset_names_follow_openlineages_conventions() -> None:
     assert input_datasets(my) == [("mysql://db:3306", "shop.orders")]
     query = _config(source="jdbc", jdbc_url="jdbc:mariadb://db/shop", jdbc_query="select 1 as id", jdbc_mode="full")
     assert input_datasets(query) == []
+
+
+def test_the_database_table_behind_a_debezium_source_is_named_when_its_address_is_given() -> None:
+    kafka = {"source": "kafka", "bootstrap_servers": "k:9092", "kafka_value_format": "json"}
+    pg = _config(**kafka, topic="dbserver1.public.customers", lineage_source_namespace="postgres://db:5432")
+    assert source_table_dataset(_config(**kafka, topic="dbserver1.public.customers")) is None  # not asked for
+    with pytest.raises(
+        ConfigError, match=r"renders '\.public\.customers' \(\{database\} not known.*--lineage-source-name"
+    ):
+        source_table_dataset(pg)  # a Postgres topic names no database
+    named = _config(
+        **kafka,
+        topic="dbserver1.public.customers",
+        lineage_source_namespace="postgres://db:5432",
+        lineage_source_name="shop.{schema}.{table}",
+    )
+    assert source_table_dataset(named) == ("postgres://db:5432", "shop.public.customers")
+    my = _config(**kafka, topic="dbserver1.shop.orders", flavor="mysql", lineage_source_namespace="mysql://db:3306")
+    assert source_table_dataset(my) == ("mysql://db:3306", "shop.orders")  # MySQL's topic names its database
+    for bad, why in (
+        ({"lineage_source_namespace": "db:5432"}, "expected scheme://host:port"),
+        ({"lineage_source_namespace": "postgres://u:pw@db:5432"}, "no credentials"),
+        ({"lineage_source_name": "x.{table}"}, "needs lineage_source_namespace"),
+    ):
+        with pytest.raises(ConfigError, match=why):
+            _config(**kafka, topic="dbserver1.public.customers", **bad)
+    # The table's columns are the change events' images; the stream's own fields are not the table's.
+    edges = [Edge("after.email_address", "TRANSFORMATION", "mask hash", True), Edge("before.email_address"), Edge("op")]
+    assert table_edges(edges) == [Edge("email_address", "TRANSFORMATION", "mask hash", True)]
 
 
 def test_column_lineage_through_renames_masks_computed_columns_and_the_filter() -> None:

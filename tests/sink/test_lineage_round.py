@@ -194,15 +194,30 @@ def test_events_of_shaped_rounds_over_file_http_and_a_black_hole(
     # Round 2 over http, to a real local server, with the API key from the environment.
     write_events(source / "0002.avro", SCHEMA, [pg_event("u", lsn=20, after=_row(1, "gold"))])
     http_args = ["--lineage-transport", "http", "--lineage-url", collector[0], "--lineage-api-key-env", "OL_API_KEY"]
-    assert run_cli(*args, *http_args).exit_code == 0
+    # ... and naming the database table behind the change files as an input too.
+    table_args = ["--lineage-source-namespace", "postgres://db:5432", "--lineage-source-name", "shop.public.{table}"]
+    assert run_cli(*args, *http_args, *table_args).exit_code == 0
     received = collector[1]
     assert [(path, event["eventType"]) for path, event, _ in received] == [
         ("/api/v1/lineage", "START"),
         ("/api/v1/lineage", "COMPLETE"),
     ]
     assert {auth for _, _, auth in received} == {"Bearer k3y-0f-th3-api"}
-    _validate(received[1][1])
-    assert _mapping(received[1][1]) == mapping
+    second = received[1][1]
+    _validate(second)
+    folder, database_table = second["inputs"]
+    assert (database_table["namespace"], database_table["name"]) == ("postgres://db:5432", "shop.public.events")
+    assert {f["name"] for f in database_table["facets"]["schema"]["fields"]} >= {"id", "email_address", "status"}
+    by_input: dict[str, dict[str, list]] = {}
+    for column, value in second["outputs"][0]["facets"]["columnLineage"]["fields"].items():
+        for f in value["inputFields"]:
+            by_input.setdefault(f["name"], {}).setdefault(column, []).append(f["field"])
+    assert {c: sorted(fs) for c, fs in by_input[folder["name"]].items()} == {
+        c: sorted(f for f, *_ in edges) for c, edges in mapping.items() if edges
+    }
+    from_table = by_input["shop.public.events"]
+    assert from_table["email"] == ["email_address"] and from_table["label"] == ["status", "id"]
+    assert "_source_lsn" not in from_table and "changed" not in from_table  # the stream's, not the table's
 
     # Round 3: an endpoint that accepts and never answers costs the round at most the timeout, and it commits.
     write_events(source / "0003.avro", SCHEMA, [pg_event("u", lsn=30, after=_row(1, "silver"))])
