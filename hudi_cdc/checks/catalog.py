@@ -94,27 +94,19 @@ def _read_catalog(ctx: _Context, spark: Any) -> _Catalog:  # noqa: ANN401 - a Sp
 
 
 def _client(spark: Any, uri: str, options: Mapping[str, str], shown: str) -> Any:  # noqa: ANN401 - py4j
-    """A ``HiveMetaStoreClient`` of the session's Hive classes, connected; TransientError naming ``shown``."""
-    from hudi_cdc._jvm import hadoop_conf, jvm
+    """A ``HiveMetaStoreClient`` set up as the sync's (``sink.catalog.metastore_client``), connected, with one
+    bounded try; TransientError naming ``shown``."""
+    from hudi_cdc.sink.catalog import metastore_client
 
-    gateway = jvm(spark)
-    hadoop = hadoop_conf(spark)
-    conf = gateway.org.apache.hadoop.hive.conf.HiveConf(hadoop, hadoop.getClass())
-    for key, value in options.items():
-        if key.startswith("hive."):  # the client's own settings (SASL, ...), as the sync gets them
-            conf.set(key, value)
     bounded = {
-        "hive.metastore.uris": uri,
         "hive.metastore.connect.retries": "1",
         "hive.metastore.client.connect.retry.delay": "0s",
         "hive.metastore.client.socket.timeout": f"{TIMEOUT_S}s",
         # Its set_ugi call would be a second wait on a metastore that accepts and never answers (10 s, not 5).
         "hive.metastore.execute.setugi": "false",
     }
-    for key, value in bounded.items():
-        conf.set(key, value)
     try:
-        return gateway.org.apache.hadoop.hive.metastore.HiveMetaStoreClient(conf)
+        return metastore_client(spark, uri, options, fixed=bounded)
     except Exception as exc:  # noqa: BLE001 - py4j wraps Hive's MetaException
         raise TransientError(
             f"the Hive metastore at {shown} did not answer (one try, {TIMEOUT_S}s timeout): {_first_line(exc)}"

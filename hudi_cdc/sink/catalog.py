@@ -36,7 +36,15 @@ if TYPE_CHECKING:
 
     from hudi_cdc.config import IngestConfig
 
-__all__ = ["CatalogTarget", "PAUSE_ENV", "catalog_status", "forget", "sync_after_round", "sync_options"]
+__all__ = [
+    "CatalogTarget",
+    "PAUSE_ENV",
+    "catalog_status",
+    "forget",
+    "metastore_client",
+    "sync_after_round",
+    "sync_options",
+]
 
 log = logging.getLogger("hudi_cdc")
 
@@ -269,7 +277,7 @@ def _why_sync(
 ) -> tuple[str | None, _Known]:
     """Why the catalog needs a sync now (None: it does not), and what is known once it has none."""
     if known is None:  # new to this process: ask the catalog once
-        synced_to, problem = _synced_to(spark, target)
+        synced_to, problem = _synced_to(spark, target, config)
         if synced_to is None:
             return ("never synced" if problem is None else f"catalog state unknown ({problem})"), _Known(None)
         partitions = _catalog_partitions(spark, target, config)
@@ -355,7 +363,7 @@ def _run_sync(spark: SparkSession, config: IngestConfig, target: CatalogTarget) 
 def _check_location(spark: SparkSession, config: IngestConfig, target: CatalogTarget) -> None:
     """Refuse to take over a catalog table registered for another Hudi table: Hudi's sync would re-point it
     (it replaces a table whose location changed), and that table's readers would read this one."""
-    client = _metastore_client(spark, target)
+    client = _metastore_client(spark, target, config)
     try:
         if not client.tableExists(target.database, target.table):
             return
@@ -392,22 +400,36 @@ def _missing_tool(target: CatalogTarget) -> str:
     )
 
 
-def _metastore_client(spark: SparkSession, target: CatalogTarget):  # noqa: ANN202 - py4j HiveMetaStoreClient
+def metastore_client(
+    spark: SparkSession,
+    uri: str,
+    options: Mapping[str, str],
+    *,
+    defaults: Mapping[str, str] = _HIVE_CLIENT_DEFAULTS,
+    fixed: Mapping[str, str] | None = None,
+):  # noqa: ANN202 - py4j HiveMetaStoreClient
+    """A Hive metastore client as the sync's own is set up: the session's Hadoop settings, ``defaults``, then
+    the ``hive.*`` settings of ``catalog_options`` (SASL and the like), then ``fixed`` (a caller's bounds)."""
     gateway = jvm(spark)
-    conf = gateway.org.apache.hadoop.hive.conf.HiveConf()
-    conf.set("hive.metastore.uris", target.uri or "")
-    for key, value in _HIVE_CLIENT_DEFAULTS.items():
+    hadoop = hadoop_conf(spark)
+    conf = gateway.org.apache.hadoop.hive.conf.HiveConf(hadoop, hadoop.getClass())
+    settings = {**defaults, **{k: v for k, v in options.items() if k.startswith("hive.")}, **(fixed or {})}
+    for key, value in {**settings, "hive.metastore.uris": uri}.items():
         conf.set(key, value)
     return gateway.org.apache.hadoop.hive.metastore.HiveMetaStoreClient(conf)
 
 
-def _synced_to(spark: SparkSession, target: CatalogTarget) -> tuple[str | None, str | None]:
+def _metastore_client(spark: SparkSession, target: CatalogTarget, config: IngestConfig):  # noqa: ANN202 - py4j
+    return metastore_client(spark, target.uri or "", config.catalog_options)
+
+
+def _synced_to(spark: SparkSession, target: CatalogTarget, config: IngestConfig) -> tuple[str | None, str | None]:
     """The oldest instant the target's catalog tables are synced to (None: a table is missing, or the catalog
     cannot say), and why it cannot say. Only a Hive Metastore is asked; other kinds are synced once per process."""
     if target.kind != "hms":
         return None, None
     try:
-        client = _metastore_client(spark, target)
+        client = _metastore_client(spark, target, config)
     except Exception as exc:  # noqa: BLE001 - an unreachable metastore: the sync will say it again
         return None, java_message(exc).splitlines()[0]
     try:
@@ -431,7 +453,7 @@ def _catalog_partitions(spark: SparkSession, target: CatalogTarget, config: Inge
     if target.kind != "hms" or not config.partition_path_field or not config.catalog_sync_partitions:
         return set()
     try:
-        client = _metastore_client(spark, target)
+        client = _metastore_client(spark, target, config)
         try:
             names = [str(n) for n in client.listPartitionNames(target.database, target.table, -1)]
         finally:
@@ -533,7 +555,7 @@ def _refusal(
         assert hive is not None
         listed = re.match(r"[\w\s,]*", hive[1])
         columns = re.findall(r"\w+", listed[0] if listed else "")[:5]
-        changes = [(c, *_types_of(spark, target, timeline, c)) for c in columns]
+        changes = [(c, *_types_of(spark, target, config, timeline, c)) for c in columns]
     what = "; ".join(f"column {c} from {old} to {new}" for c, old, new in changes)
     return (
         f"{config.target_table}: the {target.where} refused the schema change ({what}). Commit {timeline.head} "
@@ -544,11 +566,13 @@ def _refusal(
     )
 
 
-def _types_of(spark: SparkSession, target: CatalogTarget, timeline: _Timeline, column: str) -> tuple[str, str]:
+def _types_of(
+    spark: SparkSession, target: CatalogTarget, config: IngestConfig, timeline: _Timeline, column: str
+) -> tuple[str, str]:
     """A column's type in the catalog and in the table's newest schema (``?`` when unknown)."""
     old = new = "?"
     try:
-        client = _metastore_client(spark, target)
+        client = _metastore_client(spark, target, config)
         try:
             for col in client.getTable(target.database, target.table).getSd().getCols():
                 if str(col.getName()) == column.lower():
@@ -601,7 +625,7 @@ def _catalog_status(spark: SparkSession, config: IngestConfig) -> dict[str, Any]
     if target.kind != "hms":
         status["problem"] = f"the {target.kind} catalog's state is not read here"
         return status
-    synced_to, problem = _synced_to(spark, target)
+    synced_to, problem = _synced_to(spark, target, config)
     status["synced_to"], status["problem"] = synced_to, problem
     if problem is not None or timeline.head is None:
         return status
