@@ -146,15 +146,25 @@ def source_parts(config: IngestConfig) -> dict[str, str]:
     return parts
 
 
+def render_source_name(setting: str, template: str, parts: Mapping[str, str]) -> tuple[str, list[str]]:
+    """The name ``template`` (the value of ``setting``) renders from the source's ``parts``, and the fields it
+    uses that this source does not know (they render empty)."""
+    try:
+        name = template.format(**parts)
+    except (KeyError, IndexError, ValueError) as exc:
+        raise ConfigError(f"{setting} {template!r}: {exc!r} is not one of {sorted(parts)}") from None
+    return name, [f for f, v in parts.items() if not v and "{" + f + "}" in template]
+
+
 def catalog_names(config: IngestConfig) -> tuple[str, str]:
     """The catalog database and table names the settings' templates render for this table (lower case)."""
     parts = source_parts(config)
     names = []
     for setting in ("catalog_database", "catalog_table"):
         template = getattr(config, setting)
-        name = template.format(**parts).lower()
+        name, empty = render_source_name(setting, template, parts)
+        name = name.lower()
         if not _NAME.fullmatch(name):
-            empty = [f for f, v in parts.items() if not v and "{" + f + "}" in template]
             hint = f" ({', '.join('{' + f + '}' for f in empty)} not known for this source)" if empty else ""
             raise ConfigError(
                 f"{config.target_table}: {setting} {template!r} renders {name!r}{hint}, not a catalog name "

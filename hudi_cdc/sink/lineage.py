@@ -30,7 +30,7 @@ from urllib.parse import urlsplit
 from hudi_cdc._version import __version__
 from hudi_cdc.config import parse_mask, redact_url
 from hudi_cdc.errors import ConfigError
-from hudi_cdc.sink.catalog import source_parts
+from hudi_cdc.sink.catalog import render_source_name, source_parts
 from payloads.base import DELETED_COLUMN, INGESTED_AT_COLUMN, INTERNAL_PREFIX, OP_COLUMN, ORDER_COLUMN, SOURCE_TS_COLUMN
 
 if TYPE_CHECKING:
@@ -120,12 +120,7 @@ def source_table_dataset(config: IngestConfig) -> tuple[str, str] | None:
             f"lineage_source_name: no default name for a {scheme}:// source; give one, e.g. "
             '"inventory.{schema}.{table}" (--lineage-source-name)'
         )
-    parts = source_parts(config)
-    try:
-        name = template.format(**parts)
-    except (KeyError, IndexError, ValueError) as exc:
-        raise ConfigError(f"lineage_source_name {template!r}: {exc!r} is not one of {sorted(parts)}") from None
-    unknown = [f for f, v in parts.items() if not v and "{" + f + "}" in template]
+    name, unknown = render_source_name("lineage_source_name", template, source_parts(config))
     if unknown or not name.strip("."):
         fields = ", ".join("{" + f + "}" for f in unknown)
         raise ConfigError(
