@@ -29,6 +29,7 @@ from urllib.parse import urlsplit
 from hudi_cdc._jvm import hadoop_conf, java_message, jvm
 from hudi_cdc.config import redact, redact_url
 from hudi_cdc.errors import ConfigError, HudiCdcError, TerminalSinkError
+from hudi_cdc.sink.hudi import HudiTable
 from hudi_cdc.sink.trino_compat import ensure_history_folder
 
 if TYPE_CHECKING:
@@ -497,32 +498,18 @@ def _columns(schema: str | None) -> list[tuple[str, str]] | None:
 
 
 class _Timeline:
-    """The table's completed commits, newest first, each one's metadata read only when asked."""
+    """The table's completed commits, newest first, as listed once; each one's metadata read only when asked."""
 
     def __init__(self, spark: SparkSession, base_path: str) -> None:
-        gateway = jvm(spark)
-        path = gateway.org.apache.hadoop.fs.Path(base_path.rstrip("/") + "/.hoodie/hoodie.properties")
-        self._timeline = None
-        self.head: str | None = None
-        if not path.getFileSystem(hadoop_conf(spark)).exists(path):
-            return
-        storage = gateway.org.apache.hudi.storage.hadoop.HadoopStorageConfiguration(hadoop_conf(spark))
-        client = gateway.org.apache.hudi.common.table.HoodieTableMetaClient.builder()
-        client = client.setConf(storage).setBasePath(base_path).build()
-        self._timeline = client.getActiveTimeline().getCommitsTimeline().filterCompletedInstants()
-        last = self._timeline.lastInstant()
-        self.head = str(last.get().requestedTime()) if last.isPresent() else None
+        self._commits = [(instant, read) for instant, _, read in HudiTable(spark, base_path).completed_commits()]
+        self.head: str | None = self._commits[0][0] if self._commits else None
 
     def since(self, instant: str | None) -> Iterator[tuple[str, str | None, set[str]]]:
         """Commits newer than ``instant``, newest first: (instant, its schema or None, the partitions it wrote)."""
-        assert self._timeline is not None
-        instants = self._timeline.getReverseOrderedInstants().iterator()
-        while instants.hasNext():
-            item = instants.next()
-            requested = str(item.requestedTime())
+        for requested, read in self._commits:
             if instant is not None and requested <= instant:
                 return
-            metadata = self._metadata(item)
+            metadata = read()
             schema = metadata.getMetadata("schema")
             partitions = {str(p) for p in metadata.getPartitionToWriteStats().keySet()}
             yield requested, (str(schema) if schema else None), partitions
@@ -534,21 +521,12 @@ class _Timeline:
     def schema_at(self, instant: str) -> str | None:
         """The schema the table had at ``instant``: the newest one recorded by a commit at or before it (None:
         none on the active timeline)."""
-        assert self._timeline is not None
-        instants = self._timeline.getReverseOrderedInstants().iterator()
-        while instants.hasNext():
-            item = instants.next()
-            if str(item.requestedTime()) <= instant:
-                schema = self._metadata(item).getMetadata("schema")
+        for requested, read in self._commits:
+            if requested <= instant:
+                schema = read().getMetadata("schema")
                 if schema:
                     return str(schema)
         return None
-
-    def _metadata(self, item):  # noqa: ANN001, ANN202 - py4j HoodieInstant, HoodieCommitMetadata
-        assert self._timeline is not None
-        if str(item.getAction()) in ("replacecommit", "clustering"):
-            return self._timeline.readReplaceCommitMetadata(item)
-        return self._timeline.readCommitMetadata(item)
 
 
 def _refusal(

@@ -8,9 +8,10 @@ back on the next write, with the checkpoint still at the previous commit.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+import functools
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from hudi_cdc._jvm import hadoop_conf, java_message, jvm
 from hudi_cdc.errors import SinkError
@@ -151,20 +152,10 @@ class HudiTable:
         Lazily: a round needs the newest checkpoint and its own new commit, and reading
         every commit's metadata through the JVM gateway cost 0.2-0.3 s at 13 commits.
         """
-        if not self.exists():
-            return
-        timeline = self._timeline()
-        instants = timeline.getReverseOrderedInstants().iterator()
-        while instants.hasNext():
-            instant = instants.next()
-            requested = str(instant.requestedTime())
+        for requested, action, read in self.completed_commits():
             if only is not None and requested not in only:
                 continue
-            action = str(instant.getAction())
-            if action in ("replacecommit", "clustering"):
-                metadata = timeline.readReplaceCommitMetadata(instant)
-            else:
-                metadata = timeline.readCommitMetadata(instant)
+            metadata = read()
             extra = {str(k): str(v) for k, v in dict(metadata.getExtraMetadata()).items()}
             written = {
                 "inserts": int(metadata.fetchTotalInsertRecordsWritten()),
@@ -172,6 +163,23 @@ class HudiTable:
             }
             operation = metadata.getOperationType()
             yield CommitInfo(requested, action, extra, written, str(operation.value()) if operation else "")
+
+    def completed_commits(self) -> Iterator[tuple[str, str, Callable[[], Any]]]:
+        """Completed commits, delta commits and replace commits, newest first: each one's instant time, its
+        action, and a function that reads its metadata (Hudi's ``HoodieCommitMetadata``) when called."""
+        if not self.exists():
+            return
+        timeline = self._timeline()
+        instants = timeline.getReverseOrderedInstants().iterator()
+        while instants.hasNext():
+            instant = instants.next()
+            action = str(instant.getAction())
+            read = (
+                timeline.readReplaceCommitMetadata
+                if action in ("replacecommit", "clustering")
+                else timeline.readCommitMetadata
+            )
+            yield str(instant.requestedTime()), action, functools.partial(read, instant)
 
     def checkpoint_commit(self) -> CommitInfo | None:
         """The newest commit that carries a checkpoint (compactions and cleans carry none)."""
