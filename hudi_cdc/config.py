@@ -179,6 +179,11 @@ class IngestConfig:
     retry_timeout_seconds: float = 900.0
     """Continuous mode: how long transient failures (a broker or registry restarting) are retried, with
     backoff, before the run gives up; counted from the first failure of a series."""
+    lease_expiry_seconds: float = 60.0
+    """The table's writer lease (docs/many-processes.md): a holder whose heartbeat is this many seconds old is
+    taken for dead, and another process may take the table over."""
+    lease_wait_seconds: float = 0.0
+    """How long a writer waits for the table's lease another live process holds before it is refused."""
     toast_placeholder: str = DEFAULT_TOAST_PLACEHOLDER
     tombstone_retention_hours: float = 168.0
     tombstone_path: str | None = None
@@ -334,6 +339,8 @@ class IngestConfig:
             raise ConfigError("retry_timeout_seconds must be >= 0")
         if self.min_sync_interval_seconds < 0:
             raise ConfigError("min_sync_interval_seconds must be >= 0")
+        if not self.lease_expiry_seconds > 0 or self.lease_wait_seconds < 0:
+            raise ConfigError("lease_expiry_seconds must be > 0 and lease_wait_seconds >= 0")
         if self.max_freshness_seconds is not None and not self.max_freshness_seconds > 0:
             raise ConfigError(f"max_freshness_seconds must be > 0, got {self.max_freshness_seconds}")
 
@@ -661,6 +668,8 @@ def normalise_settings(values: Mapping[str, Any], origin: str) -> dict[str, Any]
             "retry_timeout_seconds",
             "jdbc_lookback_seconds",
             "lineage_timeout_seconds",
+            "lease_expiry_seconds",
+            "lease_wait_seconds",
         ) and isinstance(value, str):
             value = _parse_number(key, value, float, origin)
         elif key in (
