@@ -12,6 +12,7 @@ commands, shells). This module is the top: the Python API's shell.
 
 from __future__ import annotations
 
+import inspect
 from typing import TYPE_CHECKING, Any
 
 from hudi_cdc._version import __version__
@@ -67,10 +68,12 @@ def ingest(
 ) -> IngestResult:
     """Run one ingest round and return what it did.
 
-    Pass an :class:`IngestConfig`, or the same options as the CLI as keywords
-    (``source_path=..., target_base_path=..., target_table=...,
-    record_key_fields="id", table_type="mor", hoodie_conf={...}``), which are
-    merged over ``HUDI_CDC__*`` environment variables like the CLI does.
+    Pass an :class:`IngestConfig`, or the settings as keywords by their names
+    (docs/settings.md: ``source_path=..., target_base_path=..., target_table=...,
+    record_key_fields=["id"], table_type="mor", masks={"email": "hash"},
+    hoodie_conf={...}``; also ``config_file`` and ``props_file``), which go over
+    the file and the ``HUDI_CDC__*`` environment variables as the CLI's options
+    do. An unknown keyword is refused with the closest names; an old name warns.
     """
     from hudi_cdc.pipeline import ingest_once
 
@@ -79,3 +82,20 @@ def ingest(
     elif options:
         raise TypeError("pass either an IngestConfig or keyword options, not both")
     return ingest_once(config, spark=spark)
+
+
+def _ingest_signature() -> inspect.Signature:
+    """``ingest``'s signature as help() and editors show it: each declared setting a keyword."""
+    from hudi_cdc.settings import declared
+
+    kw = inspect.Parameter.KEYWORD_ONLY
+    params = [
+        inspect.Parameter("config", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None),
+        inspect.Parameter("spark", kw, default=None),
+        *(inspect.Parameter(name, kw, default=None) for name in ("config_file", "props_file", "env")),
+        *(inspect.Parameter(d.name, kw, default=None) for d in declared(IngestConfig) if "python" in d.where),
+    ]
+    return inspect.Signature(params, return_annotation="IngestResult")
+
+
+ingest.__signature__ = _ingest_signature()  # type: ignore[attr-defined]

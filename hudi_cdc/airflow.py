@@ -26,46 +26,64 @@ import re
 import signal
 import subprocess
 import threading
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from hudi_cdc.cli.wrappers import EXIT_TRANSIENT
 from hudi_cdc.config import redact
+from hudi_cdc.errors import ConfigError
+from hudi_cdc.settings import flag_name, lookup
 
 # HudiCdcIngestOperator is built on first access (module __getattr__), so Airflow is imported only then.
 __all__ = ["EXIT_TRANSIENT", "HudiCdcIngestOperator", "ingest_command", "outcome_of"]  # noqa: F822
 
-# Option names as ``hudi_cdc.ingest()`` takes them, where the CLI flag differs.
-_FLAG_NAMES = {"record_key_fields": "record-key-field", "props_file": "props", "config_file": "config"}
+# Options that are not settings: the files ingest reads its settings from.
+_FILE_OPTIONS = {"props_file": "--props", "config_file": "--config"}
 
 
-def ingest_command(options: Mapping[str, Any], *, command: Sequence[str] = ("hudi-cdc",)) -> list[str]:
-    """The ``hudi-cdc ingest ... --json`` argument list for ``options`` (the keywords of ``hudi_cdc.ingest``).
+def ingest_command(
+    options: Mapping[str, Any], *, command: Sequence[str] = ("hudi-cdc",), config_class: type | None = None
+) -> list[str]:
+    """The ``hudi-cdc ingest ... --json`` argument list for ``options``: the settings by their names
+    (docs/settings.md; old names warn), ``props_file`` and ``config_file``.
 
-    ``hoodie_conf`` is a mapping of Hudi settings; ``True`` is a bare flag;
-    ``None`` and ``False`` are left out; a list becomes a comma-separated value.
-    An option the CLI does not know raises ValueError naming it, when the DAG is parsed.
+    Each flag is derived from the setting's declaration: ``True``/``False`` is ``--x``/``--no-x``;
+    ``None`` is left out; a list is the flag repeated, once per item; a mapping (``masks``,
+    ``hoodie_conf``...) is the flag repeated, once per ``KEY=VALUE``. The ``on_<kind>`` shorthands of
+    ``schema_changes`` pass as ``--on-<kind>``. An unknown name raises ConfigError with the closest
+    names, when the DAG is parsed.
     """
-    from hudi_cdc.cli import ingest as ingest_cli
+    from hudi_cdc.config import SCHEMA_CHANGE_KINDS, IngestConfig
 
-    known = {opt for param in ingest_cli.params for opt in param.opts}
     argv = [*command, "ingest"]
     for name, value in options.items():
-        flag = "--" + _FLAG_NAMES.get(name, name.replace("_", "-"))
-        if flag not in known or flag == "--json":
-            raise ValueError(f"hudi-cdc ingest has no option {name!r} (flag {flag}); see `hudi-cdc ingest --help`")
-        if value is None or value is False:
+        if value is None:
             continue
-        if name == "hoodie_conf":
-            for key, setting in dict(value).items():
-                argv += [flag, f"{key}={setting}"]
-        elif value is True:
-            argv.append(flag)
-        elif isinstance(value, (list, tuple)):
-            argv += [flag, ",".join(map(str, value))]
+        if name in _FILE_OPTIONS:
+            argv += [_FILE_OPTIONS[name], str(value)]
+            continue
+        if name.startswith("on_") and name.removeprefix("on_") in SCHEMA_CHANGE_KINDS:
+            argv += [flag_name(name), str(value)]
+            continue
+        d = lookup(config_class or IngestConfig, name, f"HudiCdcIngestOperator option {name}", warn=_deprecated)
+        if "airflow" not in d.where:
+            raise ConfigError(f"HudiCdcIngestOperator option {name}: {d.name} is not an ingest option")
+        if d.kind == "bool":
+            argv.append(d.flag if value else f"--no-{d.flag[2:]}")
+        elif d.kind == "mapping":
+            for key, item in dict(value).items():
+                argv += [d.flag, f"{key}={item}"]
+        elif d.kind == "list" and not isinstance(value, str):
+            for item in value:
+                argv += [d.flag, str(item)]
         else:
-            argv += [flag, str(value)]
+            argv += [d.flag, str(value)]
     return [*argv, "--json"]
+
+
+def _deprecated(message: str) -> None:
+    warnings.warn(message, FutureWarning, stacklevel=3)
 
 
 def outcome_of(returncode: int) -> Literal["ok", "retry", "fail"]:
@@ -145,8 +163,10 @@ def _build_operator() -> type:
     class HudiCdcIngestOperator(base_operator):  # type: ignore[misc, valid-type]
         """One ``hudi-cdc ingest`` round for one table; its result goes to XCom.
 
-        ``options`` are the keywords of ``hudi_cdc.ingest`` (``source``,
-        ``topic``, ``target_base_path``, ``hoodie_conf``...), templated.
+        ``options`` are the settings by their names, as ``hudi_cdc.ingest``
+        takes them (``source``, ``topic``, ``target_base_path``,
+        ``columns_drop=["a", "b"]``, ``masks={...}``, ``hoodie_conf``...;
+        docs/settings.md), templated.
         ``command`` starts hudi-cdc: ``["hudi-cdc"]`` from ``PATH``, the
         ``hudi-cdc`` of another venv, or a ``spark-submit ... <launcher>`` list
         for a cluster (``hudi-cdc jars`` prints one). ``env`` is added to the

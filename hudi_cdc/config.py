@@ -1,5 +1,7 @@
-"""Typed configuration: a TOML file, then ``HUDI_CDC__*`` environment variables,
-then explicit arguments, later ones winning (PyIceberg's order).
+"""Typed configuration: the settings of one table's ``ingest``, each declared once as a field of
+:class:`IngestConfig` (``hudi_cdc.settings``), read in one precedence: the built-in defaults, then
+the ``--config`` TOML file, then ``HUDI_CDC__*`` environment variables, then arguments (flags or
+keywords), later ones winning.
 
 Hudi's own settings pass through untouched, as with HoodieStreamer: ``--props FILE``
 (Java properties) first, then each ``--hoodie-conf k=v``.
@@ -7,17 +9,29 @@ Hudi's own settings pass through untouched, as with HoodieStreamer: ``--props FI
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import re
 import tomllib
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+import warnings
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, get_args
 from urllib.parse import urlsplit, urlunsplit
 
 from hudi_cdc.errors import ConfigError
+from hudi_cdc.settings import (
+    ENV_PREFIX,
+    INGEST,
+    PIPELINE_TABLE,
+    PLACES,
+    Declared,
+    coerce,
+    declared,
+    flag_name,
+    lookup,
+    setting,
+)
 from payloads.postgres import DEFAULT_TOAST_PLACEHOLDER
 
 __all__ = [
@@ -34,8 +48,12 @@ __all__ = [
     "CatalogKind",
     "CATALOG_NAME_FIELDS",
     "JdbcMode",
+    "ENV_PREFIX",
     "load_config",
+    "load_config_with_origins",
     "normalise_settings",
+    "settings_from_env",
+    "with_origins",
     "merge_settings",
     "parse_mask",
     "parse_props",
@@ -59,7 +77,6 @@ ValueFormat = Literal["avro", "json"]
 LineageTransport = Literal["none", "http", "file", "console"]  # OpenLineage events (issue 45; sink.lineage)
 CatalogKind = Literal["none", "hms", "glue", "datahub", "bigquery"]  # catalog sync (issue 45)
 
-ENV_PREFIX = "HUDI_CDC__"
 
 # Type mappings and schema changes (issue 44 items 3-4): each kind's actions, the first the default.
 SCHEMA_CHANGE_KINDS: dict[str, tuple[str, ...]] = {
@@ -109,180 +126,423 @@ _TABLE_TYPE_ALIASES = {"cow": "COPY_ON_WRITE", "mor": "MERGE_ON_READ"}
 _SECRET_MARKERS = ("password", "secret", "token", "credential", "jaas", "access.key", "accesskey", "private")
 
 
+def redact_url(url: str) -> str:
+    """``url`` with its password, if any, replaced by ``***`` (the user name stays: it says who connects)."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.hostname or ""
+    netloc = f"{parts.username}:***@{host}" + (f":{parts.port}" if parts.port else "")
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+def redact_jdbc_url(url: str) -> str:
+    """A JDBC URL with any ``password=`` parameter or ``user:password@`` replaced by ``***``."""
+    url = re.sub(r"(?i)(password=)[^&;]*", r"\1***", url)
+    return re.sub(r"//([^/:@]+):[^/@]*@", r"//\1:***@", url)
+
+
+def redact(conf: Mapping[str, str]) -> dict[str, str]:
+    """A copy of ``conf`` with values of secret-looking keys replaced."""
+    return {k: ("***" if any(m in k.lower() for m in _SECRET_MARKERS) else v) for k, v in conf.items()}
+
+
+# Where each setting may be set (hudi_cdc.settings.PLACES): most are per table, in a pipeline's
+# [defaults] and table sections and every way of running ingest; some are the source's, one per pipeline.
+_TABLE = INGEST | PIPELINE_TABLE
+_SOURCE = INGEST | {"source"}
+_RUN = INGEST  # in a pipeline, `hudi-cdc run`'s own options
+_CATALOG = _TABLE | {"catalog"}
+_LINEAGE = INGEST | {"lineage"}
+_ROUTES = frozenset({"routes"})
+
+
 @dataclass(frozen=True)
 class IngestConfig:
-    """Everything one ``ingest`` run needs. Build it with :func:`load_config`."""
+    """Everything one ``ingest`` run needs. Build it with :func:`load_config`.
 
-    target_base_path: str
-    target_table: str
-    record_key_fields: tuple[str, ...] = ()
-    """Empty: the Kafka source takes the Debezium key schema's fields, or the table's own."""
-    source_path: str | None = None
-    flavor: Flavor = "postgres"
-    source: SourceKind = "files"
-    table_type: TableType = "COPY_ON_WRITE"
-    partition_path_field: str | None = None
-    source_limit: int | None = None
-    """Files: the most bytes of new files one round takes (at least one file); Kafka: the most messages."""
-    source_file_suffix: str = ".avro"
-    topic: str | None = None
-    bootstrap_servers: str | None = None
-    schema_registry_url: str | None = None
-    kafka_starting_offsets: Literal["earliest", "latest"] = "earliest"
-    """Where a table with no checkpoint starts reading the topic."""
-    kafka_value_format: ValueFormat = "avro"
-    """How the connector wrote the topic: ``avro`` (Confluent wire format, a registry) or ``json``
-    (Kafka Connect's JsonConverter)."""
-    kafka_value_schema_file: str | None = None
-    """JSON without embedded schemas (``schemas.enable=false``): the envelope's Connect schema, or one
-    message written with schemas on."""
-    allow_data_loss: bool = False
-    """Continue when the checkpoint is outside the offsets Kafka still retains."""
-    kafka_driver_read_max_messages: int = 20_000
-    """Kafka: a round of at most this many messages is read by the process's own consumer instead of a
-    Spark Kafka read (about 0.4 s less per round); a larger one by the executors. 0: always Spark's."""
-    java_writer_max_rows: int = 20_000
-    """A MERGE_ON_READ round of at most this many rows into an unpartitioned table with the bucket index
-    is written by Hudi's Java write client in the driver (``sink.small_write``: no Spark job) instead of
-    Spark's Hudi datasource. 0: always the datasource."""
-    jdbc_url: str | None = None
-    """JDBC source: ``jdbc:postgresql://host:port/db`` or ``jdbc:mariadb://`` / ``jdbc:mysql://``."""
-    jdbc_table: str | None = None
-    jdbc_query: str | None = None
-    """JDBC source: a SELECT read instead of a table (its columns must include the key and cursor columns)."""
-    jdbc_user: str | None = None
-    jdbc_password_file: str | None = None
-    jdbc_password_env: str | None = None
-    """The password comes from a file or an environment variable, never the command line."""
-    jdbc_mode: JdbcMode = "timestamp+incrementing"
-    jdbc_timestamp_column: str | None = None
-    jdbc_incrementing_column: str | None = None
-    jdbc_lookback_seconds: float = 0.0
-    """Timestamp modes: each round also re-reads rows whose timestamp is this close below the cursor
-    (transactions that committed late with an older timestamp); applying them again changes nothing."""
-    jdbc_fetch_size: int = 10_000
-    jdbc_reconcile_deletes: bool = False
-    """JDBC source (a table): each round also finds keys the table holds that the source no longer has
-    (hashes per key range, narrowed where they differ) and deletes them; incrementing mode also warns
-    of rows changed after they were read."""
-    checkpoint: str | None = None
-    """Start from this checkpoint instead of the one stored in the table (recovery)."""
-    continuous: bool = False
-    min_sync_interval_seconds: float = 0.0
-    max_freshness_seconds: float | None = None
-    """The table's freshness target (``hudi-cdc run``): a change should be in the table this many seconds
-    after the runner saw it arrive. The runner gives the next round to the table whose oldest unapplied
-    change is nearest to (or furthest past) its target, and ``status`` and the metrics say when a table
-    misses it and why. None: no target; the oldest unapplied change goes first."""
-    max_rounds: int | None = None
-    """Continuous mode stops after this many rounds (None: until stopped)."""
-    retry_timeout_seconds: float = 900.0
-    """Continuous mode: how long transient failures (a broker or registry restarting) are retried, with
-    backoff, before the run gives up; counted from the first failure of a series."""
-    lease_expiry_seconds: float = 60.0
-    """The table's writer lease (docs/many-processes.md): a holder whose heartbeat is this many seconds old is
-    taken for dead, and another process may take the table over."""
-    lease_wait_seconds: float = 0.0
-    """How long a writer waits for the table's lease another live process holds before it is refused."""
-    toast_placeholder: str = DEFAULT_TOAST_PLACEHOLDER
-    tombstone_retention_hours: float = 168.0
-    tombstone_path: str | None = None
-    """Where delete tombstones live; default ``<target_base_path>_hudi_cdc_tombstones``.
-
-    Never inside the table's base path: a Hudi table nested there broke MOR
-    compaction of the outer table (Hudi 1.2, seen here: compacted files went missing).
+    Each field is one setting, declared once with :func:`hudi_cdc.settings.setting`: its meaning,
+    where it may be set, secret or not, old names. The CLI options, environment variables, Python
+    keywords, Airflow options and docs/settings.md are derived from these declarations.
     """
-    schema_change_behavior: SchemaChangeBehavior = "fail"
-    """The schema-change policy in one word (docs/types.md#schema-changes): ``schema_changes`` sets each kind,
-    over what this implies (fail: the defaults; evolve: type_changed = evolve; ignore: column_added = ignore)."""
-    truncate_behavior: TruncateBehavior = "fail"
-    """What a TRUNCATE event does: fail the round, apply it (rows older than it go), or ignore it."""
-    history: History = "none"
-    """What a table keeps of the past (docs/history.md): ``none``, the source's current rows; ``soft_delete``,
-    deleted rows stay, marked ``_source_deleted``; ``scd2``, one row per version of a key with its validity.
-    Fixed at the table's first commit."""
-    on_bad_event: OnBadEvent = "fail"
-    """What an event that cannot be applied does: fail the round, or go to the quarantine table and let the rest commit."""
-    quarantine_path: str | None = None
-    """Where quarantined events live (a Hudi table); default ``<target_base_path>_hudi_cdc_quarantine``."""
-    compaction: Compaction = "inline"
-    """MERGE_ON_READ: where compactions run. ``inline``: inside the round whose commit schedules one;
-    ``async``: on a thread of their own while later rounds go on (for a continuous process with cores to
-    spare: on 2 cores shared with the stack it took the rounds' CPU and its p99 was no better than inline)."""
+
+    target_base_path: str = setting(
+        "Base path (local or Hadoop URI) of the Hudi table; in a pipeline a template over "
+        "{topic} {server} {schema} {table}.",
+        metavar="PATH",
+    )
+    target_table: str = setting("Name of the Hudi table; in a pipeline a template like target_base_path.")
+    record_key_fields: tuple[str, ...] = setting(
+        "Record key column(s). Empty: the Kafka source takes the Debezium key schema's fields, a JDBC "
+        "pipeline the table's primary key.",
+        default=(),
+        aliases=("record_key_field",),
+        metavar="COL",
+    )
+    source_path: str | None = setting(
+        "Files source: the folder (local or Hadoop URI) of Debezium Avro files.", default=None, where=_SOURCE
+    )
+    flavor: Flavor = setting(
+        "The source database (its Debezium connector); mysql also reads MariaDB's.", default="postgres", where=_SOURCE
+    )
+    source: SourceKind = setting("Where change events come from.", default="files", where=_SOURCE)
+    table_type: TableType = setting(
+        "Hudi table type (cow and mor are accepted).",
+        default="COPY_ON_WRITE",
+        value_aliases=_TABLE_TYPE_ALIASES,
+    )
+    partition_path_field: str | None = setting("The partition column, if the table is partitioned.", default=None)
+    source_limit: int | None = setting(
+        "The most a round takes: bytes of new files (files; at least one file), messages (kafka) or rows (jdbc).",
+        default=None,
+    )
+    source_file_suffix: str = setting("Files source: the suffix of the event files a round reads.", default=".avro")
+    topic: str | None = setting("Kafka source: the Debezium topic of one table.", default=None, where=_SOURCE)
+    bootstrap_servers: str | None = setting(
+        "Kafka source: host:port[,host:port].", default=None, where=_SOURCE, secret="redacted", redact=redact_url
+    )
+    schema_registry_url: str | None = setting(
+        "Kafka source: a Confluent-compatible schema registry (Avro values).",
+        default=None,
+        where=_SOURCE,
+        secret="redacted",
+        redact=redact_url,
+    )
+    kafka_starting_offsets: Literal["earliest", "latest"] = setting(
+        "Kafka source: where a table with no checkpoint starts reading the topic.", default="earliest"
+    )
+    kafka_value_format: ValueFormat = setting(
+        "Kafka source: how the connector wrote the topic: avro (Confluent wire format, a registry) or json "
+        "(Kafka Connect's JsonConverter).",
+        default="avro",
+        where=_SOURCE,
+    )
+    kafka_value_schema_file: str | None = setting(
+        "Kafka source, JSON without embedded schemas (schemas.enable=false): the envelope's Connect schema, "
+        "or one message written with schemas on.",
+        default=None,
+    )
+    allow_data_loss: bool = setting(
+        "Kafka source: continue when the checkpoint is outside the offsets Kafka still retains.", default=False
+    )
+    kafka_driver_read_max_messages: int = setting(
+        "Kafka source: a round of at most this many messages is read by the process's own consumer instead of "
+        "a Spark Kafka read (about 0.4 s less per round); 0: always Spark's.",
+        default=20_000,
+    )
+    java_writer_max_rows: int = setting(
+        "A MERGE_ON_READ round of at most this many rows into an unpartitioned table with the bucket index is "
+        "written by Hudi's Java write client in the driver (no Spark job); 0: always the datasource.",
+        default=20_000,
+    )
+    jdbc_url: str | None = setting(
+        "JDBC source: jdbc:postgresql://host:port/db, jdbc:mariadb:// or jdbc:mysql:// (no password in it).",
+        default=None,
+        where=_SOURCE,
+        secret="redacted",
+        redact=redact_jdbc_url,
+    )
+    jdbc_table: str | None = setting(
+        "JDBC source: the table (schema.table) to pull from; in a pipeline, [source] tables.",
+        default=None,
+        where=_SOURCE,
+    )
+    jdbc_query: str | None = setting(
+        "JDBC source: a SELECT read instead of a table (its columns include the key and cursor columns).",
+        default=None,
+        where=_SOURCE,
+    )
+    jdbc_user: str | None = setting("JDBC source: the database user.", default=None, where=_SOURCE)
+    jdbc_password_file: str | None = setting(
+        "JDBC source: the file holding the password (read when used).",
+        default=None,
+        where=_SOURCE,
+        secret="reference",
+        metavar="FILE",
+    )
+    jdbc_password_env: str | None = setting(
+        "JDBC source: the environment variable holding the password (read when used).",
+        default=None,
+        where=_SOURCE,
+        secret="reference",
+        metavar="VAR",
+    )
+    jdbc_mode: JdbcMode = setting(
+        "JDBC source: the cursor; full: no cursor, each round reads the whole table and writes what changed, "
+        "deletes included.",
+        default="timestamp+incrementing",
+    )
+    jdbc_timestamp_column: str | None = setting(
+        "JDBC source: the column every insert and update sets (timestamp modes).", default=None
+    )
+    jdbc_incrementing_column: str | None = setting(
+        "JDBC source: a column that grows with every new row (incrementing modes).", default=None
+    )
+    jdbc_lookback_seconds: float = setting(
+        "JDBC source, timestamp modes: each round also re-reads rows this close below the cursor (late commits "
+        "with an older timestamp); applying them again changes nothing.",
+        default=0.0,
+    )
+    jdbc_fetch_size: int = setting("JDBC source: rows per fetch from the database.", default=10_000)
+    jdbc_reconcile_deletes: bool = setting(
+        "JDBC source (a table): each round also finds keys the source no longer has (hashed key ranges) and "
+        "deletes them; incrementing mode also warns of rows changed after they were read.",
+        default=False,
+    )
+    checkpoint: str | None = setting(
+        "Start from this checkpoint ('earliest' or a stored JSON checkpoint) instead of the table's (recovery).",
+        default=None,
+        where=_RUN,
+    )
+    continuous: bool = setting("Keep ingesting in rounds.", default=False, where=_RUN)
+    min_sync_interval_seconds: float = setting("Continuous mode: the least seconds between rounds.", default=0.0)
+    max_freshness_seconds: float | None = setting(
+        "The table's freshness target (hudi-cdc run): a change should be in the table this many seconds after "
+        "the runner saw it; the runner serves the table nearest to (or furthest past) it first, and status and "
+        "the metrics say when it is missed. None: no target.",
+        default=None,
+    )
+    max_rounds: int | None = setting(
+        "Continuous mode: stop after this many rounds (None: until stopped).", default=None, where=_RUN
+    )
+    retry_timeout_seconds: float = setting(
+        "Continuous mode: how long transient failures (a broker or registry restarting) are retried with backoff "
+        "before the run gives up, counted from the first failure of a series.",
+        default=900.0,
+    )
+    lease_expiry_seconds: float = setting(
+        "The table's writer lease (docs/many-processes.md): a holder whose heartbeat is this many seconds old "
+        "is taken for dead, and another process may take the table over.",
+        default=60.0,
+    )
+    lease_wait_seconds: float = setting(
+        "How long a writer waits for the table's lease another live process holds before it is refused.",
+        default=0.0,
+    )
+    toast_placeholder: str = setting(
+        "Debezium's unavailable.value.placeholder (a column a change left alone).", default=DEFAULT_TOAST_PLACEHOLDER
+    )
+    tombstone_retention_hours: float = setting("How long delete tombstones are kept.", default=168.0)
+    tombstone_path: str | None = setting(
+        # Never inside the table's base path: a Hudi table nested there broke MOR compaction of the outer
+        # table (Hudi 1.2, seen here: compacted files went missing).
+        "Where delete tombstones live; default <target_base_path>_hudi_cdc_tombstones (never inside the table).",
+        default=None,
+        metavar="PATH",
+    )
+    schema_change_behavior: SchemaChangeBehavior = setting(
+        "The schema-change policy in one word (fail: the defaults; evolve: type_changed = evolve; ignore: "
+        "column_added = ignore); schema_changes sets each kind over it (docs/types.md#schema-changes).",
+        default="fail",
+    )
+    truncate_behavior: TruncateBehavior = setting(
+        "What a TRUNCATE event does: fail the round, apply it (rows older than it go), or ignore it.", default="fail"
+    )
+    history: History = setting(
+        "What a table keeps of the past (docs/history.md): none, the source's current rows; soft_delete, deleted "
+        "rows stay, marked _source_deleted; scd2, one row per version of a key. Fixed at the table's first commit.",
+        default="none",
+    )
+    on_bad_event: OnBadEvent = setting(
+        "What an event that cannot be applied does: fail the round, or go to the quarantine table and let the "
+        "rest commit (docs/operations.md#quarantine).",
+        default="fail",
+    )
+    quarantine_path: str | None = setting(
+        "Where quarantined events live (a Hudi table); default <target_base_path>_hudi_cdc_quarantine.",
+        default=None,
+        metavar="PATH",
+    )
+    compaction: Compaction = setting(
+        "MERGE_ON_READ: where compactions run: inline, inside the round whose commit schedules one; async, on a "
+        "thread of their own while later rounds of ingest --continuous go on (hudi-cdc run compacts inline).",
+        default="inline",
+    )
     # --- Type mappings and the schema-change policy per kind (issue 44 items 3-4; docs/types.md) ---
-    type_mappings: Mapping[str, str] = field(default_factory=dict)
-    """By source type, how every column of that type lands: ``{"tinyint(1)" = "boolean", numeric = "decimal(38,10)"}``
-    (docs/types.md#type-mappings)."""
-    column_types: Mapping[str, str] = field(default_factory=dict)
-    """Per column, how it lands; wins over ``type_mappings``: ``{price = "decimal(12,2)"}``."""
-    schema_changes: Mapping[str, str] = field(default_factory=dict)
-    """What each kind of schema change does: column_added, column_dropped, type_widened, type_changed,
-    column_renamed (docs/types.md#schema-changes); kinds not given follow ``schema_change_behavior``."""
+    type_mappings: Mapping[str, str] = setting(
+        'By source type, how every column of that type lands, e.g. "tinyint(1)" = "boolean" '
+        "(docs/types.md#type-mappings).",
+        default_factory=dict,
+        merged_by_key=True,
+        aliases=("type_mapping",),
+        metavar="TYPE=TARGET",
+    )
+    column_types: Mapping[str, str] = setting(
+        'Per column, how it lands, e.g. price = "decimal(12,2)"; wins over type_mappings.',
+        default_factory=dict,
+        merged_by_key=True,
+        aliases=("column_type",),
+        metavar="COL=TARGET",
+    )
+    schema_changes: Mapping[str, str] = setting(
+        "What each kind of schema change does: column_added, column_dropped, type_widened, type_changed, "
+        "column_renamed (docs/types.md#schema-changes); kinds not given follow schema_change_behavior.",
+        default_factory=dict,
+        merged_by_key=True,
+        metavar="KIND=ACTION",
+    )
     # --- Column transforms and masking (issue 44 item 2; docs/transforms.md) ---
-    columns_keep: tuple[str, ...] = ()
-    """Only these data columns are written (the key, ``_source_*`` and computed columns always are)."""
-    columns_drop: tuple[str, ...] = ()
-    """These data columns are not written (never a key column or a ``_source_*`` column)."""
-    column_renames: Mapping[str, str] = field(default_factory=dict)
-    """Source column -> table column: ``{email_address = "email"}``."""
-    computed_columns: Mapping[str, str] = field(default_factory=dict)
-    """Table column -> Spark SQL over the row's (renamed) columns and ``_source_*``; in order."""
-    row_filter: str | None = None
-    """A Spark SQL predicate: rows it does not hold for (NULL included) are deleted from the table."""
-    masks: Mapping[str, str] = field(default_factory=dict)
-    """Column -> ``hash`` (HMAC-SHA256 with the salt), ``redact`` or ``keep_last:N``; text columns only."""
-    mask_salt_env: str | None = None
-    mask_salt_file: str | None = None
-    """Where the secret salt of ``hash`` masks is: an environment variable or a file (read when used)."""
-    hoodie_conf: Mapping[str, str] = field(default_factory=dict)
+    columns_keep: tuple[str, ...] = setting(
+        "Only these data columns are written (the key, _source_* and computed columns always are).",
+        default=(),
+        aliases=("keep_column",),
+        metavar="COL",
+    )
+    columns_drop: tuple[str, ...] = setting(
+        "These data columns are not written (never a key column or a _source_* column).",
+        default=(),
+        aliases=("drop_column",),
+        metavar="COL",
+    )
+    column_renames: Mapping[str, str] = setting(
+        'Source column -> table column, e.g. email_address = "email".',
+        default_factory=dict,
+        aliases=("rename_column",),
+        metavar="SRC=DST",
+    )
+    computed_columns: Mapping[str, str] = setting(
+        "Table column -> Spark SQL over the row's (renamed) columns and _source_*; in order.",
+        default_factory=dict,
+        aliases=("computed_column",),
+        metavar="NAME=EXPR",
+    )
+    row_filter: str | None = setting(
+        "A Spark SQL predicate: rows it does not hold for (NULL included) are deleted from the table.", default=None
+    )
+    masks: Mapping[str, str] = setting(
+        "Column -> hash (HMAC-SHA256 with the salt), redact or keep_last:N; text columns only.",
+        default_factory=dict,
+        aliases=("mask",),
+        metavar="COL=KIND",
+    )
+    mask_salt_env: str | None = setting(
+        "The environment variable holding the secret salt of hash masks (read when used).",
+        default=None,
+        secret="reference",
+        metavar="VAR",
+    )
+    mask_salt_file: str | None = setting(
+        "The file holding the secret salt of hash masks (read when used).",
+        default=None,
+        secret="reference",
+        metavar="FILE",
+    )
+    hoodie_conf: Mapping[str, str] = setting(
+        "Hudi settings passed through (hoodie.*), over --props FILE's; secret-looking keys are redacted.",
+        default_factory=dict,
+        merged_by_key=True,
+        secret="redacted",
+        redact=redact,
+        metavar="KEY=VALUE",
+    )
     # --- Routing and merged shards (issue 44 item 1; docs/routing.md): set by the pipeline file's [[routes]] ---
-    shard_sources: tuple[str, ...] = ()
-    """A merged table's shards: the Kafka topics (or folders) it reads, each from a checkpoint of its own held in
-    one composite checkpoint (``hudi_cdc.sources.merged``). Empty: a table of one source."""
-    shard_columns: tuple[str, ...] = ()
-    """A merged table's shard identity columns, written into every row: ``_source_server``, ``_source_database``,
-    ``_source_schema``, ``_source_table``; in its record key unless ``unique_keys``."""
-    unique_keys: bool = False
-    """A merged table whose keys are unique across its shards: the key stays the source's, a key lives in one shard
-    at a time, and a key live in two shards at once is a bad event (a cross-shard key clash)."""
-    # --- Catalog sync (issue 45; docs/catalog.md): the pipeline file's [catalog], or ingest's --catalog* ---
-    catalog: CatalogKind = "none"
-    """Where the table is registered by name after each commit that needs it: ``hms`` (a Hive Metastore by thrift
-    URI, tested), or ``glue``, ``datahub``, ``bigquery`` (Hudi's own sync tools, passed through; untested here)."""
-    catalog_uri: str | None = None
-    """The catalog's address: ``thrift://host:9083`` for ``hms``; redacted in logs if it carries credentials."""
-    catalog_database: str = "{schema}"
-    catalog_table: str = "{table}"
-    """Name templates over the source table's ``{server} {database} {schema} {table}`` (and ``{target}``, the
-    Hudi table's name): a MERGE_ON_READ table is also registered as ``<name>_ro`` and ``<name>_rt``."""
-    catalog_sync_partitions: bool = True
-    """Register the table's partitions (and sync when a commit adds one); false: registered unpartitioned."""
-    catalog_options: Mapping[str, str] = field(default_factory=dict)
-    """Raw sync settings (``hoodie.datasource.hive_sync.*``, ``hoodie.meta.sync.*``, Glue's, ``hive.*`` client
-    settings), passed through and winning over hudi-cdc's."""
+    shard_sources: tuple[str, ...] = setting(
+        "A merged table's shards: the Kafka topics (or folders) it reads, each from a checkpoint of its own held "
+        "in one composite checkpoint. Empty: a table of one source.",
+        default=(),
+        where=_ROUTES,
+    )
+    shard_columns: tuple[str, ...] = setting(
+        "A merged table's shard identity columns, written into every row (_source_server, _source_database, "
+        "_source_schema, _source_table); in its record key unless unique_keys.",
+        default=(),
+        where=_ROUTES,
+    )
+    unique_keys: bool = setting(
+        "A merged table whose keys are unique across its shards: the key stays the source's, and a key live in "
+        "two shards at once is a bad event.",
+        default=False,
+        where=_ROUTES,
+    )
+    # --- Catalog sync (issue 45; docs/catalog.md) ---
+    catalog: CatalogKind = setting(
+        "Where the table is registered by name after each commit that needs it: hms (a Hive Metastore by thrift "
+        "URI, tested), or glue, datahub, bigquery (Hudi's own sync tools, passed through; untested here).",
+        default="none",
+        where=_CATALOG,
+    )
+    catalog_uri: str | None = setting(
+        "The catalog's address: thrift://host:9083 for hms; redacted in logs if it carries credentials.",
+        default=None,
+        where=_CATALOG,
+        secret="redacted",
+        redact=redact_url,
+    )
+    catalog_database: str = setting(
+        "Catalog database name: a template over {server} {database} {schema} {table} {target}.",
+        default="{schema}",
+        where=_CATALOG,
+    )
+    catalog_table: str = setting(
+        "Catalog table name, a template like catalog_database; a MERGE_ON_READ table is also registered as "
+        "<name>_ro and <name>_rt.",
+        default="{table}",
+        where=_CATALOG,
+    )
+    catalog_sync_partitions: bool = setting(
+        "Register the table's partitions (and sync when a commit adds one); false: registered unpartitioned.",
+        default=True,
+        where=_CATALOG,
+    )
+    catalog_options: Mapping[str, str] = setting(
+        "Raw sync settings (hoodie.datasource.hive_sync.*, hoodie.meta.sync.*, Glue's, hive.* client settings), "
+        "passed through and winning over hudi-cdc's.",
+        default_factory=dict,
+        merged_by_key=True,
+        where=_CATALOG,
+        secret="redacted",
+        redact=redact,
+        aliases=("catalog_option",),
+    )
     # --- Lineage (issue 45 item 5; docs/lineage.md): OpenLineage run events, the pipeline file's [lineage] ---
-    lineage_transport: LineageTransport = "none"
-    """Where each committed round's OpenLineage events go: ``none`` (off), ``http`` (an OpenLineage endpoint such
-    as Marquez), ``file`` (one JSON line per event appended to ``lineage_file``) or ``console`` (the log)."""
-    lineage_url: str | None = None
-    """http: the endpoint's base URL (``http://marquez:5000``); redacted in logs if it carries credentials."""
-    lineage_endpoint: str = "api/v1/lineage"
-    """http: the path under ``lineage_url`` the events are POSTed to."""
-    lineage_api_key_env: str | None = None
-    """http: the NAME of an environment variable holding the API key (sent as a bearer token), read when used."""
-    lineage_file: str | None = None
-    """file: the file the events are appended to, one JSON line each."""
-    lineage_namespace: str = "hudi-cdc"
-    """The job namespace; the job is ``hudi-cdc.ingest.<target_table>``."""
-    lineage_timeout_seconds: float = 2.0
-    """The most a round waits for its events to be sent; later, the round goes on (the events may be lost)."""
-    lineage_source_namespace: str | None = None
-    """The source database as OpenLineage names it (``postgres://host:5432``, ``mysql://host:3306``): a Debezium
-    source's events then also name the database table as an input, beside the topic or folder read (the change
-    events do not carry the database's address)."""
-    lineage_source_name: str | None = None
-    """That table's name: a template over ``{server} {database} {schema} {table}`` (default
-    ``{database}.{schema}.{table}`` for postgres://, ``{database}.{table}`` for mysql://)."""
+    lineage_transport: LineageTransport = setting(
+        "Where each committed round's OpenLineage events go: none (off), http (an endpoint such as Marquez), "
+        "file (one JSON line per event appended to lineage_file) or console (the log).",
+        default="none",
+        where=_LINEAGE,
+    )
+    lineage_url: str | None = setting(
+        "Lineage over http: the endpoint's base URL (http://marquez:5000); redacted in logs if it carries credentials.",
+        default=None,
+        where=_LINEAGE,
+        secret="redacted",
+        redact=redact_url,
+    )
+    lineage_endpoint: str = setting(
+        "Lineage over http: the path under lineage_url the events are POSTed to.",
+        default="api/v1/lineage",
+        where=_LINEAGE,
+    )
+    lineage_api_key_env: str | None = setting(
+        "Lineage over http: the environment variable holding the API key (a bearer token), read when used.",
+        default=None,
+        where=_LINEAGE,
+        secret="reference",
+        metavar="VAR",
+    )
+    lineage_file: str | None = setting(
+        "Lineage to a file: the file the events are appended to, one JSON line each.", default=None, where=_LINEAGE
+    )
+    lineage_namespace: str = setting(
+        "Lineage: the job namespace; the job is hudi-cdc.ingest.<target_table>.", default="hudi-cdc", where=_LINEAGE
+    )
+    lineage_timeout_seconds: float = setting(
+        "Lineage: the most a round waits for its events to be sent; later, the round goes on (they may be lost).",
+        default=2.0,
+        where=_LINEAGE,
+    )
+    lineage_source_namespace: str | None = setting(
+        "Lineage: the source database as OpenLineage names it (postgres://host:5432, mysql://host:3306): a "
+        "Debezium source's events then also name the database table as an input.",
+        default=None,
+        where=_LINEAGE,
+    )
+    lineage_source_name: str | None = setting(
+        "Lineage: that table's name, a template over {server} {database} {schema} {table} (default "
+        "{database}.{schema}.{table} for postgres://, {database}.{table} for mysql://).",
+        default=None,
+        where=_LINEAGE,
+    )
 
     def __post_init__(self) -> None:
         _check_literal("table_type", self.table_type, TableType)
@@ -306,7 +566,7 @@ class IngestConfig:
         _check_literal("jdbc_mode", self.jdbc_mode, JdbcMode)
         keyless = self.source in ("files", "jdbc") and not self.record_key_fields
         if any(not k for k in self.record_key_fields) or keyless:
-            raise ConfigError("record_key_fields is empty: set --record-key-field id[,k2]")
+            raise ConfigError("record_key_fields is empty: set --record-key-fields id[,k2]")
         required = ["target_base_path", "target_table"]
         required += {
             "files": ["source_path"],
@@ -362,11 +622,11 @@ class IngestConfig:
                 "schema_changes.type_changed = quarantine sets the affected events aside in the quarantine table: "
                 "set on_bad_event = quarantine too (--on-bad-event quarantine)"
             )
-        for setting, mapping in (("type_mappings", self.type_mappings), ("column_types", self.column_types)):
+        for name, mapping in (("type_mappings", self.type_mappings), ("column_types", self.column_types)):
             for source, target in mapping.items():
                 problem = type_spec_problem(target)
                 if problem:
-                    raise ConfigError(f"{setting}: {source!r} = {target!r}: {problem}")
+                    raise ConfigError(f"{name}: {source!r} = {target!r}: {problem}")
 
     @property
     def schema_change_policy(self) -> dict[str, str]:
@@ -420,16 +680,13 @@ class IngestConfig:
         return self.quarantine_path or self.target_base_path.rstrip("/") + "_hudi_cdc_quarantine"
 
     def __repr__(self) -> str:
-        fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
-        fields["hoodie_conf"] = redact(self.hoodie_conf)
-        for name in ("schema_registry_url", "bootstrap_servers"):
-            fields[name] = redact_url(fields[name]) if fields[name] else fields[name]
-        fields["jdbc_url"] = redact_jdbc_url(self.jdbc_url) if self.jdbc_url else self.jdbc_url
-        fields["lineage_url"] = redact_url(self.lineage_url) if self.lineage_url else self.lineage_url
-        fields["catalog_uri"] = redact_url(self.catalog_uri) if self.catalog_uri else self.catalog_uri
-        fields["catalog_options"] = redact(self.catalog_options)
-        body = ", ".join(f"{k}={v!r}" for k, v in fields.items())
-        return f"IngestConfig({body})"
+        shown = []
+        for d in declared(type(self)):
+            value = getattr(self, d.name)
+            if d.meta.redact is not None and value:
+                value = d.meta.redact(value)
+            shown.append(f"{d.name}={value!r}")
+        return f"{type(self).__name__}({', '.join(shown)})"
 
     __str__ = __repr__
 
@@ -448,7 +705,7 @@ def _check_transforms(config: IngestConfig) -> None:
     """The column transforms' settings, as far as they can be checked without the source's columns."""
     keys, renames = set(config.record_key_fields), config.column_renames
     if config.columns_keep and config.columns_drop:
-        raise ConfigError("give columns_keep or columns_drop, not both (--keep-column / --drop-column)")
+        raise ConfigError("give columns_keep or columns_drop, not both (--columns-keep / --columns-drop)")
     needed = [c for c in config.columns_drop if c in keys or c.startswith("_source_") or c.startswith("_hoodie")]
     if needed:
         raise ConfigError(
@@ -552,27 +809,6 @@ def resolve_password(file: str | None, env: str | None, *, what: str = "the pass
     return None
 
 
-def redact_url(url: str) -> str:
-    """``url`` with its password, if any, replaced by ``***`` (the user name stays: it says who connects)."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    host = parts.hostname or ""
-    netloc = f"{parts.username}:***@{host}" + (f":{parts.port}" if parts.port else "")
-    return urlunsplit(parts._replace(netloc=netloc))
-
-
-def redact_jdbc_url(url: str) -> str:
-    """A JDBC URL with any ``password=`` parameter or ``user:password@`` replaced by ``***``."""
-    url = re.sub(r"(?i)(password=)[^&;]*", r"\1***", url)
-    return re.sub(r"//([^/:@]+):[^/@]*@", r"//\1:***@", url)
-
-
-def redact(conf: Mapping[str, str]) -> dict[str, str]:
-    """A copy of ``conf`` with values of secret-looking keys replaced."""
-    return {k: ("***" if any(m in k.lower() for m in _SECRET_MARKERS) else v) for k, v in conf.items()}
-
-
 def parse_props(text: str, *, origin: str) -> dict[str, str]:
     """Parse Java-properties text (``k=v`` or ``k: v`` lines, ``#``/``!`` comments)."""
     props: dict[str, str] = {}
@@ -627,99 +863,73 @@ def _check_catalog(config: IngestConfig) -> None:
             )
 
 
-def normalise_settings(values: Mapping[str, Any], origin: str) -> dict[str, Any]:
-    """Settings by their :class:`IngestConfig` names, with text values (env, properties) typed."""
-    known = {f.name: f for f in dataclasses.fields(IngestConfig)}
+def normalise_settings(
+    values: Mapping[str, Any],
+    origin: str | Callable[[str], str],
+    *,
+    place: str | None = None,
+    config_class: type[IngestConfig] | None = None,
+) -> dict[str, Any]:
+    """Settings by their declared names, each value typed by its declared type (text from a variable,
+    a flag or a properties file parsed; a list may be comma separated, a table JSON or ``k=v;k=v``).
+
+    ``origin`` says where the values come from (a file and its section, ``keyword arguments``), or is a
+    function giving it for one name (its flag, its variable). An unknown name is refused with the closest
+    names; an old name is taken with a warning naming the new one; with ``place`` (one of
+    :data:`hudi_cdc.settings.PLACES`), a setting not declared for that place is refused naming where it goes.
+    """
+    cls = config_class or IngestConfig
     out: dict[str, Any] = {}
     for key, value in values.items():
-        if key not in known:
-            raise ConfigError(f"{origin}: unknown setting {key!r}; known: {', '.join(sorted(known))}")
-        if value is None:
-            continue
-        if key == "record_key_fields" and isinstance(value, str):
-            value = tuple(k.strip() for k in value.split(",") if k.strip())
-        elif key == "record_key_fields":
-            value = tuple(value)
-        elif key == "table_type" and isinstance(value, str):
-            value = _TABLE_TYPE_ALIASES.get(value.lower(), value.upper())
-        elif key in (
-            "flavor",
-            "schema_change_behavior",
-            "truncate_behavior",
-            "on_bad_event",
-            "kafka_value_format",
-            "history",
-            "lineage_transport",
-            "catalog",
-        ) and isinstance(value, str):
-            value = value.lower()
-        elif key in (
-            "source_limit",
-            "max_rounds",
-            "jdbc_fetch_size",
-            "kafka_driver_read_max_messages",
-            "java_writer_max_rows",
-        ) and isinstance(value, str):
-            value = _parse_number(key, value, int, origin)
-        elif key in (
-            "min_sync_interval_seconds",
-            "max_freshness_seconds",
-            "tombstone_retention_hours",
-            "retry_timeout_seconds",
-            "jdbc_lookback_seconds",
-            "lineage_timeout_seconds",
-            "lease_expiry_seconds",
-            "lease_wait_seconds",
-        ) and isinstance(value, str):
-            value = _parse_number(key, value, float, origin)
-        elif key in (
-            "continuous",
-            "allow_data_loss",
-            "jdbc_reconcile_deletes",
-            "catalog_sync_partitions",
-        ) and isinstance(value, str):
-            value = value.strip().lower() in ("1", "true", "yes", "on")
-        elif key == "hoodie_conf":
-            value = dict(value)
-        elif key in ("type_mappings", "column_types", "schema_changes"):
-            value = _parse_mapping(key, value, origin)
-        elif key in ("column_renames", "computed_columns", "masks", "catalog_options"):
-            value = _parse_mapping(key, value, origin)
-        elif key in ("columns_keep", "columns_drop"):
-            value = tuple(c.strip() for c in value.split(",") if c.strip()) if isinstance(value, str) else tuple(value)
-        out[key] = value
+        where = origin(key) if callable(origin) else origin
+        d = lookup(cls, key, where, warn=_deprecated)
+        if place is not None and place not in d.where:
+            raise ConfigError(f"{where}: {d.name} cannot be set in {PLACES[place]}; set it in {_places(d)}")
+        value = coerce(d, value, where)
+        if value is not None:
+            out[d.name] = value
     return out
 
 
-def merge_settings(merged: dict[str, Any], layer: Mapping[str, Any]) -> None:
-    """A later layer's settings over ``merged``'s; the type mappings and schema_changes merge key by key
-    (``--on-column-added`` changes one kind of a file's ``schema_changes``)."""
+def _deprecated(message: str) -> None:
+    # FutureWarning, not DeprecationWarning: it is meant for users, whom Python shows only the former.
+    warnings.warn(message, FutureWarning, stacklevel=4)
+
+
+def _places(d: Declared) -> str:
+    return ", ".join(PLACES[p] for p in PLACES if p in d.where) or "no file (set by the program)"
+
+
+def settings_from_env(
+    env: Mapping[str, str] | None = None, *, place: str | None = "env", config_class: type[IngestConfig] | None = None
+) -> dict[str, Any]:
+    """The settings of the ``HUDI_CDC__<NAME>`` variables in ``env`` (default: the process's); an error
+    names the variable (``HUDI_CDC__TABLE_TYP: unknown setting 'table_typ'; did you mean table_type?``)."""
+    env = os.environ if env is None else env
+    variables = {k[len(ENV_PREFIX) :].lower(): k for k in env if k.startswith(ENV_PREFIX)}
+    values = {name: env[variable] for name, variable in variables.items()}
+    return normalise_settings(values, variables.__getitem__, place=place, config_class=config_class)
+
+
+def merge_settings(
+    merged: dict[str, Any],
+    layer: Mapping[str, Any],
+    *,
+    origins: dict[str, str] | None = None,
+    origin: str | Callable[[str], str] = "",
+) -> None:
+    """A later layer's settings over ``merged``'s. A setting declared ``merged_by_key`` (the type
+    mappings, schema_changes, catalog_options, hoodie_conf) merges key by key (``--on-column-added``
+    changes one kind of a file's ``schema_changes``); any other replaces the earlier value whole.
+    With ``origins``, each setting's origin (``origin``, or ``origin(name)``) is recorded there, the
+    later one winning: what ``config show`` prints beside each value."""
+    by_key = {d.name for d in declared(IngestConfig) if d.meta.merged_by_key}
     for key, value in layer.items():
-        if key in ("type_mappings", "column_types", "schema_changes", "catalog_options") and key in merged:
+        if key in by_key and key in merged:
             value = {**merged[key], **value}
         merged[key] = value
-
-
-def _parse_mapping(key: str, value: Any, origin: str) -> dict[str, str]:  # noqa: ANN401 - TOML/env value
-    """A table of strings: TOML's own, or text (env) as a JSON object or ``k=v;k=v``."""
-    if isinstance(value, str):
-        import json
-
-        text = value.strip()
-        try:
-            value = json.loads(text) if text.startswith("{") else dict(p.split("=", 1) for p in text.split(";") if p)
-        except ValueError:
-            raise ConfigError(f'{origin}: {key}={value!r}: expected a JSON object or "k=v;k=v"') from None
-    if not isinstance(value, Mapping) or not all(isinstance(v, str) for v in value.values()):
-        raise ConfigError(f"{origin}: {key} must be a table of strings, got {value!r}")
-    return {str(k).strip(): v.strip() for k, v in value.items()}
-
-
-def _parse_number(key: str, value: str, kind: type, origin: str) -> Any:
-    try:
-        return kind(value)
-    except ValueError:
-        raise ConfigError(f"{origin}: {key}={value!r} is not a number") from None
+        if origins is not None:
+            origins[key] = origin(key) if callable(origin) else origin
 
 
 def load_config(
@@ -730,23 +940,53 @@ def load_config(
     hoodie_conf: Mapping[str, str] | None = None,
     **overrides: Any,
 ) -> IngestConfig:
-    """Merge file, environment and explicit settings into an :class:`IngestConfig`.
+    """Merge the built-in defaults, the file, the environment and explicit settings into an
+    :class:`IngestConfig`, later ones winning.
 
-    ``config_file`` is TOML with the setting names as keys (an optional
-    ``[hoodie_conf]`` table); environment variables are ``HUDI_CDC__<SETTING>``.
+    ``config_file`` is TOML with the setting names as keys, the same keys as a pipeline table's section
+    (tables such as ``[hoodie_conf]`` or ``masks = { ... }`` included); environment variables are
+    ``HUDI_CDC__<SETTING>``; ``overrides`` are the settings by name (old names warn). Then ``props_file``
+    and ``hoodie_conf`` (``--props``, ``--hoodie-conf``) over the settings' ``hoodie_conf``.
     """
+    return load_config_with_origins(
+        config_file=config_file, env=env, props_file=props_file, hoodie_conf=hoodie_conf, **overrides
+    )[0]
+
+
+def load_config_with_origins(
+    *,
+    config_file: str | os.PathLike[str] | None = None,
+    env: Mapping[str, str] | None = None,
+    props_file: str | os.PathLike[str] | None = None,
+    hoodie_conf: Mapping[str, str] | None = None,
+    argument_origin: str | Callable[[str], str] = "keyword argument",
+    argument_place: str = "python",
+    config_class: type[IngestConfig] | None = None,
+    **overrides: Any,
+) -> tuple[IngestConfig, dict[str, str]]:
+    """:func:`load_config`, and where each setting that is not a built-in default came from (the file,
+    the variable, the flag or keyword: ``argument_origin``). An error names where its values came from."""
+    cls = config_class or IngestConfig
     merged: dict[str, Any] = {}
+    origins: dict[str, str] = {}
     if config_file is not None:
         path = Path(config_file)
         try:
             data = tomllib.loads(path.read_text())
         except (OSError, tomllib.TOMLDecodeError) as exc:
             raise ConfigError(f"cannot read config file {path}: {exc}") from exc
-        merge_settings(merged, normalise_settings(data, str(path)))
+        merge_settings(
+            merged,
+            normalise_settings(data, str(path), place="file", config_class=cls),
+            origins=origins,
+            origin=str(path),
+        )
     env = os.environ if env is None else env
-    from_env = {k[len(ENV_PREFIX) :].lower(): v for k, v in env.items() if k.startswith(ENV_PREFIX)}
-    merge_settings(merged, normalise_settings(from_env, "environment"))
-    merge_settings(merged, normalise_settings(overrides, "arguments"))
+    variables = {k[len(ENV_PREFIX) :].lower(): k for k in env if k.startswith(ENV_PREFIX)}
+    merge_settings(merged, settings_from_env(env, config_class=cls), origins=origins, origin=variables.__getitem__)
+    arg_origin = argument_origin if callable(argument_origin) else (lambda key: f"{argument_origin} {key}")
+    arguments = normalise_settings(overrides, arg_origin, place=argument_place, config_class=cls)
+    merge_settings(merged, arguments, origins=origins, origin=arg_origin)
 
     conf: dict[str, str] = dict(merged.pop("hoodie_conf", {}) or {})
     if props_file is not None:
@@ -755,7 +995,10 @@ def load_config(
             conf.update(parse_props(path.read_text(), origin=str(path)))
         except OSError as exc:
             raise ConfigError(f"cannot read --props file {path}: {exc}") from exc
-    conf.update(hoodie_conf or {})
+        origins["hoodie_conf"] = f"--props {path}"
+    if hoodie_conf:
+        conf.update(hoodie_conf)
+        origins["hoodie_conf"] = "--hoodie-conf"
     merged["hoodie_conf"] = conf
     required = ["target_base_path", "target_table"]
     if merged.get("source", "files") == "files":
@@ -764,6 +1007,20 @@ def load_config(
         required += ["jdbc_url", "record_key_fields"]
     missing = [n for n in required if n not in merged]
     if missing:
-        flags = ", ".join("--" + n.replace("_fields", "_field").replace("_", "-") for n in missing)
-        raise ConfigError(f"missing required settings: {flags}")
-    return IngestConfig(**merged)
+        raise ConfigError(f"missing required settings: {', '.join(flag_name(n) for n in missing)}")
+    try:
+        return cls(**merged), origins
+    except ConfigError as exc:
+        raise ConfigError(with_origins(str(exc), origins)) from None
+
+
+def with_origins(message: str, origins: Mapping[str, str]) -> str:
+    """``message`` and where the settings it names came from: ``... (source_limit from HUDI_CDC__SOURCE_LIMIT)``."""
+    named = [
+        name
+        for name in origins
+        if re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])" + ("" if "_" in name else "(?==)"), message)
+    ]
+    if not named:
+        return message
+    return f"{message} ({'; '.join(f'{n} from {origins[n]}' for n in named)})"

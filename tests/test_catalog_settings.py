@@ -65,19 +65,19 @@ def test_command_line_options() -> None:
         "source_path": BASE["source_path"],
         "target_base_path": "/lake/c",
         "target_table": "c",
-        "record_key_field": "id",
+        "record_key_fields": ("id",),
         "catalog": "hms",
         "catalog_uri": URI,
         "catalog_database": "lake_{schema}",
         "catalog_table": None,
         "catalog_sync_partitions": None,
-        "catalog_option": ("hive.metastore.connect.retries=2", "x = y"),
+        "catalog_options": ("hive.metastore.connect.retries=2", "x = y"),
     }
     config = options_config(None, None, (), options)
     assert config.catalog_database == "lake_{schema}" and config.catalog_table == "{table}"
     assert config.catalog_options == {"hive.metastore.connect.retries": "2", "x": "y"}
-    with pytest.raises(ConfigError, match="--catalog-option expects KEY=VALUE, got 'novalue'"):
-        options_config(None, None, (), {**options, "catalog_option": ("novalue",)})
+    with pytest.raises(ConfigError, match="--catalog-options expects KEY=VALUE, got 'novalue'"):
+        options_config(None, None, (), {**options, "catalog_options": ("novalue",)})
 
 
 @pytest.mark.parametrize(

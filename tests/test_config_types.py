@@ -22,9 +22,9 @@ def test_file_env_and_cli_merge_kind_by_kind(tmp_path: Path) -> None:
     )
     env = {"HUDI_CDC__TYPE_MAPPINGS": '{"json": "string"}', "HUDI_CDC__ON_BAD_EVENT": "quarantine"}
     options = {
-        "record_key_field": ("id",),
-        "type_mapping": ("bigint unsigned=decimal(20,0)",),
-        "column_type": ("doc=json:struct<a:int,b:string>",),
+        "record_key_fields": ("id",),
+        "type_mappings": ("bigint unsigned=decimal(20,0)",),
+        "column_types": ("doc=json:struct<a:int,b:string>",),
         "on_column_added": "ignore",
         "on_column_dropped": None,
         "on_type_widened": None,

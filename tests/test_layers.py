@@ -31,6 +31,7 @@ LAYERS: dict[str, int] = {
     "hudi_cdc.jvm_archive": 2,
     "hudi_cdc.spark": 2,
     # 3 settings and policies
+    "hudi_cdc.settings": 3,
     "hudi_cdc.config": 3,
     "hudi_cdc.policy": 3,
     "payloads": 3,
@@ -51,6 +52,7 @@ LAYERS: dict[str, int] = {
     # 11 operator commands
     "hudi_cdc.ops": 11,
     # 12 shells
+    "hudi_cdc.settings_doc": 12,
     "hudi_cdc": 12,
 }
 

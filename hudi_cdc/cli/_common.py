@@ -8,11 +8,20 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from hudi_cdc.errors import ConfigError
+from hudi_cdc.settings import Declared, declared, flag_name
 
 if TYPE_CHECKING:
     from hudi_cdc.config import IngestConfig
 
-__all__ = ["config_options", "options_config", "parse_hoodie_conf", "password_options", "split_list"]
+__all__ = [
+    "config_options",
+    "option_settings",
+    "options_config",
+    "parse_hoodie_conf",
+    "password_options",
+    "setting_option",
+    "split_list",
+]
 
 
 def password_options(command: Callable[..., Any]) -> Callable[..., Any]:
@@ -40,277 +49,141 @@ def parse_hoodie_conf(values: tuple[str, ...]) -> dict[str, str]:
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
-# The settings of an ingest (IngestConfig, --hoodie-conf, --props, --config): shared by the commands that
-# take an ingest's command line, so `validate` accepts the very line `ingest` will run.
-_CONFIG_OPTIONS = [
-    click.option(
-        "--source", type=click.Choice(["files", "kafka", "jdbc"]), default=None, help="Where change events come from."
-    ),
-    click.option("--source-path", help="Files source: folder (local or Hadoop URI) of Debezium Avro files."),
-    click.option("--topic", help="Kafka source: the Debezium topic of one table."),
-    click.option("--bootstrap-servers", help="Kafka source: host:port[,host:port]."),
-    click.option("--schema-registry-url", help="Kafka source: a Confluent-compatible schema registry (Avro)."),
-    click.option(
-        "--kafka-value-format",
-        type=click.Choice(["avro", "json"]),
-        help="Kafka source: avro (Confluent wire format; default) or json (Kafka Connect's JsonConverter).",
-    ),
-    click.option(
-        "--kafka-value-schema-file",
-        help="Kafka source, JSON with schemas.enable=false: the envelope's Connect schema (or one message with it).",
-    ),
-    click.option(
-        "--kafka-starting-offsets",
-        type=click.Choice(["earliest", "latest"]),
-        help="Kafka source: where a table without a checkpoint starts (default earliest).",
-    ),
-    click.option(
-        "--allow-data-loss",
-        is_flag=True,
-        default=None,
-        help="Kafka source: continue when the checkpoint is older than what Kafka retains.",
-    ),
-    click.option("--jdbc-url", help="JDBC source: jdbc:postgresql://host:port/db, jdbc:mariadb:// or jdbc:mysql://."),
-    click.option("--jdbc-table", help="JDBC source: the table (schema.table) to pull from."),
-    click.option("--jdbc-query", help="JDBC source: a SELECT to pull from instead of a table."),
-    click.option("--jdbc-user", help="JDBC source: the database user."),
-    click.option(
-        "--jdbc-password-file", type=click.Path(dir_okay=False), help="JDBC source: file holding the password."
-    ),
-    click.option("--jdbc-password-env", help="JDBC source: environment variable holding the password."),
-    click.option(
-        "--jdbc-mode",
-        type=click.Choice(["incrementing", "timestamp", "timestamp+incrementing", "full"]),
-        help="JDBC source: the cursor (default timestamp+incrementing); full: no cursor, each round reads the "
-        "whole table and writes what changed, deletes included.",
-    ),
-    click.option("--jdbc-timestamp-column", help="JDBC source: the column every insert and update sets."),
-    click.option("--jdbc-incrementing-column", help="JDBC source: a column that grows with every new row."),
-    click.option(
-        "--jdbc-lookback-seconds",
-        type=float,
-        help="JDBC source: also re-read rows this close below the cursor each round (late commits).",
-    ),
-    click.option("--jdbc-fetch-size", type=int, help="JDBC source: rows per fetch from the database (default 10000)."),
-    click.option(
-        "--jdbc-reconcile-deletes",
-        is_flag=True,
-        default=None,
-        help="JDBC source: each round, find keys deleted in the source (hashed key ranges) and delete them.",
-    ),
-    click.option(
-        "--flavor",
-        type=click.Choice(["postgres", "mysql", "sqlserver", "oracle"], case_sensitive=False),
-        help="Source database (its Debezium connector); mysql also reads MariaDB's.",
-    ),
-    click.option("--target-base-path", help="Base path of the Hudi table."),
-    click.option("--target-table", help="Name of the Hudi table."),
-    click.option(
-        "--table-type",
-        type=click.Choice(["COPY_ON_WRITE", "MERGE_ON_READ", "cow", "mor"], case_sensitive=False),
-        help="Hudi table type (cow/mor accepted).",
-    ),
-    click.option("--record-key-field", help="Record key column(s), comma separated."),
-    click.option("--partition-path-field", help="Partition column, if the table is partitioned."),
-    click.option(
-        "--source-limit", type=int, help="Most bytes of new files (files), messages (kafka) or rows (jdbc) per round."
-    ),
-    click.option("--checkpoint", help="Start from this checkpoint ('earliest' or a stored JSON checkpoint)."),
-    click.option("--continuous", is_flag=True, default=None, help="Keep ingesting in rounds."),
-    click.option("--min-sync-interval-seconds", type=float, help="Continuous mode: least seconds between rounds."),
-    click.option("--max-rounds", type=int, help="Continuous mode: stop after this many rounds."),
-    click.option(
-        "--retry-timeout-seconds",
-        type=float,
-        help="Continuous mode: how long transient failures are retried with backoff before the run stops (default 900).",
-    ),
-    click.option("--toast-placeholder", help="Debezium's unavailable.value.placeholder."),
-    click.option("--tombstone-retention-hours", type=float, help="How long delete tombstones are kept."),
-    click.option(
-        "--tombstone-path", help="Where delete tombstones live (default: <target-base-path>_hudi_cdc_tombstones)."
-    ),
-    click.option(
-        "--schema-change-behavior",
-        type=click.Choice(["fail", "evolve", "ignore"]),
-        help="The schema-change policy in one word (default fail; evolve: incompatible types become text; "
-        "ignore: new columns are left out); --on-<kind> sets each kind (docs/types.md#schema-changes).",
-    ),
-    click.option(
-        "--truncate-behavior",
-        type=click.Choice(["fail", "apply", "ignore"]),
-        help="What a TRUNCATE event does (default fail): apply it (rows older than it are deleted), or ignore it.",
-    ),
-    click.option(
-        "--history",
-        type=click.Choice(["none", "soft_delete", "scd2"]),
-        help="What the table keeps of the past (default none, fixed at its first commit): soft_delete keeps deleted "
-        "rows, marked _source_deleted; scd2 keeps every version of a row with _valid_from/_valid_to "
-        "(docs/history.md).",
-    ),
-    click.option(
-        "--compaction",
-        type=click.Choice(["inline", "async"]),
-        help="MERGE_ON_READ: where compactions run (default inline, inside the round that schedules one). async: "
-        "on a thread of their own, so later rounds of a --continuous process do not wait for them.",
-    ),
-    click.option(
-        "--on-bad-event",
-        type=click.Choice(["fail", "quarantine"]),
-        help="What an event that cannot be applied does (default fail): quarantine sets it aside in an error "
-        "table beside the target, and the rest of the batch commits (docs/operations.md#quarantine).",
-    ),
-    click.option(
-        "--quarantine-path", help="Where quarantined events live (default: <target-base-path>_hudi_cdc_quarantine)."
-    ),
-    # Column transforms and masking (docs/transforms.md); each repeatable.
-    click.option("--keep-column", multiple=True, help="Write only these data columns (columns_keep); repeatable."),
-    click.option("--drop-column", multiple=True, help="Do not write this column (columns_drop); repeatable."),
-    click.option("--rename-column", multiple=True, help="SRC=DST: source column SRC is table column DST; repeatable."),
-    click.option(
-        "--computed-column", multiple=True, help="NAME=EXPR: a column computed with Spark SQL; repeatable, in order."
-    ),
-    click.option("--row-filter", help="Spark SQL predicate: rows it does not hold for are deleted from the table."),
-    click.option("--mask", multiple=True, help="COL=KIND: hash, redact or keep_last:N; repeatable."),
-    click.option("--mask-salt-env", help="Environment variable holding the secret salt of hash masks."),
-    click.option("--mask-salt-file", type=click.Path(dir_okay=False), help="File holding the salt of hash masks."),
-    # Type mappings and the schema-change policy per kind (docs/types.md).
-    click.option(
-        "--type-mapping",
-        multiple=True,
-        help='KIND=TYPE: how every column of a source type lands, e.g. "tinyint(1)=boolean".',
-    ),
-    click.option("--column-type", multiple=True, help="COL=TYPE: how one column lands (wins over --type-mapping)."),
-    click.option("--on-column-added", type=click.Choice(["evolve", "ignore", "fail"]), help="A new source column."),
-    click.option("--on-column-dropped", type=click.Choice(["keep", "fail"]), help="A column dropped at the source."),
-    click.option(
-        "--on-type-widened", type=click.Choice(["evolve", "fail"]), help="int -> bigint, decimal precision up."
-    ),
-    click.option(
-        "--on-type-changed",
-        type=click.Choice(["fail", "quarantine", "evolve"]),
-        help="A narrowed or incompatible type: fail, quarantine the events, or evolve (the column becomes text).",
-    ),
-    click.option(
-        "--on-column-renamed", type=click.Choice(["keep_both", "fail"]), help="A drop and an add in one change."
-    ),
-    # OpenLineage run events for each committed round (docs/lineage.md).
-    click.option(
-        "--lineage-transport",
-        type=click.Choice(["none", "http", "file", "console"]),
-        help="Send OpenLineage events for each committed round (default none): to an HTTP endpoint, a file, the log.",
-    ),
-    click.option("--lineage-url", help="Lineage over http: the endpoint's base URL, e.g. http://marquez:5000."),
-    click.option("--lineage-endpoint", help="Lineage over http: the path events are POSTed to (api/v1/lineage)."),
-    click.option("--lineage-api-key-env", help="Lineage over http: environment variable holding the API key."),
-    click.option("--lineage-file", help="Lineage to a file: events appended, one JSON line each."),
-    click.option("--lineage-namespace", help="Lineage: the job namespace (default hudi-cdc)."),
-    click.option(
-        "--lineage-source-namespace",
-        help="Lineage: the source database (postgres://host:5432): its table is named as an input too.",
-    ),
-    click.option(
-        "--lineage-source-name",
-        help="Lineage: that table's name template (default {database}.{schema}.{table}; mysql: {database}.{table}).",
-    ),
-    click.option(
-        "--lineage-timeout-seconds", type=float, help="Lineage: the most a round waits for its events (default 2)."
-    ),
-    # Catalog sync (issue 45; docs/catalog.md).
-    click.option(
-        "--catalog",
-        type=click.Choice(["none", "hms", "glue", "datahub", "bigquery"]),
-        help="Register the table by name after commits that change its schema or partitions: hms (a Hive "
-        "Metastore, --catalog-uri thrift://host:port); glue, datahub, bigquery: Hudi's sync tools, untested here.",
-    ),
-    click.option("--catalog-uri", help="The catalog's address, e.g. thrift://127.0.0.1:59083."),
-    click.option("--catalog-database", help="Catalog database name template (default {schema})."),
-    click.option("--catalog-table", help="Catalog table name template (default {table}; MOR adds _ro and _rt)."),
-    click.option(
-        "--catalog-sync-partitions/--no-catalog-sync-partitions",
-        default=None,
-        help="Register the table's partitions (default yes).",
-    ),
-    click.option(
-        "--catalog-option", multiple=True, help="A raw sync setting KEY=VALUE, winning over ours; repeatable."
-    ),
-    click.option("--hoodie-conf", multiple=True, help="A Hudi setting k=v; repeatable."),
-    click.option(
-        "--props", "props_file", type=click.Path(dir_okay=False), help="Java properties file of Hudi settings."
-    ),
-    click.option("--config", "config_file", type=click.Path(dir_okay=False), help="TOML file of hudi-cdc settings."),
-]
+
+def setting_option(d: Declared, *, flag: str | None = None, hidden: bool = False) -> Callable[[_F], _F]:
+    """The click option of a declared setting, derived from its declaration: the flag from its name,
+    the type or choices from its type, repeatable for lists and tables, the help from its meaning.
+    With ``flag`` (an old name's), an option that keeps an old flag working; its parameter is the old name."""
+    name = d.name if flag is None else flag[2:].replace("-", "_")
+    flag = flag or d.flag
+    text = d.meta.meaning
+    if d.default not in (None, (), {}) and flag == d.flag:
+        text += f" [default: {'yes' if d.default is True else 'no' if d.default is False else d.default}]"
+    if d.kind == "bool":
+        return click.option(f"{flag}/--no-{flag[2:]}", name, default=None, hidden=hidden, help=text)
+    kwargs: dict[str, Any] = {"metavar": d.metavar}
+    if d.kind == "int":
+        kwargs["type"] = int
+    elif d.kind == "float":
+        kwargs["type"] = float
+    elif d.kind == "choice":
+        kwargs = {"type": click.Choice([*d.choices, *d.meta.value_aliases], case_sensitive=False)}
+    elif d.kind == "list":
+        kwargs["multiple"] = True
+        text += " Repeatable, or comma separated."
+    elif d.kind == "mapping":
+        kwargs["multiple"] = True
+        text += " Repeatable."
+    return click.option(flag, name, hidden=hidden, help=text, **kwargs)
+
+
+def _cli_settings(config_class: type | None) -> tuple[Declared, ...]:
+    from hudi_cdc.config import IngestConfig
+
+    return tuple(d for d in declared(config_class or IngestConfig) if "cli" in d.where)
+
+
+def _schema_change_shorthands() -> list[Callable[[_F], _F]]:
+    """``--on-<kind> ACTION``: documented shorthands of ``--schema-changes <kind>=ACTION``."""
+    from hudi_cdc.config import SCHEMA_CHANGE_KINDS
+
+    return [
+        click.option(
+            "--on-" + kind.replace("_", "-"),
+            type=click.Choice(actions),
+            help=f"Shorthand of --schema-changes {kind}=ACTION.",
+        )
+        for kind, actions in SCHEMA_CHANGE_KINDS.items()
+    ]
+
+
+def config_options(command: _F, *, config_class: type | None = None) -> _F:
+    """Add the ingest settings' options to ``command``: one per setting the declaration lets the command
+    line set, each old flag hidden beside its new one, the --on-<kind> shorthands, --props and --config.
+    Shared by the commands that take an ingest's command line, so `validate` accepts the line `ingest` runs."""
+    options: list[Callable[[_F], _F]] = []
+    for d in _cli_settings(config_class):
+        options.append(setting_option(d))
+        options += [setting_option(d, flag=flag_name(old), hidden=True) for old in d.meta.aliases]
+        if d.name == "schema_changes":
+            options += _schema_change_shorthands()
+    options += [
+        click.option(
+            "--props", "props_file", type=click.Path(dir_okay=False), help="Java properties file of Hudi settings."
+        ),
+        click.option(
+            "--config",
+            "config_file",
+            type=click.Path(dir_okay=False),
+            help="TOML file of settings: the keys of a pipeline table's section (docs/settings.md).",
+        ),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
 
 
 def options_config(
-    props_file: str | None, config_file: str | None, hoodie_conf: tuple[str, ...], options: dict[str, Any]
+    props_file: str | None,
+    config_file: str | None,
+    hoodie_conf: tuple[str, ...],
+    options: dict[str, Any],
+    *,
+    config_class: type | None = None,
 ) -> IngestConfig:
-    """The ingest settings of a command with :func:`config_options` (file, then env, then options)."""
-    from hudi_cdc.config import load_config
+    """The ingest settings of a command with :func:`config_options`: the built-in defaults, then the
+    file, then the environment, then the options; an error names the flag a value came from."""
+    from hudi_cdc.config import load_config_with_origins
 
-    options = dict(options)
-    options["record_key_fields"] = options.pop("record_key_field")
-    options.update(_transform_options(options))
-    options.update(_types_options(options))
-    options["catalog_options"] = _key_values("catalog-option", options.pop("catalog_option", ()) or ())
-    return load_config(
-        config_file=config_file, props_file=props_file, hoodie_conf=parse_hoodie_conf(hoodie_conf), **options
-    )
-
-
-def _key_values(flag: str, values: tuple[str, ...]) -> dict[str, str] | None:
-    """A repeatable KEY=VALUE option as a mapping (None when not given)."""
-    out = {}
-    for item in values:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise ConfigError(f"--{flag} expects KEY=VALUE, got {item!r}")
-        out[key.strip()] = value.strip()
-    return out or None
+    return load_config_with_origins(
+        config_file=config_file,
+        props_file=props_file,
+        hoodie_conf=parse_hoodie_conf(hoodie_conf),
+        argument_place="cli",
+        config_class=config_class,
+        **option_settings(options, config_class=config_class),
+    )[0]
 
 
-def _types_options(options: dict[str, Any]) -> dict[str, Any]:
-    """--type-mapping, --column-type and --on-<kind> as their settings (popped from ``options``)."""
+def option_settings(options: dict[str, Any], *, config_class: type | None = None) -> dict[str, Any]:
+    """The click values of :func:`config_options` as settings by name (each with the flag it came from
+    in the error of a bad value); an old flag prints a one-line warning naming its new one."""
+    settings = _cli_settings(config_class)
+    old = {alias: d for d in settings for alias in d.meta.aliases}
     out: dict[str, Any] = {}
-    for flag, setting in (("type_mapping", "type_mappings"), ("column_type", "column_types")):
-        pairs = {}
-        for item in options.pop(flag, ()) or ():
-            name, sep, value = item.rpartition("=")
-            if not sep or not name.strip() or not value.strip():
-                raise ConfigError(f"--{flag.replace('_', '-')} expects NAME=TYPE, got {item!r}")
-            pairs[name.strip()] = value.strip()
-        out[setting] = pairs or None
-    kinds = ("column_added", "column_dropped", "type_widened", "type_changed", "column_renamed")
-    actions = {kind: options.pop(f"on_{kind}") for kind in kinds if options.get(f"on_{kind}") is not None}
-    for kind in kinds:
-        options.pop(f"on_{kind}", None)
-    out["schema_changes"] = actions or None
+    shorthands: dict[str, str] = {}
+    for key, value in options.items():
+        if value is None or value == ():
+            continue
+        if key.startswith("on_") and key != "on_bad_event":
+            shorthands[key.removeprefix("on_")] = value
+            continue
+        d = old.get(key)
+        flag = flag_name(key)
+        if d is not None:
+            click.echo(f"hudi-cdc warning: {flag} is deprecated (goes in the next release): use {d.flag}", err=True)
+        else:
+            d = next((s for s in settings if s.name == key), None)
+            if d is None:  # not a setting: refused with the closest names by load_config
+                out[key] = value
+                continue
+        if d.kind == "list":
+            value = tuple(v.strip() for item in value for v in item.split(",") if v.strip())
+            value = (*out.get(d.name, ()), *value)
+        elif d.kind == "mapping":
+            value = {**out.get(d.name, {}), **_key_values(flag, d.metavar, value)}
+        out[d.name] = value
+    if shorthands:
+        out["schema_changes"] = {**out.get("schema_changes", {}), **shorthands}
     return out
 
 
-def _transform_options(options: dict[str, Any]) -> dict[str, Any]:
-    """The repeatable transform options as their settings (popped from ``options``; None when not given)."""
-
-    def pairs(flag: str, values: tuple[str, ...]) -> dict[str, str] | None:
-        out = {}
-        for item in values:
-            name, sep, value = item.partition("=")
-            if not sep or not name.strip() or not value.strip():
-                raise ConfigError(f"--{flag} expects NAME=VALUE, got {item!r}")
-            out[name.strip()] = value.strip()
-        return out or None
-
-    keep, drop = options.pop("keep_column", ()), options.pop("drop_column", ())
-    return {
-        "columns_keep": tuple(keep) or None,
-        "columns_drop": tuple(drop) or None,
-        "column_renames": pairs("rename-column", options.pop("rename_column", ())),
-        "computed_columns": pairs("computed-column", options.pop("computed_column", ())),
-        "masks": pairs("mask", options.pop("mask", ())),
-    }
-
-
-def config_options(command: _F) -> _F:
-    """Add the ingest settings' options to ``command`` (in --help order)."""
-    for option in reversed(_CONFIG_OPTIONS):
-        command = option(command)
-    return command
+def _key_values(flag: str, metavar: str, values: tuple[str, ...]) -> dict[str, str]:
+    """A repeatable KEY=VALUE option as a mapping; the error names the flag."""
+    out = {}
+    for item in values:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip() or not value.strip():
+            raise ConfigError(f"{flag} expects {metavar}, got {item!r}")
+        out[key.strip()] = value.strip()
+    return out
