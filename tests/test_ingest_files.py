@@ -263,7 +263,7 @@ def test_a_table_keeps_the_index_it_was_written_with(spark, tmp_path: Path) -> N
         (["--hoodie-conf", "hoodie.index.type=BUCKET"], "BUCKET(SIMPLE, 256, id)"),
     ):
         result = run_cli(*ingest_args(str(source), base, table_type="mor", extra=wrong))
-        assert result.exit_code == 1, result.output
+        assert result.exit_code == 2, result.output  # the preflight's refusal: a configuration error
         assert f"index 'BUCKET(SIMPLE, 2, id)', the command line '{given}'" in result.output, result.output
     # The round itself checks too (a continuous process, the runner), before reading anything.
     config = load_config(

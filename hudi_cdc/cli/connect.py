@@ -10,10 +10,10 @@ from dataclasses import asdict
 
 import click
 
-from hudi_cdc.cli.wrappers import Invocation, OnFailure, command
+from hudi_cdc.cli.wrappers import CANNOT_ANSWER, Invocation, OnFailure, command
 
 # 1 is status's answer "a connector is not RUNNING": what stops either command is 2 (75 when a retry may fix it).
-_CANNOT_RUN = OnFailure(terminal=2, unexpected=2)
+_CANNOT_RUN = OnFailure(terminal=CANNOT_ANSWER)
 
 
 @click.group()

@@ -7,7 +7,7 @@ import click
 from hudi_cdc.cli.wrappers import Invocation, OnFailure, command
 
 # click's own "Error: ..." line, as these commands printed before they ran in the wrapper.
-_ERROR = OnFailure("Error", kinds=False, transient=1)
+_ERROR = OnFailure("Error", kinds=False)
 
 
 def _command(name: str, doc: str) -> click.Command:

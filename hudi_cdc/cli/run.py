@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from hudi_cdc.cli._common import split_list
-from hudi_cdc.cli.wrappers import Invocation, OnFailure, command
+from hudi_cdc.cli.wrappers import CANNOT_ANSWER, Invocation, OnFailure, command
 
 
 @click.command()
@@ -26,7 +26,7 @@ from hudi_cdc.cli.wrappers import Invocation, OnFailure, command
     "--metrics-port", type=int, help="Continuous mode: serve Prometheus metrics on this port ([run] metrics_port)."
 )
 @click.option("--json", "as_json", is_flag=True, help="One JSON line per round, and the final report as JSON.")
-@command(OnFailure("hudi-cdc run", terminal=2, unexpected=2))
+@command(OnFailure("hudi-cdc run", terminal=CANNOT_ANSWER))
 def run(
     run: Invocation,
     pipeline_file: str,

@@ -9,21 +9,15 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from hudi_cdc.cli._common import config_options, options_config, password_options, split_list
-from hudi_cdc.cli.wrappers import Invocation, OnFailure, command
+from hudi_cdc.cli.wrappers import CANNOT_ANSWER, EXIT_FOUND, Invocation, OnFailure, command
 from hudi_cdc.errors import ConfigError
 
 if TYPE_CHECKING:
     from hudi_cdc.ops.validate import Check, ValidationReport
 
-# 1: a check failed; 2: the checks could not run at all (bad settings).
-EXIT_FAILED, EXIT_CANNOT_RUN = 1, 2
-_CANNOT_RUN = OnFailure(
-    "hudi-cdc: cannot validate",
-    terminal=EXIT_CANNOT_RUN,
-    transient=EXIT_CANNOT_RUN,
-    unexpected=EXIT_CANNOT_RUN,
-    kinds=False,
-)
+# 1: a check failed; 2: the checks could not run at all (bad settings); 75: a transient error stopped them.
+EXIT_FAILED, EXIT_CANNOT_RUN = EXIT_FOUND, CANNOT_ANSWER
+_CANNOT_RUN = OnFailure("hudi-cdc: cannot validate", terminal=EXIT_CANNOT_RUN, kinds=False)
 
 
 @click.command()

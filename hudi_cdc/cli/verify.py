@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from hudi_cdc.cli._common import password_options, split_list
-from hudi_cdc.cli.wrappers import Invocation, OnFailure, command
+from hudi_cdc.cli.wrappers import CANNOT_ANSWER, EXIT_FOUND, EXIT_OK, Invocation, OnFailure, command
 from hudi_cdc.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -24,15 +24,9 @@ if TYPE_CHECKING:
     from hudi_cdc.ops.verify import VerifyResult
     from hudi_cdc.upstream.database import SourceDatabase
 
-EQUAL, DIFFERENT, COULD_NOT_RUN = 0, 1, 2
-# Whatever stops the comparison, transient or not, is "could not run": 1 must mean only "different".
-_COULD_NOT_RUN = OnFailure(
-    "hudi-cdc verify: could not run",
-    terminal=COULD_NOT_RUN,
-    transient=COULD_NOT_RUN,
-    unexpected=COULD_NOT_RUN,
-    kinds=False,
-)
+EQUAL, DIFFERENT, COULD_NOT_RUN = EXIT_OK, EXIT_FOUND, CANNOT_ANSWER
+# Whatever stops the comparison is "could not run" (2; 75 when a retry may help): 1 must mean only "different".
+_COULD_NOT_RUN = OnFailure("hudi-cdc verify: could not run", terminal=COULD_NOT_RUN, kinds=False)
 
 
 @click.command()

@@ -5,7 +5,7 @@ A command declares what a failure looks like (:class:`OnFailure`) and takes an
 
     @click.command()
     @click.option(...)
-    @command(OnFailure("hudi-cdc status", terminal=2, transient=2, unexpected=2, kinds=False))
+    @command(OnFailure("hudi-cdc status", terminal=CANNOT_ANSWER, kinds=False))
     def status(run: Invocation, ...) -> None:
         spark = run.session()
 
@@ -13,6 +13,23 @@ The wrapper maps what escapes the command to ``<prefix>: <kind>: <message>``
 on stderr and the command's exit code, by class (``HudiCdcError.transient``),
 never by message; it names the JVM's log file in that line, and deletes the
 file after a run that did not fail.
+
+Exit codes, the same for every command (docs/cli.md "Exit codes")::
+
+    0   done: nothing to report
+    1   done, and the answer is "no": validate: a check failed; verify: the table differs (or a repair
+        left keys); run: a table failed (the others ran); connect status: a connector is not running.
+        A command that writes (ingest, bootstrap, quarantine, tombstones, pause...): a terminal error of the
+        input or the table (undecodable event, incompatible schema change, bad checkpoint): a retry
+        fails the same way until someone fixes it
+    2   configuration error or bad usage (a ConfigError, click's usage errors), from every command; also
+        whatever else stops validate, verify, run, status or connect before their answer, so that
+        their 1 means only their finding
+    75  transient (EX_TEMPFAIL): a broker, registry, database or store was not there; a retry may succeed
+    130 interrupted (Ctrl-C)
+
+A command picks 1 or 2 for a terminal error that is not a ConfigError
+(:attr:`OnFailure.terminal`); everything else in the table is the wrapper's.
 """
 
 from __future__ import annotations
@@ -28,15 +45,52 @@ from typing import TYPE_CHECKING, Concatenate, NoReturn, ParamSpec
 
 import click
 
-from hudi_cdc.errors import HudiCdcError
+from hudi_cdc.errors import ConfigError, HudiCdcError
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["EXIT_TRANSIENT", "Invocation", "OnFailure", "command", "fail", "jvm_log", "session"]
+__all__ = [
+    "CANNOT_ANSWER",
+    "EXIT_CODES",
+    "EXIT_CONFIG",
+    "EXIT_FOUND",
+    "EXIT_INTERRUPTED",
+    "EXIT_OK",
+    "EXIT_TRANSIENT",
+    "Invocation",
+    "OnFailure",
+    "command",
+    "fail",
+    "jvm_log",
+    "session",
+]
 
+EXIT_OK = 0
+EXIT_FOUND = 1
+"""The command ran and its answer is "no" (a failed check, a difference, a failed table), or a command that
+writes met a terminal error of its input or table."""
+EXIT_CONFIG = 2
+"""A configuration error or bad usage, from every command (click's usage errors are 2 as well)."""
 EXIT_TRANSIENT = 75
 """EX_TEMPFAIL, what a command exits with on a :class:`~hudi_cdc.errors.TransientError`: a retry may succeed."""
+EXIT_INTERRUPTED = 130
+"""Stopped by Ctrl-C (128 + SIGINT)."""
+
+EXIT_CODES: dict[int, str] = {
+    EXIT_OK: "done",
+    EXIT_FOUND: "done, and the answer is no: validate found a failed check, verify a difference, run a failed "
+    "table, connect status a connector not running; a command that writes: a terminal error of the input or "
+    "the table (a retry fails the same way)",
+    EXIT_CONFIG: "configuration error or bad usage, from every command; validate, verify, run, status and "
+    "connect also exit 2 for any other error that stops them before their answer",
+    EXIT_TRANSIENT: "transient error (EX_TEMPFAIL): a service was not there; a retry may succeed",
+    EXIT_INTERRUPTED: "interrupted (Ctrl-C)",
+}
+"""Every exit code a command may return, and its meaning: the table docs/cli.md shows."""
+
+CANNOT_ANSWER = EXIT_CONFIG
+""":attr:`OnFailure.terminal` of a command whose 1 is its finding (validate, verify, run, status, connect)."""
 
 _P = ParamSpec("_P")
 
@@ -50,9 +104,10 @@ class OnFailure:
     """
 
     prefix: str = "hudi-cdc"
-    terminal: int = 1
-    transient: int = EXIT_TRANSIENT
-    unexpected: int = 1
+    terminal: int = EXIT_FOUND
+    """A terminal error that is not a :class:`~hudi_cdc.errors.ConfigError` (and an unexpected one): 1 for a
+    command that writes, 2 (:data:`CANNOT_ANSWER`) for one whose 1 is its finding. A ConfigError is always 2,
+    a transient error always 75."""
     kinds: bool = True
 
     def line(self, exc: Exception) -> tuple[str, int]:
@@ -60,11 +115,11 @@ class OnFailure:
         from hudi_cdc._jvm import java_message
 
         if not isinstance(exc, HudiCdcError):
-            kind, code, text = "unexpected error", self.unexpected, java_message(exc)
+            kind, code, text = "unexpected error", self.terminal, java_message(exc)
         elif exc.transient:
-            kind, code, text = "transient", self.transient, str(exc)
+            kind, code, text = "transient", EXIT_TRANSIENT, str(exc)
         else:
-            kind, code, text = "error", self.terminal, str(exc)
+            kind, code, text = "error", EXIT_CONFIG if isinstance(exc, ConfigError) else self.terminal, str(exc)
         return (f"{self.prefix}: {kind}: {text}" if self.kinds else f"{self.prefix}: {text}"), code
 
 

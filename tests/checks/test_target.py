@@ -35,7 +35,7 @@ def test_an_existing_table_with_another_key_and_type(spark, tmp_path: Path) -> N
     # The ingest runs the same check first and stops before reading anything.
     args = ingest_args(str(source), str(base), table_type="mor", keys="id,name", extra=["--target-table", "t_cow"])
     result = run_cli(*args)
-    assert result.exit_code == 1
+    assert result.exit_code == 2  # a configuration error, as from every command (docs/cli.md)
     assert "preflight failed" in result.output and "table type 'COPY_ON_WRITE'" in result.output
 
 

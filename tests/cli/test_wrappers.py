@@ -9,8 +9,8 @@ import pytest
 from click.testing import CliRunner
 
 from hudi_cdc.cli import main
-from hudi_cdc.cli.wrappers import EXIT_TRANSIENT, Invocation, OnFailure, command
-from hudi_cdc.errors import ConfigError, SinkError, TransientError
+from hudi_cdc.cli.wrappers import CANNOT_ANSWER, EXIT_CONFIG, EXIT_TRANSIENT, Invocation, OnFailure, command
+from hudi_cdc.errors import ConfigError, DecodeError, SinkError, TransientError
 
 DEFAULT = OnFailure()
 
@@ -30,9 +30,18 @@ def _command(raised: Exception | None, on_failure: OnFailure = DEFAULT, log: Pat
 
 
 def test_a_terminal_error_exits_with_its_code_and_one_line() -> None:
-    done = CliRunner().invoke(_command(ConfigError("--source-path is missing")), [])
+    done = CliRunner().invoke(_command(DecodeError("not Avro")), [])
     assert done.exit_code == 1
-    assert done.output.splitlines() == ["hudi-cdc: error: --source-path is missing"]
+    assert done.output.splitlines() == ["hudi-cdc: error: not Avro"]
+    answers = OnFailure("hudi-cdc verify", terminal=CANNOT_ANSWER)  # a command whose 1 is its finding
+    assert CliRunner().invoke(_command(DecodeError("not Avro"), answers), []).exit_code == 2
+
+
+def test_a_configuration_error_exits_2_from_every_command() -> None:
+    for on_failure in (DEFAULT, OnFailure("hudi-cdc verify", terminal=CANNOT_ANSWER, kinds=False)):
+        done = CliRunner().invoke(_command(ConfigError("--source-path is missing"), on_failure), [])
+        assert done.exit_code == EXIT_CONFIG == 2
+        assert done.output.splitlines()[-1].endswith(": --source-path is missing")
 
 
 def test_a_transient_error_exits_with_the_transient_code() -> None:
@@ -43,14 +52,14 @@ def test_a_transient_error_exits_with_the_transient_code() -> None:
 
 
 def test_an_unexpected_exception_exits_with_the_generic_code() -> None:
-    done = CliRunner().invoke(_command(KeyError("boom"), OnFailure("hudi-cdc run", terminal=2, unexpected=2)), [])
+    done = CliRunner().invoke(_command(KeyError("boom"), OnFailure("hudi-cdc run", terminal=2)), [])
     assert done.exit_code == 2
     assert done.output.splitlines() == ["hudi-cdc run: unexpected error: 'boom'"]
 
 
 def test_without_kinds_the_line_is_the_prefix_and_the_message() -> None:
-    on_failure = OnFailure("hudi-cdc verify: could not run", terminal=2, transient=2, unexpected=2, kinds=False)
-    assert on_failure.line(TransientError("no route")) == ("hudi-cdc verify: could not run: no route", 2)
+    on_failure = OnFailure("hudi-cdc verify: could not run", terminal=2, kinds=False)
+    assert on_failure.line(TransientError("no route")) == ("hudi-cdc verify: could not run: no route", 75)
     assert on_failure.line(ValueError("bad")) == ("hudi-cdc verify: could not run: bad", 2)
 
 

@@ -178,7 +178,7 @@ def test_a_wrong_password_is_named_not_printed(spark, tmp_path: Path, pg_table, 
     refused = run_cli("--source", "jdbc", "--jdbc-url", PG_URL + "?password=hunter2", "--jdbc-table", table,
                       "--jdbc-timestamp-column", "updated_at", "--jdbc-incrementing-column", "id",
                       "--record-key-field", "id", "--target-base-path", str(tmp_path / "x"), "--target-table", "x")  # fmt: skip
-    assert refused.exit_code == 1 and "carries a password" in refused.output and "hunter2" not in refused.output
+    assert refused.exit_code == 2 and "carries a password" in refused.output and "hunter2" not in refused.output
     assert os.environ["JDBC_TEST_PASSWORD"] not in result.output
 
 
