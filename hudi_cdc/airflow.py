@@ -33,7 +33,7 @@ from typing import Any, Literal
 from hudi_cdc.cli.wrappers import EXIT_TRANSIENT
 from hudi_cdc.config import redact
 from hudi_cdc.errors import ConfigError
-from hudi_cdc.settings import flag_name, lookup
+from hudi_cdc.settings import PLACES, flag_name, lookup
 
 # HudiCdcIngestOperator is built on first access (module __getattr__), so Airflow is imported only then.
 __all__ = ["EXIT_TRANSIENT", "HudiCdcIngestOperator", "ingest_command", "outcome_of"]  # noqa: F822
@@ -68,7 +68,10 @@ def ingest_command(
             continue
         d = lookup(config_class or IngestConfig, name, f"HudiCdcIngestOperator option {name}", warn=_deprecated)
         if "airflow" not in d.where:
-            raise ConfigError(f"HudiCdcIngestOperator option {name}: {d.name} is not an ingest option")
+            raise ConfigError(
+                f"HudiCdcIngestOperator option {name}: {d.name} cannot be set in {PLACES['airflow']} "
+                "(docs/settings.md says where it goes)"
+            )
         if d.kind == "bool":
             argv.append(d.flag if value else f"--no-{d.flag[2:]}")
         elif d.kind == "mapping":

@@ -214,12 +214,11 @@ def _kind(tp: Any) -> tuple[Kind, bool, tuple[str, ...]]:  # noqa: ANN401 - a ty
 def close_names(name: str, known: Iterable[str]) -> str:
     """``; did you mean a, b?`` for the known names closest to ``name``, or a pointer to the reference."""
     close = difflib.get_close_matches(name, list(known), n=3, cutoff=0.6)
+    # Only the nearest: a name one letter off has one answer, not three.
+    score = {c: difflib.SequenceMatcher(None, name, c).ratio() for c in close}
+    close = [c for c in close if score[c] >= max(score.values()) - 0.05]
     if close:
-        return (
-            f"; did you mean {' or '.join(close)}?"
-            if len(close) < 3
-            else f"; did you mean {close[0]}, {close[1]} or {close[2]}?"
-        )
+        return f"; did you mean {' or '.join(close)}?"
     return "; every setting is listed in docs/settings.md"
 
 

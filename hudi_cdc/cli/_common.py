@@ -135,19 +135,25 @@ def options_config(
     file, then the environment, then the options; an error names the flag a value came from."""
     from hudi_cdc.config import load_config_with_origins
 
+    flags: dict[str, str] = {}
+    settings = option_settings(options, config_class=config_class, flags=flags)
     return load_config_with_origins(
         config_file=config_file,
         props_file=props_file,
         hoodie_conf=parse_hoodie_conf(hoodie_conf),
+        argument_origin=lambda name: flags.get(name, flag_name(name)),
         argument_place="cli",
         config_class=config_class,
-        **option_settings(options, config_class=config_class),
+        **settings,
     )[0]
 
 
-def option_settings(options: dict[str, Any], *, config_class: type | None = None) -> dict[str, Any]:
-    """The click values of :func:`config_options` as settings by name (each with the flag it came from
-    in the error of a bad value); an old flag prints a one-line warning naming its new one."""
+def option_settings(
+    options: dict[str, Any], *, config_class: type | None = None, flags: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """The click values of :func:`config_options` as settings by name; ``flags`` gets the flag each came
+    from (for an error's origin). An old flag prints a one-line warning naming its new one."""
+    flags = {} if flags is None else flags
     settings = _cli_settings(config_class)
     old = {alias: d for d in settings for alias in d.meta.aliases}
     out: dict[str, Any] = {}
@@ -167,6 +173,7 @@ def option_settings(options: dict[str, Any], *, config_class: type | None = None
             if d is None:  # not a setting: refused with the closest names by load_config
                 out[key] = value
                 continue
+        flags[d.name] = flag if d.name not in flags else f"{flags[d.name]} and {flag}"
         if d.kind == "list":
             value = tuple(v.strip() for item in value for v in item.split(",") if v.strip())
             value = (*out.get(d.name, ()), *value)
@@ -175,6 +182,9 @@ def option_settings(options: dict[str, Any], *, config_class: type | None = None
         out[d.name] = value
     if shorthands:
         out["schema_changes"] = {**out.get("schema_changes", {}), **shorthands}
+        flags["schema_changes"] = " and ".join(
+            [*filter(None, [flags.get("schema_changes")]), *(flag_name(f"on_{k}") for k in shorthands)]
+        )
     return out
 
 
