@@ -11,7 +11,7 @@ from hudi_cdc.cli.bootstrap import bootstrap
 from hudi_cdc.cli.connect import connect
 from hudi_cdc.cli.control import pause, remove, resume
 from hudi_cdc.cli.ingest import ingest
-from hudi_cdc.cli.jars import jars
+from hudi_cdc.cli.jars import jars, version_option
 from hudi_cdc.cli.jvm_archive import jvm_archive
 from hudi_cdc.cli.quarantine import quarantine
 from hudi_cdc.cli.run import run
@@ -25,6 +25,7 @@ __all__ = ["ingest", "main"]
 
 
 @click.group()
+@version_option()
 @click.option("-v", "--verbose", count=True, help="More log output, Spark's included (-v info, -vv debug).")
 @click.pass_context
 def main(ctx: click.Context, verbose: int) -> None:

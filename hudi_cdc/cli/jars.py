@@ -1,13 +1,45 @@
-"""``hudi-cdc jars``: where the Spark jars come from, and the spark-submit line that uses them."""
+"""``hudi-cdc jars``: where the Spark jars come from, and the spark-submit line that uses them; and
+``hudi-cdc --version``: hudi-cdc's version and the Spark, Hudi and Java a session would run."""
 
 from __future__ import annotations
 
 import json
 import shlex
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import click
 
 from hudi_cdc.cli.wrappers import Invocation, command
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    if not value or ctx.resilient_parsing:
+        return
+    from hudi_cdc._version import __version__
+    from hudi_cdc.jars import runtime_versions
+
+    # Read from files (pyspark's metadata, the jar folder, the JDK's release file): no JVM starts.
+    versions = runtime_versions()
+    click.echo(f"hudi-cdc {__version__}")
+    click.echo(f"Spark {versions['spark']}")
+    click.echo(f"Hudi {versions['hudi']}")
+    click.echo(f"Java {versions['java']}")
+    ctx.exit()
+
+
+def version_option() -> Callable[[_F], _F]:
+    """``--version``, as click's ``version_option`` but with the versions a session would run beside ours."""
+    return click.option(
+        "--version",
+        is_flag=True,
+        expose_value=False,
+        is_eager=True,
+        callback=_print_version,
+        help="Print hudi-cdc's version and the Spark, Hudi bundle and Java a session would run, and exit.",
+    )
 
 
 @click.command()
