@@ -285,8 +285,7 @@ def fetch_jars(directory: str | os.PathLike[str]) -> tuple[str, ...]:
         spark = builder.getOrCreate()
     except Exception as exc:
         raise TransientError(
-            f"Spark could not resolve {', '.join(coordinates)} from Maven Central: "
-            f"{str(exc).strip().splitlines()[-1]}"
+            f"Spark could not resolve {', '.join(coordinates)} from Maven Central: {str(exc).strip().splitlines()[-1]}"
         ) from exc
     try:
         resolved = [j for j in spark.sparkContext.getConf().get("spark.jars", "").split(",") if j]

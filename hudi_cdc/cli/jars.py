@@ -4,8 +4,10 @@
 from __future__ import annotations
 
 import json
+import os
 import shlex
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
 import click
@@ -89,8 +91,18 @@ def jars(run: Invocation, show: str | None, fetch_dir: str | None, as_json: bool
         archive = jvm_archive.archive_for(source)
         return " ".join(filter(None, [jvm_options(), jvm_archive.java_options(archive) if archive else ""]))
 
+    coordinates = jarmod.packages()
+    own = jarmod.own_jars(source)
+
+    def origin(path: str) -> str:
+        if Path(path).parent == jarmod.packaged_folder():
+            return "from the wheel"
+        if source.folder == os.environ.get(jarmod.JARS_DIR_ENV):
+            return f"from {jarmod.JARS_DIR_ENV}"
+        return "from the checkout's `make jars`"
+
     if show == "packages":
-        click.echo(",".join(jarmod.PACKAGES))
+        click.echo(",".join(coordinates))
     elif show == "submit-args":
         click.echo(submit)
     elif show == "launcher":
@@ -104,7 +116,8 @@ def jars(run: Invocation, show: str | None, fetch_dir: str | None, as_json: bool
             "source": source.kind,
             "folder": source.folder,
             "jars": list(source.jars),
-            "packages": list(jarmod.PACKAGES),
+            "packages": list(coordinates),
+            "own_jars": own,
             "submit_args": source.submit_args(),
             "launcher": str(SCRIPT),
             "java_options": java_options(),
@@ -114,8 +127,24 @@ def jars(run: Invocation, show: str | None, fetch_dir: str | None, as_json: bool
     else:
         where = f"the jars in {source.folder}" if source.kind == "folder" else "Maven coordinates Spark resolves"
         click.echo(f"A session hudi-cdc builds uses {where}.")
+        click.echo("hudi-cdc's own jars:")
+        for name, path in own.items():
+            if path:
+                click.echo(f"  {name}: {path} ({origin(path)})")
+            else:
+                lacks = (
+                    "Hudi's Java write client (hudi-java-client-*.jar) is not beside it"
+                    if any(Path(j).name == name for j in source.jars)
+                    else "missing"
+                )
+                click.echo(f"  {name}: {lacks}, so this faster path is off: {jarmod.OWN_JARS[name]}")
+        if not all(own.values()):
+            click.echo(
+                "  (`make jars` builds them in a checkout; the wheel `make wheel` builds carries them, "
+                "a wheel built without them does not)"
+            )
         click.echo("Maven coordinates:")
-        for coordinate in jarmod.PACKAGES:
+        for coordinate in coordinates:
             click.echo(f"  {coordinate}")
         click.echo("spark-submit:")
         click.echo(f'  PYSPARK_PYTHON="$(command -v python)" spark-submit {submit} \\')
