@@ -20,6 +20,8 @@ __all__ = [
     "TerminalSinkError",
     "CheckpointError",
     "SchemaChangeError",
+    "LeaseHeldError",
+    "LeaseLostError",
     "retry_backoff_s",
 ]
 
@@ -82,6 +84,15 @@ class CheckpointError(TerminalError):
 
 class SchemaChangeError(TerminalError):
     """A column changed type in a way that cannot be applied without losing values."""
+
+
+class LeaseHeldError(ConfigError):
+    """Another live process writes the table (it holds the table's writer lease): one writer per table."""
+
+
+class LeaseLostError(TerminalError):
+    """This process's writer lease on a table was taken over (its heartbeat stopped for longer than the
+    expiry): it must stop writing the table."""
 
 
 def retry_backoff_s(attempt: int, remaining_s: float) -> float:

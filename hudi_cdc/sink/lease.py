@@ -1,0 +1,659 @@
+"""One writer per table: a lease in the table's own folder, with an owner, a heartbeat and an expiry.
+
+Every writer of a table (``ingest``, a runner's rounds, repair, bootstrap, quarantine re-apply, compaction)
+holds the table's lease while it writes. Another process that wants the table is refused (or waits up to
+``lease_wait_seconds``) and is told who holds it; a holder that died stops renewing its heartbeat, and
+``lease_expiry_seconds`` after its last one another process may take the table over.
+
+Where: ``<base_path>/.hoodie/.hudi_cdc/lease/``. Hudi leaves a folder of ``.hoodie`` it does not know alone
+(its timeline is ``.hoodie/timeline``, its metadata table ``.hoodie/metadata``; cleaning and archiving
+touch only those), and readers (Spark, Trino) never list ``.hoodie`` for data files.
+
+How: each taking of the lease is a *generation*, a file ``<generation>.json`` published only if it does not
+exist yet; the lease is the highest generation. Taking over an expired lease publishes the next generation,
+so of two processes that both saw it expire exactly one wins (compare-and-swap on the generation). The
+holder renews its heartbeat by rewriting its own generation's file whole (a reader sees the old content or
+the new, never half), and finds it lost the lease when a higher generation exists. Publishing "only if
+absent" is, per storage:
+
+- a local path (``file:``, or no scheme): ``link(2)`` of a complete temporary file, which fails when the name
+  exists (atomic on POSIX file systems and NFS). Hadoop's local ``create(overwrite=false)`` is not used: it
+  checks, then creates, and two processes can both pass the check. No JVM is needed.
+- HDFS (any other Hadoop scheme): ``rename`` of a complete temporary file, which HDFS refuses when the target
+  exists (one NameNode operation); renewal renames over the file with ``Options.Rename.OVERWRITE``.
+- object storage (S3, GCS, ABFS) is not done yet: a rename there is a copy, not atomic. S3's conditional
+  write (``If-None-Match: *`` on PUT, in Hadoop's s3a as ``fs.s3a.create.conditional.enabled`` from Hadoop
+  3.4.2 on) is exactly "publish only if absent", so a store for it fits the same three operations. Until then
+  a lease on such a path is refused with the reason, rather than taken without the guarantee.
+
+A process holds a lease once (``hold`` inside ``hold`` is the same lease, counted): a runner that holds a
+table runs its rounds, repairs and compactions under it.
+
+The clocks of the hosts must agree to within a small part of the expiry (NTP does): expiry is judged by
+the reader's clock against the holder's heartbeat time.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import socket
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Iterator, Mapping
+from dataclasses import asdict, dataclass, field, replace
+from datetime import UTC, datetime
+from typing import Any, Protocol
+from urllib.parse import urlsplit
+
+from hudi_cdc.errors import ConfigError, LeaseHeldError, LeaseLostError
+
+__all__ = [
+    "LEASE_FOLDER",
+    "LeaseOwner",
+    "LeaseRecord",
+    "TableLease",
+    "held_here",
+    "hold",
+    "lease_holder",
+    "process_owner_id",
+    "refusal",
+    "register",
+    "unregister",
+    "waiters",
+]
+
+log = logging.getLogger("hudi_cdc.lease")
+
+LEASE_FOLDER = ".hoodie/.hudi_cdc/lease"
+DEFAULT_EXPIRY_S = 60.0
+_KEEP_GENERATIONS = 2  # the current one and the one before (who held it last), for a reader's questions
+_WANT_PREFIX = "want-"
+_LOCAL_SCHEMES = ("", "file")
+_HADOOP_ATOMIC_SCHEMES = ("hdfs", "viewfs")
+
+_PROCESS_OWNER_ID = uuid.uuid4().hex[:12]
+
+
+def process_owner_id() -> str:
+    """This process's owner id: every lease it holds carries it (a fork gets its own, see ``_after_fork``)."""
+    return _PROCESS_OWNER_ID
+
+
+def _after_fork() -> None:
+    global _PROCESS_OWNER_ID
+    _PROCESS_OWNER_ID = uuid.uuid4().hex[:12]
+    _held.clear()
+    _Heartbeat.instance = None
+
+
+os.register_at_fork(after_in_child=_after_fork)
+
+
+@dataclass(frozen=True)
+class LeaseOwner:
+    """Who holds a lease: the process (host, pid, a random id), what it runs, and for a runner where to reach
+    it (its pipeline, state folder and its name for the table: a repair is handed to it there)."""
+
+    host: str
+    pid: int
+    id: str
+    command: str
+    pipeline: str | None = None
+    state_dir: str | None = None
+    table: str | None = None
+
+    @classmethod
+    def here(cls, command: str | None = None, **runner: str | None) -> LeaseOwner:
+        return cls(socket.gethostname(), os.getpid(), process_owner_id(), command or _command(), **runner)
+
+    def describe(self) -> str:
+        what = f"host {self.host}, pid {self.pid}, `{self.command}`"
+        if self.pipeline:
+            what += f" (runner of pipeline {self.pipeline}, state folder {self.state_dir})"
+        return what
+
+
+@dataclass(frozen=True)
+class LeaseRecord:
+    """One generation of a table's lease, as stored (times are seconds since the epoch)."""
+
+    generation: int
+    owner: LeaseOwner
+    since: float
+    heartbeat: float
+    expiry_s: float
+    released: bool = False
+
+    def live(self, now: float | None = None) -> bool:
+        """Held: not released, and its heartbeat younger than its expiry."""
+        return not self.released and (time.time() if now is None else now) - self.heartbeat <= self.expiry_s
+
+    def expires_in(self, now: float | None = None) -> float:
+        return max(0.0, self.heartbeat + self.expiry_s - (time.time() if now is None else now))
+
+    def describe(self, now: float | None = None) -> str:
+        now = time.time() if now is None else now
+        return (
+            f"{self.owner.describe()}, since {_iso(self.since)} (last heartbeat {max(0.0, now - self.heartbeat):.0f} s "
+            f"ago, expiry {self.expiry_s:g} s)"
+        )
+
+    def to_json(self) -> bytes:
+        return json.dumps(asdict(self), sort_keys=True).encode()
+
+    @classmethod
+    def from_json(cls, data: bytes) -> LeaseRecord:
+        value = json.loads(data)
+        return cls(**{**value, "owner": LeaseOwner(**value["owner"])})
+
+    def to_status(self, now: float | None = None) -> dict[str, Any]:
+        """What ``status`` shows of it."""
+        now = time.time() if now is None else now
+        return {
+            "holder": self.owner.describe(),
+            "host": self.owner.host,
+            "pid": self.owner.pid,
+            "owner_id": self.owner.id,
+            "pipeline": self.owner.pipeline,
+            "since": _iso(self.since),
+            "heartbeat_age_s": round(max(0.0, now - self.heartbeat), 1),
+            "live": self.live(now),
+            "generation": self.generation,
+        }
+
+
+# --- storage: publish-if-absent, replace, list, read, delete ------------------------------------------------
+
+
+class _Store(Protocol):
+    def names(self) -> list[str]: ...
+    def read(self, name: str) -> bytes | None: ...
+    def publish(self, name: str, data: bytes) -> bool: ...
+    def replace(self, name: str, data: bytes) -> None: ...
+    def delete(self, name: str) -> None: ...
+
+
+class _LocalStore:
+    """A local folder, by the operating system's calls: no JVM needed."""
+
+    def __init__(self, folder: str) -> None:
+        self.folder = folder
+
+    def _tmp(self, data: bytes) -> str:
+        os.makedirs(self.folder, exist_ok=True)
+        tmp = os.path.join(self.folder, f".tmp-{process_owner_id()}-{uuid.uuid4().hex[:8]}")
+        with open(tmp, "wb") as out:
+            out.write(data)
+            out.flush()
+            os.fsync(out.fileno())
+        return tmp
+
+    def names(self) -> list[str]:
+        try:
+            return [n for n in os.listdir(self.folder) if not n.startswith(".")]
+        except FileNotFoundError:
+            return []
+
+    def read(self, name: str) -> bytes | None:
+        try:
+            with open(os.path.join(self.folder, name), "rb") as f:
+                return f.read()
+        except FileNotFoundError:
+            return None
+
+    def publish(self, name: str, data: bytes) -> bool:
+        tmp = self._tmp(data)
+        try:
+            os.link(tmp, os.path.join(self.folder, name))  # fails if the name exists: the compare-and-swap
+        except FileExistsError:
+            return False
+        finally:
+            os.unlink(tmp)
+        return True
+
+    def replace(self, name: str, data: bytes) -> None:
+        os.replace(self._tmp(data), os.path.join(self.folder, name))
+
+    def delete(self, name: str) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(os.path.join(self.folder, name))
+
+
+class _HadoopStore:
+    """A folder on a Hadoop file system whose rename is atomic and refuses an existing target (HDFS)."""
+
+    def __init__(self, spark: Any, folder: str) -> None:  # noqa: ANN401 - a SparkSession
+        from hudi_cdc._jvm import hadoop_conf, jvm
+
+        self._jvm = jvm(spark)
+        self._gateway = spark.sparkContext._gateway
+        conf = hadoop_conf(spark)
+        self._folder = self._jvm.org.apache.hadoop.fs.Path(folder)
+        self._fs = self._folder.getFileSystem(conf)
+        self._fc = self._jvm.org.apache.hadoop.fs.FileContext.getFileContext(self._folder.toUri(), conf)
+
+    def _path(self, name: str) -> Any:  # noqa: ANN401
+        return self._jvm.org.apache.hadoop.fs.Path(self._folder, name)
+
+    def _tmp(self, data: bytes) -> Any:  # noqa: ANN401
+        self._fs.mkdirs(self._folder)
+        tmp = self._path(f".tmp-{process_owner_id()}-{uuid.uuid4().hex[:8]}")
+        out = self._fs.create(tmp, False)
+        try:
+            out.write(bytearray(data))
+            out.hsync()
+        finally:
+            out.close()
+        return tmp
+
+    def names(self) -> list[str]:
+        if not self._fs.exists(self._folder):
+            return []
+        return [
+            s.getPath().getName()
+            for s in self._fs.listStatus(self._folder)
+            if not s.getPath().getName().startswith(".")
+        ]
+
+    def read(self, name: str) -> bytes | None:
+        path = self._path(name)
+        try:
+            stream = self._fs.open(path)
+        except Exception:  # noqa: BLE001 - FileNotFoundException through py4j
+            return None
+        try:
+            out = self._jvm.java.io.ByteArrayOutputStream()
+            self._jvm.org.apache.hadoop.io.IOUtils.copyBytes(stream, out, 4096, False)
+            return bytes(out.toByteArray())
+        finally:
+            stream.close()
+
+    def publish(self, name: str, data: bytes) -> bool:
+        tmp = self._tmp(data)
+        published = bool(self._fs.rename(tmp, self._path(name)))  # HDFS: false when the target exists
+        if not published:
+            self._fs.delete(tmp, False)
+        return published
+
+    def replace(self, name: str, data: bytes) -> None:
+        tmp = self._tmp(data)
+        rename = self._jvm.org.apache.hadoop.fs.Options.Rename
+        options = self._gateway.new_array(rename, 1)
+        options[0] = rename.OVERWRITE
+        self._fc.rename(tmp, self._path(name), options)
+
+    def delete(self, name: str) -> None:
+        self._fs.delete(self._path(name), False)
+
+
+def _store(base_path: str, spark: Any | None) -> _Store:  # noqa: ANN401
+    folder = base_path.rstrip("/") + "/" + LEASE_FOLDER
+    scheme = urlsplit(base_path).scheme.lower()
+    if len(scheme) == 1:  # a Windows drive letter, not a scheme
+        scheme = ""
+    if scheme in _LOCAL_SCHEMES:
+        return _LocalStore(urlsplit(folder).path if scheme else folder)
+    if scheme in _HADOOP_ATOMIC_SCHEMES:
+        if spark is None:
+            raise ConfigError(f"{base_path}: the table's writer lease on {scheme}:// is taken through Spark's JVM")
+        return _HadoopStore(spark, folder)
+    raise ConfigError(
+        f"{base_path}: hudi-cdc cannot yet hold a writer lease on {scheme}:// (object storage has no atomic "
+        "create-if-absent through Hadoop's rename; S3's conditional writes are the way, not built yet): "
+        "see docs/many-processes.md"
+    )
+
+
+def _generation_name(generation: int) -> str:
+    return f"{generation:012d}.json"
+
+
+def _generations(store: _Store) -> list[int]:
+    found = []
+    for name in store.names():
+        stem, dot, ext = name.partition(".")
+        if dot and ext == "json" and stem.isdigit():
+            found.append(int(stem))
+    return sorted(found)
+
+
+def _current(store: _Store) -> LeaseRecord | None:
+    """The lease's highest generation; a file that cannot be read counts as an expired holder."""
+    generations = _generations(store)
+    if not generations:
+        return None
+    top = generations[-1]
+    data = store.read(_generation_name(top))
+    try:
+        return LeaseRecord.from_json(data) if data else _unreadable(top)
+    except (ValueError, TypeError, KeyError):
+        return _unreadable(top)
+
+
+def _unreadable(generation: int) -> LeaseRecord:
+    return LeaseRecord(generation, LeaseOwner("?", 0, "?", "? (unreadable lease file)"), 0.0, 0.0, 0.0)
+
+
+def lease_holder(base_path: str, *, spark: Any | None = None) -> LeaseRecord | None:  # noqa: ANN401
+    """The table's lease as stored (live or not); None if it never had one."""
+    try:
+        return _current(_store(base_path, spark))
+    except ConfigError:
+        return None
+
+
+def waiters(base_path: str, *, spark: Any | None = None, within_s: float = DEFAULT_EXPIRY_S) -> dict[str, LeaseOwner]:  # noqa: ANN401
+    """Owner id -> the processes that asked for the table within ``within_s`` and were refused (runners
+    sharing a pipeline hand a table to one of them)."""
+    store = _store(base_path, spark)
+    now, found = time.time(), {}
+    for name in store.names():
+        if not name.startswith(_WANT_PREFIX):
+            continue
+        data = store.read(name)
+        try:
+            value = json.loads(data or b"")
+            if now - float(value["at"]) <= within_s:
+                found[value["owner"]["id"]] = LeaseOwner(**value["owner"])
+        except (ValueError, TypeError, KeyError):
+            continue
+    return found
+
+
+# --- holding a lease ------------------------------------------------------------------------------------------
+
+
+class TableLease:
+    """This process's lease on one table: take it (``acquire``/``try_acquire``), keep it (a heartbeat thread
+    renews it every quarter of its expiry), give it back (``release``)."""
+
+    def __init__(
+        self,
+        base_path: str,
+        *,
+        owner: LeaseOwner | None = None,
+        expiry_s: float = DEFAULT_EXPIRY_S,
+        spark: Any | None = None,  # noqa: ANN401 - a SparkSession, for a store reached through Hadoop
+    ) -> None:
+        if not expiry_s > 0:
+            raise ConfigError(f"lease_expiry_seconds must be > 0, got {expiry_s}")
+        self.base_path = base_path
+        self.owner = owner or LeaseOwner.here()
+        self.expiry_s = float(expiry_s)
+        self._store = _store(base_path, spark)
+        self.record: LeaseRecord | None = None
+        self.lost: LeaseRecord | None = None  # who took it over, once it was lost
+        self._lock = threading.Lock()
+        self._next_renewal = 0.0
+
+    @property
+    def held(self) -> bool:
+        return self.record is not None and self.lost is None
+
+    @property
+    def heartbeat_s(self) -> float:
+        return self.expiry_s / 4
+
+    def try_acquire(self) -> LeaseRecord | None:
+        """Take the lease if it is free (never taken, released, or expired); else the live holder's record."""
+        for _ in range(3):  # lost a race to publish: look again
+            current = _current(self._store)
+            now = time.time()
+            if current is not None and current.live(now) and current.owner.id != self.owner.id:
+                return current
+            generation = current.generation + 1 if current is not None else 1
+            record = LeaseRecord(generation, self.owner, now, now, self.expiry_s)
+            if self._store.publish(_generation_name(generation), record.to_json()):
+                if current is not None and not current.released and current.owner.id != self.owner.id:
+                    log.warning(
+                        "%s: took the writer lease over from %s: its heartbeat had stopped",
+                        self.base_path,
+                        current.describe(now),
+                    )
+                with self._lock:
+                    self.record, self.lost = record, None
+                self._next_renewal = time.monotonic() + self.heartbeat_s
+                self._prune(generation)
+                self._store.delete(_WANT_PREFIX + self.owner.id + ".json")
+                _Heartbeat.get().add(self)
+                return None
+        holder = _current(self._store)
+        assert holder is not None
+        return holder
+
+    def acquire(self, wait_s: float = 0.0, *, what: str = "write") -> TableLease:
+        """Take the lease, waiting up to ``wait_s`` for a live holder to let go; else :class:`LeaseHeldError`
+        naming the holder and what to do."""
+        deadline = time.monotonic() + wait_s
+        while True:
+            holder = self.try_acquire()
+            if holder is None:
+                return self
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise LeaseHeldError(refusal(self.base_path, holder, what, waited_s=wait_s))
+            time.sleep(min(left, max(0.2, min(holder.expires_in() + 0.05, self.expiry_s / 8))))
+
+    def want(self) -> None:
+        """Say that this process wants the table (a runner refused by another runner: see ``waiters``)."""
+        value = {"owner": asdict(self.owner), "at": time.time()}
+        try:
+            self._store.replace(_WANT_PREFIX + self.owner.id + ".json", json.dumps(value).encode())
+        except OSError as exc:  # a wish, not a write of the table
+            log.debug("%s: could not leave a request for the lease: %s", self.base_path, exc)
+
+    def renew(self) -> bool:
+        """Renew the heartbeat; False (and ``lost`` set) when another process took the lease over."""
+        with self._lock:
+            record = self.record
+            if record is None or self.lost is not None:
+                return False
+            current = _current(self._store)
+            if current is None or current.generation != record.generation or current.owner.id != record.owner.id:
+                self.lost = current or record
+                log.error(
+                    "%s: the writer lease was taken over by %s: this process stops writing the table",
+                    self.base_path,
+                    (current or record).describe(),
+                )
+                return False
+            self.record = replace(record, heartbeat=time.time())
+            self._store.replace(_generation_name(record.generation), self.record.to_json())
+            self._next_renewal = time.monotonic() + self.heartbeat_s
+            return True
+
+    def check(self) -> None:
+        """Raise :class:`LeaseLostError` if the lease was taken over (a paused process whose heartbeat stopped)."""
+        if self.lost is not None:
+            raise LeaseLostError(
+                f"{self.base_path}: this process's writer lease was taken over by {self.lost.describe()} "
+                f"(no heartbeat for more than {self.expiry_s:g} s: was the process paused?); it stopped writing "
+                "the table: start it again once the other is done"
+            )
+        if self.record is None:
+            raise LeaseLostError(f"{self.base_path}: this process does not hold the table's writer lease")
+
+    def release(self) -> None:
+        """Give the lease back (a released lease is free at once, with no wait for its expiry)."""
+        _Heartbeat.get().discard(self)
+        with self._lock:
+            record, self.record = self.record, None
+            if record is None or self.lost is not None:
+                return
+            current = _current(self._store)
+            if current is not None and current.generation == record.generation and current.owner.id == record.owner.id:
+                self._store.replace(
+                    _generation_name(record.generation), replace(record, heartbeat=time.time(), released=True).to_json()
+                )
+
+    def _prune(self, generation: int) -> None:
+        for old in _generations(self._store):
+            if old <= generation - _KEEP_GENERATIONS:
+                self._store.delete(_generation_name(old))
+
+
+def refusal(base_path: str, holder: LeaseRecord, what: str = "write", *, waited_s: float = 0.0) -> str:
+    """What a second writer is told: who holds the table, and what to do."""
+    now = time.time()
+    waited = f" (waited {waited_s:g} s)" if waited_s else ""
+    return (
+        f"{base_path}: another process writes this table{waited}: {holder.describe(now)}. One writer per table: "
+        f"nothing was written. Stop that process, or wait: if it died, its lease expires {holder.expiry_s:g} s "
+        f"after its last heartbeat (in {holder.expires_in(now):.0f} s) and a writer may then take the table over "
+        "(lease_wait_seconds, --lease-wait-seconds, waits for it)"
+    )
+
+
+# --- the heartbeat thread: one per process, renewing every lease it holds ------------------------------------
+
+
+class _Heartbeat:
+    instance: _Heartbeat | None = None
+    _create = threading.Lock()
+
+    def __init__(self) -> None:
+        self._leases: set[TableLease] = set()
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        thread = threading.Thread(target=self._run, name="hudi-cdc-lease-heartbeat", daemon=True)
+        thread.start()
+
+    @classmethod
+    def get(cls) -> _Heartbeat:
+        with cls._create:
+            if cls.instance is None:
+                cls.instance = cls()
+            return cls.instance
+
+    def add(self, lease: TableLease) -> None:
+        with self._lock:
+            self._leases.add(lease)
+        self._wake.set()
+
+    def discard(self, lease: TableLease) -> None:
+        with self._lock:
+            self._leases.discard(lease)
+
+    def _run(self) -> None:
+        while True:
+            with self._lock:
+                leases = list(self._leases)
+            now = time.monotonic()
+            for lease in leases:
+                if now >= lease._next_renewal:
+                    try:
+                        if not lease.renew():
+                            self.discard(lease)
+                    except Exception as exc:  # noqa: BLE001 - a store that failed once may answer next time
+                        log.warning("%s: the lease's heartbeat failed (%s); tried again", lease.base_path, exc)
+                        lease._next_renewal = time.monotonic() + min(1.0, lease.heartbeat_s)
+            due = [lease._next_renewal - time.monotonic() for lease in leases]
+            self._wake.wait(timeout=max(0.05, min(due, default=5.0)))
+            self._wake.clear()
+
+
+# --- one lease per process and table: nested holds are one ---------------------------------------------------
+
+
+@dataclass
+class _Held:
+    lease: TableLease
+    count: int = 0
+    commands: list[str] = field(default_factory=list)
+
+
+_held: dict[str, _Held] = {}
+_held_lock = threading.Lock()
+
+
+def _key(base_path: str) -> str:
+    parts = urlsplit(base_path)
+    if parts.scheme in _LOCAL_SCHEMES or len(parts.scheme) == 1:
+        return "file:" + os.path.abspath(parts.path if parts.scheme == "file" else base_path).rstrip("/")
+    return base_path.rstrip("/")
+
+
+def held_here(base_path: str) -> TableLease | None:
+    """The lease this process holds on the table, if it does."""
+    with _held_lock:
+        entry = _held.get(_key(base_path))
+    return entry.lease if entry is not None else None
+
+
+@contextlib.contextmanager
+def hold(
+    base_path: str,
+    *,
+    expiry_s: float = DEFAULT_EXPIRY_S,
+    wait_s: float = 0.0,
+    command: str | None = None,
+    spark: Any | None = None,  # noqa: ANN401
+    owner: Mapping[str, str | None] | None = None,
+) -> Iterator[TableLease]:
+    """Hold the table's writer lease for the block: taken (or :class:`LeaseHeldError`), released at its end.
+
+    Inside a hold of the same process it is the same lease (checked, not taken again)."""
+    key = _key(base_path)
+    with _held_lock:
+        entry = _held.get(key)
+        if entry is not None:
+            entry.count += 1
+    if entry is not None:
+        try:
+            entry.lease.check()
+            yield entry.lease
+        finally:
+            _let_go(key, entry)
+        return
+    lease = TableLease(base_path, owner=LeaseOwner.here(command, **dict(owner or {})), expiry_s=expiry_s, spark=spark)
+    lease.acquire(wait_s)
+    entry = _Held(lease, 1)
+    with _held_lock:
+        _held[key] = entry
+    try:
+        yield lease
+    finally:
+        _let_go(key, entry)
+
+
+def register(lease: TableLease) -> None:
+    """Count ``lease`` (taken with ``acquire``) as this process's hold on its table until ``unregister``."""
+    with _held_lock:
+        _held.setdefault(_key(lease.base_path), _Held(lease)).count += 1
+
+
+def unregister(lease: TableLease) -> None:
+    key = _key(lease.base_path)
+    with _held_lock:
+        entry = _held.get(key)
+    if entry is not None and entry.lease is lease:
+        _let_go(key, entry)
+    else:
+        lease.release()
+
+
+def _let_go(key: str, entry: _Held) -> None:
+    with _held_lock:
+        entry.count -= 1
+        last = entry.count <= 0
+        if last and _held.get(key) is entry:
+            del _held[key]
+    if last:
+        entry.lease.release()
+
+
+def _command() -> str:
+    """The command line's program and subcommand only: an argument may hold a secret."""
+    args = [os.path.basename(a) for a in sys.argv[:2] if a] or ["python"]
+    if args[0] in ("__main__.py", "-m", "-c"):
+        args = ["hudi-cdc", *args[1:]]
+    return " ".join(args)
+
+
+def _iso(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds, UTC).isoformat(timespec="seconds")

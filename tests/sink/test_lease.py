@@ -1,0 +1,193 @@
+"""The table's writer lease (hudi_cdc.sink.lease) on real files, with real processes: no Spark."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from hudi_cdc.errors import LeaseHeldError, LeaseLostError
+from hudi_cdc.sink import lease as lease_mod
+from hudi_cdc.sink.lease import LEASE_FOLDER, LeaseOwner, TableLease, hold, lease_holder, waiters
+
+
+def _owner(name: str) -> LeaseOwner:
+    """A distinct owner in this process, as another process would be."""
+    return LeaseOwner("host-" + name, 4242, "id-" + name, "test " + name)
+
+
+def _generations(base: Path) -> list[str]:
+    return sorted(p.name for p in (base / LEASE_FOLDER).iterdir() if p.name.endswith(".json") and p.name[0].isdigit())
+
+
+def test_take_refuse_release(tmp_path: Path) -> None:
+    base = str(tmp_path / "t")
+    first = TableLease(base, owner=_owner("a"), expiry_s=30)
+    assert first.try_acquire() is None and first.held
+    holder = lease_holder(base)
+    assert holder is not None and holder.owner.id == "id-a" and holder.live() and holder.generation == 1
+
+    second = TableLease(base, owner=_owner("b"), expiry_s=30)
+    refused_by = second.try_acquire()
+    assert refused_by is not None and refused_by.owner.host == "host-a" and not second.held
+    with pytest.raises(LeaseHeldError) as refused:
+        second.acquire(0.0)
+    message = str(refused.value)
+    assert "host host-a, pid 4242, `test a`" in message and "Stop that process, or wait" in message
+    assert "expires 30 s after its last heartbeat" in message
+
+    first.release()
+    stored = lease_holder(base)
+    assert stored is not None and stored.released and not stored.live()
+    assert second.try_acquire() is None and second.held  # a released lease is free at once
+    assert lease_holder(base).owner.id == "id-b"  # type: ignore[union-attr]
+    second.release()
+
+
+def test_renew_moves_the_heartbeat(tmp_path: Path) -> None:
+    base = str(tmp_path / "t")
+    held = TableLease(base, owner=_owner("a"), expiry_s=0.8)
+    assert held.try_acquire() is None
+    before = lease_holder(base).heartbeat  # type: ignore[union-attr]
+    time.sleep(1.2)  # longer than its expiry: only the heartbeat thread keeps it alive
+    after = lease_holder(base)
+    assert after is not None and after.heartbeat > before and after.live()
+    assert TableLease(base, owner=_owner("b"), expiry_s=0.8).try_acquire() is not None
+    held.release()
+
+
+def test_expired_lease_is_taken_over_and_the_old_holder_knows(tmp_path: Path) -> None:
+    base = str(tmp_path / "t")
+    stale = TableLease(base, owner=_owner("a"), expiry_s=0.5)
+    assert stale.try_acquire() is None
+    lease_mod._Heartbeat.get().discard(stale)  # its process "paused": no heartbeat
+    time.sleep(0.7)
+    assert not lease_holder(base).live()  # type: ignore[union-attr]
+    taker = TableLease(base, owner=_owner("b"), expiry_s=5)
+    assert taker.try_acquire() is None
+    holder = lease_holder(base)
+    assert holder is not None and holder.owner.id == "id-b" and holder.generation == 2
+    assert not stale.renew() and stale.lost is not None and stale.lost.owner.id == "id-b"
+    with pytest.raises(LeaseLostError, match="taken over by host host-b"):
+        stale.check()
+    stale.release()  # a lost lease's release leaves the new holder's alone
+    assert lease_holder(base).live()  # type: ignore[union-attr]
+    taker.release()
+
+
+def test_old_generations_are_pruned(tmp_path: Path) -> None:
+    base = str(tmp_path / "t")
+    for n in range(5):
+        lease = TableLease(base, owner=_owner(str(n)), expiry_s=5)
+        assert lease.try_acquire() is None
+        lease.release()
+    assert _generations(tmp_path / "t") == ["000000000004.json", "000000000005.json"]
+
+
+def test_wait_for_a_holder_that_lets_go(tmp_path: Path) -> None:
+    base = str(tmp_path / "t")
+    first = TableLease(base, owner=_owner("a"), expiry_s=0.6)
+    assert first.try_acquire() is None
+    lease_mod._Heartbeat.get().discard(first)  # it dies: its lease expires 0.6 s after its last heartbeat
+    started = time.monotonic()
+    TableLease(base, owner=_owner("b"), expiry_s=5).acquire(wait_s=5.0).release()
+    assert 0.3 < time.monotonic() - started < 3.0
+
+
+def test_hold_nests_in_one_process(tmp_path: Path) -> None:
+    base = str(tmp_path / "t")
+    with hold(base, expiry_s=5, command="outer") as outer:
+        with hold("file://" + base + "/", expiry_s=5, command="inner") as inner:
+            assert inner is outer
+        assert lease_holder(base).live()  # type: ignore[union-attr]  # the outer hold still has it
+    stored = lease_holder(base)
+    assert stored is not None and stored.released and stored.owner.command == "outer"
+
+
+def test_waiters_are_recorded(tmp_path: Path) -> None:
+    base = str(tmp_path / "t")
+    holder = TableLease(base, owner=_owner("a"), expiry_s=5)
+    assert holder.try_acquire() is None
+    wanting = TableLease(base, owner=_owner("b"), expiry_s=5)
+    assert wanting.try_acquire() is not None
+    wanting.want()
+    assert set(waiters(base, within_s=5)) == {"id-b"}
+    holder.release()
+    assert wanting.try_acquire() is None
+    assert waiters(base, within_s=5) == {}  # taking the table withdraws its request
+    wanting.release()
+
+
+def test_object_storage_is_refused_with_the_reason(tmp_path: Path) -> None:
+    from hudi_cdc.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="s3a:// .*not built yet"):
+        TableLease("s3a://bucket/t")
+
+
+_HOLDER = textwrap.dedent(
+    """
+    import json, sys, time
+    from hudi_cdc.errors import LeaseHeldError
+    from hudi_cdc.sink.lease import TableLease, lease_holder
+    base, expiry, hold_s = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
+    lease = TableLease(base, expiry_s=expiry)
+    holder = lease.try_acquire()
+    print(json.dumps({"took": holder is None, "holder": None if holder is None else holder.owner.id,
+                      "me": lease.owner.id}), flush=True)
+    if holder is None:
+        time.sleep(hold_s)
+        lease.release()
+    """
+)
+
+
+def _start(base: str, expiry: float, hold_s: float) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-c", _HOLDER, base, str(expiry), str(hold_s)], stdout=subprocess.PIPE, text=True
+    )
+
+
+def test_processes_racing_for_one_lease_one_wins(tmp_path: Path) -> None:
+    base = str(tmp_path / "t")
+    procs = [_start(base, 30, 2.0) for _ in range(6)]
+    answers = [json.loads(p.stdout.readline()) for p in procs]  # type: ignore[union-attr]
+    for p in procs:
+        assert p.wait(timeout=60) == 0
+    winners = [a for a in answers if a["took"]]
+    assert len(winners) == 1
+    assert all(a["holder"] == winners[0]["me"] for a in answers if not a["took"])
+    assert _generations(tmp_path / "t") == ["000000000001.json"]
+
+
+def test_a_killed_holder_is_taken_over_after_its_expiry_by_another_process(tmp_path: Path) -> None:
+    base = str(tmp_path / "t")
+    holder = _start(base, 1.5, 600)
+    first = json.loads(holder.stdout.readline())  # type: ignore[union-attr]
+    assert first["took"]
+    time.sleep(2.0)  # alive past its expiry: its heartbeat keeps it
+    refused = _start(base, 1.5, 0)
+    second = json.loads(refused.stdout.readline())  # type: ignore[union-attr]
+    assert refused.wait(timeout=60) == 0
+    assert not second["took"] and second["holder"] == first["me"]
+    os.kill(holder.pid, signal.SIGKILL)
+    holder.wait(timeout=30)
+    killed_at = time.monotonic()
+    while True:
+        taker = _start(base, 1.5, 0)
+        third = json.loads(taker.stdout.readline())  # type: ignore[union-attr]
+        assert taker.wait(timeout=60) == 0
+        if third["took"]:
+            break
+        assert third["holder"] == first["me"]
+        assert time.monotonic() - killed_at < 10, "the dead holder's lease never expired"
+    assert time.monotonic() - killed_at >= 1.0  # not before its expiry
+    stored = lease_holder(base)
+    assert stored is not None and stored.owner.id == third["me"] and stored.generation == 2 and stored.released
