@@ -136,7 +136,7 @@ class Events:
 def ingest_args(events: Events, base: Path) -> list[str]:
     return [
         "ingest", "--source", "files", "--source-path", str(events.folder), "--target-base-path", str(base),
-        "--target-table", "oneshot", "--record-key-field", "id", "--table-type", "cow", "--json",
+        "--target-table", "oneshot", "--record-key-fields", "id", "--table-type", "cow", "--json",
     ]  # fmt: skip
 
 

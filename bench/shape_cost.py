@@ -37,10 +37,10 @@ from bench.workload import COLUMNS, Workload
 SALT_ENV = "BENCH_SHAPE_SALT"
 SALT = "bench-salt-" + uuid.uuid4().hex  # a fresh one per run: never a real secret
 TRANSFORMS = [
-    "--rename-column", "name=full_name", "--drop-column", "notes",
-    "--computed-column", "updated_day=to_date(updated_at)", "--row-filter", "status <> 'closed'",
+    "--column-renames", "name=full_name", "--columns-drop", "notes",
+    "--computed-columns", "updated_day=to_date(updated_at)", "--row-filter", "status <> 'closed'",
 ]  # fmt: skip
-MASKS = ["--mask", "email=hash", "--mask", "name=keep_last:4", "--mask", "notes=redact", "--mask-salt-env", SALT_ENV]
+MASKS = ["--masks", "email=hash", "--masks", "name=keep_last:4", "--masks", "notes=redact", "--mask-salt-env", SALT_ENV]
 VARIANTS = {"none": [], "transforms": TRANSFORMS, "masks": MASKS, "all": TRANSFORMS + MASKS}
 
 

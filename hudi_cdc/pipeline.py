@@ -27,6 +27,7 @@ from hudi_cdc.sink import options as opt
 from hudi_cdc.sink.catalog import CatalogTarget, sync_after_round
 from hudi_cdc.sink.failures import WriteFailures
 from hudi_cdc.sink.hudi import HudiTable, SmallWrite, first_commit_rows, index_conf
+from hudi_cdc.sink.lease import hold
 from hudi_cdc.sink.lineage import RoundLineage
 from hudi_cdc.sink.quarantine import QuarantineStore
 from hudi_cdc.sink.tombstones import TombstoneStore
@@ -51,7 +52,7 @@ if TYPE_CHECKING:
     from hudi_cdc.sources.base import Source
     from payloads.base import MergePolicy, WritePlan
 
-__all__ = ["IngestResult", "RoundSteps", "ingest_once", "load_first", "merge_policy", "run"]
+__all__ = ["IngestResult", "RoundSteps", "ingest_once", "load_first", "merge_policy", "run", "writer_lease"]
 
 log = logging.getLogger("hudi_cdc")
 
@@ -185,10 +186,22 @@ def ingest_once(
     spark = spark or spark_session()
     if config.catalog != "none":
         CatalogTarget.of(config)  # a catalog name this source cannot render fails before anything is written
-    result = _ingest_once(config, spark, source, steps)
-    # Catalog sync (issue 45): after the commit is complete, never inside the write (sink.catalog).
-    catalog = sync_after_round(spark, config)
+    with writer_lease(config, spark):  # one writer per table; a runner's or run's own hold is the same lease
+        result = _ingest_once(config, spark, source, steps)
+        # Catalog sync (issue 45): after the commit is complete, never inside the write (sink.catalog).
+        catalog = sync_after_round(spark, config)
     return result if catalog is None else dataclasses.replace(result, details={**result.details, "catalog": catalog})
+
+
+def writer_lease(config: IngestConfig, spark: SparkSession | None, **owner: str | None):  # noqa: ANN201
+    """Hold the table's writer lease (``sink.lease.hold``) with the table's expiry and wait settings."""
+    return hold(
+        config.target_base_path,
+        expiry_s=config.lease_expiry_seconds,
+        wait_s=config.lease_wait_seconds,
+        spark=spark,
+        owner=owner or None,
+    )
 
 
 def _ingest_once(
@@ -271,13 +284,13 @@ def _settle_keys(round_: _Round, batch: Batch) -> None:
         raise SourceError(
             f"{batch.description}: the messages are keyed by ({', '.join(batch.key_fields)}) but table "
             f"{config.target_table} by ({', '.join(keys)}): is --topic this table's topic? Nothing was written "
-            "(--record-key-field overrides, if the key really changed)"
+            "(--record-key-fields overrides, if the key really changed)"
         )
     if keys:
         return
     if not batch.key_fields:
         raise ConfigError(
-            f"{config.target_table}: no record key: set --record-key-field (the messages carry no key schema)"
+            f"{config.target_table}: no record key: set --record-key-fields (the messages carry no key schema)"
         )
     round_.keys = batch.key_fields
     log.info("%s: record key from the Debezium key schema: %s", config.target_table, ", ".join(round_.keys))
@@ -484,8 +497,13 @@ def load_first(config: IngestConfig, source: Source, *, spark: SparkSession | No
     """
     from hudi_cdc.spark import spark_session
 
-    started = time.monotonic()
     spark = spark or spark_session()
+    with writer_lease(config, spark):
+        return _load_first(config, source, spark)
+
+
+def _load_first(config: IngestConfig, source: Source, spark: SparkSession) -> IngestResult:
+    started = time.monotonic()
     table = HudiTable(spark, config.target_base_path)
     if table.has_commits():
         raise ConfigError(f"{config.target_base_path} already has commits: a first load fills a new table")
@@ -685,17 +703,20 @@ def run(
     """
     from hudi_cdc.spark import spark_session
 
-    compactor = None
-    if config.async_compaction:
-        from hudi_cdc.sink.compaction import AsyncCompactor
+    spark = spark or spark_session()
+    # The run holds the table's lease from its first round to its end, compactions included: a second
+    # writer is refused (or waits) for as long as this one runs, not only during its rounds.
+    with writer_lease(config, spark):
+        compactor = None
+        if config.async_compaction:
+            from hudi_cdc.sink.compaction import AsyncCompactor
 
-        spark = spark or spark_session()
-        compactor = AsyncCompactor(spark, config.target_base_path, _write_options(config, ()))
-    try:
-        yield from _rounds(config, spark, sleep, compactor)
-    finally:
-        if compactor is not None:
-            compactor.close()
+            compactor = AsyncCompactor(spark, config.target_base_path, _write_options(config, ()))
+        try:
+            yield from _rounds(config, spark, sleep, compactor)
+        finally:
+            if compactor is not None:
+                compactor.close()
 
 
 def _rounds(

@@ -50,7 +50,7 @@ def ingest_args(
         "t_" + table_type.lower(),
         "--table-type",
         table_type,
-        "--record-key-field",
+        "--record-key-fields",
         keys,
         *extra,
     ]

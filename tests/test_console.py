@@ -24,7 +24,7 @@ HUDI_CDC = str(Path(sys.executable).parent / "hudi-cdc")
 def _args(source: str, base: Path) -> list[str]:
     return [
         HUDI_CDC, "ingest", "--source", "files", "--source-path", source, "--flavor", "postgres",
-        "--target-base-path", str(base), "--target-table", "customers", "--record-key-field", "id",
+        "--target-base-path", str(base), "--target-table", "customers", "--record-key-fields", "id",
     ]  # fmt: skip
 
 

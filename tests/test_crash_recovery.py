@@ -40,7 +40,7 @@ def _command(sample: SampleCustomers, base: Path, table_type: str, *extra: str) 
     return [
         HUDI_CDC, "ingest", "--source", "files", "--source-path", sample.source_path, "--flavor", "postgres",
         "--target-base-path", str(base), "--target-table", "customers", "--table-type", table_type,
-        "--record-key-field", "id", *extra,
+        "--record-key-fields", "id", *extra,
     ]  # fmt: skip
 
 

@@ -77,9 +77,9 @@ def test_transforms_and_masks_through_three_rounds(
     )
     args = [
         *("--source", "files", "--source-path", str(source), "--target-base-path", base),
-        *("--target-table", "customers", "--table-type", table_type, "--record-key-field", "id"),
+        *("--target-table", "customers", "--table-type", table_type, "--record-key-fields", "id"),
         *("--partition-path-field", "month", "--on-bad-event", "quarantine", "--config", str(config)),
-        *("--drop-column", "notes", "--mask", "email=hash", "--mask", "bio=hash", "--mask", "ssn=keep_last:4"),
+        *("--columns-drop", "notes", "--masks", "email=hash", "--masks", "bio=hash", "--masks", "ssn=keep_last:4"),
         *("--row-filter", "status <> 'test'"),
     ]
     result = run_cli(*args)

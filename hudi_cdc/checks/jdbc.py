@@ -151,7 +151,7 @@ def check_jdbc_cursor_index(ctx: _Context) -> _Outcome:
 def check_jdbc_primary_key(ctx: _Context) -> _Outcome:
     c = ctx.config
     if not c.jdbc_table:
-        return _ok("a --jdbc-query: its key is --record-key-field, checked unique by full refresh only")
+        return _ok("a --jdbc-query: its key is --record-key-fields, checked unique by full refresh only")
     _columns(ctx)
     schema, table = _table(ctx)
     rows = _rows(
@@ -173,6 +173,6 @@ def check_jdbc_primary_key(ctx: _Context) -> _Outcome:
     if primary != keys:
         return _warn(
             f"{schema}.{table}: primary key ({', '.join(primary)}), record key {', '.join(keys)}",
-            f"use --record-key-field {','.join(primary)}",
+            f"use --record-key-fields {','.join(primary)}",
         )
     return _ok(f"{schema}.{table}: primary key ({', '.join(primary)}) is the record key")

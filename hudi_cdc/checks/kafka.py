@@ -117,10 +117,10 @@ def check_key_schema(ctx: _Context) -> _Outcome:
     if absent:
         return _fail(
             f"{subject} (newest version, id {ids[-1]}) has fields {', '.join(fields) or '(none)'}, "
-            f"not {', '.join(absent)} (--record-key-field)",
-            f"use --record-key-field {','.join(fields)} (the table's primary key), or leave it out",
+            f"not {', '.join(absent)} (--record-key-fields)",
+            f"use --record-key-fields {','.join(fields)} (the table's primary key), or leave it out",
         )
-    return _ok(f"{subject}: fields {', '.join(fields)} include --record-key-field {', '.join(wanted)}")
+    return _ok(f"{subject}: fields {', '.join(fields)} include --record-key-fields {', '.join(wanted)}")
 
 
 def check_value_schema(ctx: _Context) -> _Outcome:

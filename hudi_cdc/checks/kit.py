@@ -389,7 +389,7 @@ def _envelope_outcome(ctx: _Context, schema: dict[str, Any], where: str) -> _Out
         return _fail(
             f"{where}: " + "; ".join(problems),
             "hudi-cdc reads Debezium's envelope (no ExtractNewRecordState/unwrap SMT); check --flavor and "
-            "--record-key-field",
+            "--record-key-fields",
         )
     keys = ", ".join(ctx.config.record_key_fields) or "from the key schema"
     return _ok(f"{where}: a {ctx.config.flavor} Debezium envelope (op, before, after, source); key {keys}")
@@ -448,6 +448,6 @@ def envelope_problems(schema: Mapping[str, Any], *, flavor: str, key_fields: tup
     absent = [k for k in key_fields if k not in columns]
     if absent:
         problems.append(
-            f"the row has no column {', '.join(absent)} (--record-key-field); columns: {', '.join(sorted(columns))}"
+            f"the row has no column {', '.join(absent)} (--record-key-fields); columns: {', '.join(sorted(columns))}"
         )
     return problems

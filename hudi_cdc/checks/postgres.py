@@ -124,7 +124,7 @@ def check_replica_identity(ctx: _Context) -> _Outcome:
         return _warn(
             f"{name}: USING INDEX ({', '.join(index)}), but the record key is {', '.join(keys)}: deletes "
             "carry only the index columns",
-            f"use --record-key-field {','.join(index)}",
+            f"use --record-key-fields {','.join(index)}",
         )
     return _ok(f"{name}: USING INDEX ({', '.join(index)})")
 
@@ -154,6 +154,6 @@ def check_primary_key(ctx: _Context) -> _Outcome:
     if keys and list(keys) != columns:
         return _warn(
             f"{name}: primary key ({', '.join(columns)}), record key {', '.join(keys)}",
-            f"use --record-key-field {','.join(columns)}, or leave it out to take the Debezium key",
+            f"use --record-key-fields {','.join(columns)}, or leave it out to take the Debezium key",
         )
     return _ok(f"{name}: primary key ({', '.join(columns)})")

@@ -110,7 +110,7 @@ def _value_fields(envelopes: DataFrame, key_fields: Sequence[str], where: str) -
     if absent_keys:
         raise DecodeError(
             f"{where}: record key field(s) {', '.join(absent_keys)} not in the table's columns "
-            f"({', '.join(value_fields)}); check --record-key-field"
+            f"({', '.join(value_fields)}); check --record-key-fields"
         )
     return value_fields
 

@@ -145,7 +145,7 @@ def _check_user_conf(user_conf: Mapping[str, str]) -> None:
     if clash:
         raise ConfigError(
             f"--hoodie-conf/--props may not set {', '.join(clash)}: hudi-cdc sets them from its own "
-            "options (--target-table, --table-type, --record-key-field) and its merge semantics"
+            "options (--target-table, --table-type, --record-key-fields) and its merge semantics"
         )
     block_format = user_conf.get(LOG_BLOCK_FORMAT, "avro")
     if block_format.lower() != "avro":

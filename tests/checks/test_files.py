@@ -23,4 +23,4 @@ def test_a_files_folder_with_a_file_that_is_not_avro(tmp_path: Path) -> None:
 
     wrong_key = validate(files_config(source, tmp_path / "t", record_key_fields="customer_id"))
     assert status(wrong_key, "files.envelope")[0] == "fail"
-    assert "no column customer_id (--record-key-field)" in status(wrong_key, "files.envelope")[1]
+    assert "no column customer_id (--record-key-fields)" in status(wrong_key, "files.envelope")[1]

@@ -52,4 +52,4 @@ def test_the_wrong_flavor_and_a_missing_key_column_are_named() -> None:
     mysql = envelope_schema("customers", CUSTOMERS, flavor="mysql")
     ordering, key = envelope_problems(mysql, flavor="postgres", key_fields=("customer_id",))
     assert ordering.startswith("source has no lsn, which orders postgres events (is --flavor right?")
-    assert key == "the row has no column customer_id (--record-key-field); columns: bio, id, name"
+    assert key == "the row has no column customer_id (--record-key-fields); columns: bio, id, name"

@@ -46,7 +46,7 @@ def test_wheel_installed_outside_the_checkout_ingests_files(
         [
             "hudi-cdc", "ingest", "--source", "files", "--source-path", sample.source_path, "--flavor", "postgres",
             "--target-base-path", base, "--target-table", "customers", "--table-type", "mor",
-            "--record-key-field", "id", "--json",
+            "--record-key-fields", "id", "--json",
         ],
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900,
     )  # fmt: skip
@@ -87,7 +87,7 @@ def test_a_fetched_jar_folder_serves_a_machine_without_maven_central(
     done = subprocess.run(
         [
             "hudi-cdc", "ingest", "--source", "files", "--source-path", sample.source_path,
-            "--target-base-path", base, "--target-table", "customers", "--record-key-field", "id",
+            "--target-base-path", base, "--target-table", "customers", "--record-key-fields", "id",
         ],
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900,
     )  # fmt: skip

@@ -65,7 +65,7 @@ def test_each_table_is_checked_with_its_own_settings(spark, tmp_path: Path) -> N
 
     # One command line for every table is what --pipeline spares: the pipeline's path with the defaults' type fails.
     single = ["--source", "files", "--source-path", str(tmp_path / "landing" / "dbserver1.public.t2")]
-    single += ["--target-base-path", str(lake / "t2"), "--target-table", "inventory_t2", "--record-key-field", "id"]
+    single += ["--target-base-path", str(lake / "t2"), "--target-table", "inventory_t2", "--record-key-fields", "id"]
     assert _validate(*single).exit_code == 1
 
     path.write_text(path.read_text().replace('table_type = "mor"', 'table_type = "cow"'))  # t2's setting changed

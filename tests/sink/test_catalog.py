@@ -286,7 +286,7 @@ def test_killed_between_the_commit_and_the_sync_the_next_round_syncs(spark, meta
     orders.round([{"id": 1, "name": "a", "region": "eu"}])
     command = [
         "ingest", "--source", "files", "--source-path", orders.path, "--target-base-path", str(base),
-        "--target-table", "orders", "--record-key-field", "id", "--catalog", "hms", "--catalog-uri", METASTORE_URI,
+        "--target-table", "orders", "--record-key-fields", "id", "--catalog", "hms", "--catalog-uri", METASTORE_URI,
         "--catalog-database", db,
     ]  # fmt: skip
     marker = tmp_path / "paused"

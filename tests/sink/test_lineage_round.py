@@ -134,16 +134,16 @@ def test_events_of_shaped_rounds_over_file_http_and_a_black_hole(
     )
     args = [
         *("--source", "files", "--source-path", str(source), "--target-base-path", str(base)),
-        *("--target-table", "customers", "--record-key-field", "id", "--rename-column", "email_address=email"),
-        *("--mask", "email=hash", "--mask", "ssn=keep_last:4", "--mask-salt-env", "CUSTOMERS_SALT"),
+        *("--target-table", "customers", "--record-key-fields", "id", "--column-renames", "email_address=email"),
+        *("--masks", "email=hash", "--masks", "ssn=keep_last:4", "--mask-salt-env", "CUSTOMERS_SALT"),
         *(
-            "--computed-column",
+            "--computed-columns",
             "label=concat(status, '/', cast(id as string))",
-            "--computed-column",
+            "--computed-columns",
             "changed=_source_ts_ms",
         ),
-        *("--computed-column", "email_len=length(email)"),
-        *("--drop-column", "notes", "--row-filter", "status <> 'test'"),
+        *("--computed-columns", "email_len=length(email)"),
+        *("--columns-drop", "notes", "--row-filter", "status <> 'test'"),
     ]
     result = run_cli(*args, "--lineage-transport", "file", "--lineage-file", str(events_file), "--json")
     assert result.exit_code == 0, result.output

@@ -31,7 +31,7 @@ def _args(sample: SampleCustomers, base: Path, *extra: str) -> list[str]:
     return [
         "ingest", "--source", "files", "--source-path", sample.source_path, "--flavor", "postgres",
         "--target-base-path", str(base), "--target-table", "customers", "--table-type", "mor",
-        "--record-key-field", "id", *extra,
+        "--record-key-fields", "id", *extra,
     ]  # fmt: skip
 
 

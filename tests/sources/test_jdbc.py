@@ -40,7 +40,7 @@ def _ingest(url: str, table: str, base: Path, *extra: str) -> object:
     return run_cli(
         "--source", "jdbc", "--jdbc-url", url, "--jdbc-table", table, "--jdbc-user", "debezium",
         "--jdbc-password-env", "JDBC_TEST_PASSWORD", "--jdbc-timestamp-column", "updated_at",
-        "--jdbc-incrementing-column", "id", "--record-key-field", "id", "--target-base-path", str(base),
+        "--jdbc-incrementing-column", "id", "--record-key-fields", "id", "--target-base-path", str(base),
         "--target-table", base.name, *extra,
     )  # fmt: skip
 
@@ -177,7 +177,7 @@ def test_a_wrong_password_is_named_not_printed(spark, tmp_path: Path, pg_table, 
     assert "password authentication failed" in result.output and "hunter2" not in result.output
     refused = run_cli("--source", "jdbc", "--jdbc-url", PG_URL + "?password=hunter2", "--jdbc-table", table,
                       "--jdbc-timestamp-column", "updated_at", "--jdbc-incrementing-column", "id",
-                      "--record-key-field", "id", "--target-base-path", str(tmp_path / "x"), "--target-table", "x")  # fmt: skip
+                      "--record-key-fields", "id", "--target-base-path", str(tmp_path / "x"), "--target-table", "x")  # fmt: skip
     assert refused.exit_code == 2 and "carries a password" in refused.output and "hunter2" not in refused.output
     assert os.environ["JDBC_TEST_PASSWORD"] not in result.output
 
@@ -232,7 +232,7 @@ def test_full_refresh_writes_only_what_changed_and_deletes_what_is_gone(spark, t
     def refresh(*extra: str) -> dict:
         result = run_cli(
             "--source", "jdbc", "--jdbc-url", PG_URL, "--jdbc-table", name, "--jdbc-user", "debezium",
-            "--jdbc-password-env", "JDBC_TEST_PASSWORD", "--jdbc-mode", "full", "--record-key-field", "code",
+            "--jdbc-password-env", "JDBC_TEST_PASSWORD", "--jdbc-mode", "full", "--record-key-fields", "code",
             "--target-base-path", str(base), "--target-table", base.name, "--table-type", table_type, "--json", *extra,
         )  # fmt: skip
         assert result.exit_code == 0, result.output
@@ -302,7 +302,7 @@ def test_validate_checks_the_relation_the_cursor_index_and_the_key(spark, tmp_pa
         assert "dbz" not in result.output  # the password is never printed
         return {c["name"]: c for c in json.loads(result.output)["checks"]}
 
-    found = checks("--record-key-field", "id")
+    found = checks("--record-key-fields", "id")
     assert found["jdbc.relation"]["status"] == "ok" and found["jdbc.primary_key"]["status"] == "ok", found
     assert (
         found["jdbc.cursor_index"]["status"] == "warn"
@@ -310,22 +310,22 @@ def test_validate_checks_the_relation_the_cursor_index_and_the_key(spark, tmp_pa
     )
     assert not any(name.startswith(("kafka.", "postgres.", "connect.")) for name in found)
     conn.execute(f"create index on {table} (updated_at, id)")
-    found = checks("--record-key-field", "name")
+    found = checks("--record-key-fields", "name")
     assert found["jdbc.cursor_index"]["status"] == "ok", found["jdbc.cursor_index"]
     assert found["jdbc.primary_key"]["status"] == "warn" and "primary key (id)" in found["jdbc.primary_key"]["detail"]
-    found = checks("--record-key-field", "id", "--jdbc-timestamp-column", "changed_at")
+    found = checks("--record-key-fields", "id", "--jdbc-timestamp-column", "changed_at")
     assert (
         found["jdbc.relation"]["status"] == "fail"
         and "no column changed_at (cursor)" in (found["jdbc.relation"]["detail"])
     )
     # After a round, the stored cursor is shown.
     assert _ingest(PG_URL, table, base).exit_code == 0
-    found = checks("--record-key-field", "id")
+    found = checks("--record-key-fields", "id")
     assert (
         found["target.checkpoint"]["status"] == "ok"
         and '"mode": "timestamp+incrementing"' in (found["target.checkpoint"]["detail"])
     )
-    missing = checks("--record-key-field", "id", "--jdbc-table", "public.no_such_table")
+    missing = checks("--record-key-fields", "id", "--jdbc-table", "public.no_such_table")
     assert (
         missing["jdbc.relation"]["status"] == "fail"
         and "no table public.no_such_table" in (missing["jdbc.relation"]["detail"])

@@ -153,7 +153,7 @@ def test_scd2_from_jdbc_pulls(spark, tmp_path: Path) -> None:  # noqa: ANN001
     args = (
         "--source", "jdbc", "--jdbc-url", "jdbc:postgresql://127.0.0.1:55432/inventory", "--jdbc-table", name,
         "--jdbc-user", "debezium", "--jdbc-password-env", "HISTORY_TEST_PASSWORD", "--jdbc-timestamp-column",
-        "updated_at", "--jdbc-incrementing-column", "id", "--record-key-field", "id", "--target-base-path", str(base),
+        "updated_at", "--jdbc-incrementing-column", "id", "--record-key-fields", "id", "--target-base-path", str(base),
         "--target-table", base.name, "--table-type", "mor", "--history", "scd2",
     )  # fmt: skip
     with connect() as conn:

@@ -62,7 +62,7 @@ def test_files_round_on_a_standalone_cluster(spark, cluster: tuple[str, Path], t
     result = submit(
         master, "--source", "files", "--source-path", sample.source_path, "--flavor", "postgres",
         "--target-base-path", base, "--target-table", "customers", "--table-type", "cow",
-        "--record-key-field", "id",
+        "--record-key-fields", "id",
     )  # fmt: skip
     assert result["commit_time"] and result["events"] > 20
     # The work ran in the worker's executor JVM, not in the driver; the worker started it with hudi-cdc's options.

@@ -111,8 +111,8 @@ def test_mariadb_tinyint1_bigint_unsigned_datetime_and_json(spark, tmp_path: Pat
             _published(topic, 3)
             done = _ingest(
                 topic, base,
-                "--type-mapping", "tinyint(1)=boolean", "--type-mapping", "bigint unsigned=decimal(20,0)",
-                "--type-mapping", "datetime=text", "--column-type", "doc=json:struct<a:int,b:string>",
+                "--type-mappings", "tinyint(1)=boolean", "--type-mappings", "bigint unsigned=decimal(20,0)",
+                "--type-mappings", "datetime=text", "--column-types", "doc=json:struct<a:int,b:string>",
                 flavor="mysql",
             )  # fmt: skip
             assert done.exit_code == 0, done.output
@@ -144,8 +144,8 @@ def test_postgres_numeric_refused_not_rounded_timestamp_zone_json_then_reapplied
     name = f"tm_{uuid.uuid4().hex[:6]}"
     topic, base = f"dbserver1.inventory.{name}", str(tmp_path / name)
     mapping = [
-        "--type-mapping", "numeric=decimal(12,2)", "--type-mapping", "timestamp=timestamp:Europe/Paris",
-        "--type-mapping", "json=json:struct<a:int>", "--on-bad-event", "quarantine",
+        "--type-mappings", "numeric=decimal(12,2)", "--type-mappings", "timestamp=timestamp:Europe/Paris",
+        "--type-mappings", "json=json:struct<a:int>", "--on-bad-event", "quarantine",
     ]  # fmt: skip
     with postgres() as conn:
         conn.execute(f"create table inventory.{name} (id int primary key, amount numeric, at timestamp, doc jsonb)")
@@ -171,7 +171,7 @@ def test_postgres_numeric_refused_not_rounded_timestamp_zone_json_then_reapplied
             assert sum(n for r, n in reasons.items() if "column 'doc'" in r) == 1
 
             # The fix: amount takes two more integral digits (a widening); 1.234 still does not fit.
-            fixed = [*mapping, "--column-type", "amount=decimal(14,2)"]
+            fixed = [*mapping, "--column-types", "amount=decimal(14,2)"]
             result = _command("reapply", topic, base, fixed)
             assert (result["reapplied"], result["still_quarantined"]) == (1, 2), result
             rows = _rows(spark, base)
