@@ -1,6 +1,6 @@
 #!/bin/bash
 # Trino 476 with only its Hudi connector, reading the tables hudi-cdc syncs to the stack's Hive metastore
-# (docs/trino.md). Not part of `make stack-up`: 783 MiB to fetch, 20-60 s to start, ~0.5 GiB of memory.
+# (docs/catalog.md#reading-them-from-trino). Not part of `make stack-up`: 783 MiB to fetch, 20-60 s to start, ~0.5 GiB of memory.
 #   stack/trino.sh start    fetch (Maven Central, jars/trino/pom.xml) and unpack once, write the config, start, wait
 #   stack/trino.sh stop     stop the server started by `start` (by its pid)
 #   stack/trino.sh status   exit 0 when the server answers and has finished starting

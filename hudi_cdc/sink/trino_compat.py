@@ -5,7 +5,8 @@ the table. Trino 476 (Hudi 1.0.2 inside) lists it on every query, and its file s
 as a missing one: every query of a table that has never archived fails with ``Could not load archived commit
 timeline ... history does not exist``. One small file in the folder avoids that. Hudi itself only ever lists
 ``manifest_*`` (not ``*.tmp``), reads ``_version_`` and globs ``*.parquet`` there, so it never sees the file,
-and archival and the LSM timeline's compaction leave it alone (docs/trino.md has the evidence).
+and archival and the LSM timeline's compaction leave it alone (docs/catalog.md#reading-them-from-trino says
+what it fixes, docs/reliability.md the evidence).
 
 The call belongs after a table's catalog sync: only a table that is registered for other engines needs it.
 """

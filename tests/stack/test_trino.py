@@ -6,7 +6,7 @@ synced to the metastore by hudi-cdc, two rounds (inserts; then updates, a delete
 - COW by name: the Postgres rows; a partition filter returns that partition's rows;
 - MOR ``_ro``: what Hudi's read-optimized query returns (base files only);
 - MOR ``_rt``: **also the read-optimized rows** -- Trino 476's connector does not merge log files, the
-  known limit docs/trino.md states -- until a compaction, after which ``_ro`` and ``_rt`` equal Postgres;
+  known limit docs/catalog.md states -- until a compaction, after which ``_ro`` and ``_rt`` equal Postgres;
 - without the marker file of ``hudi_cdc.sink.trino_compat`` in ``.hoodie/timeline/history/``, an error.
 
 Needs Trino (`make test-trino` starts it and makes these tests required); skipped when it is not running.
@@ -210,7 +210,7 @@ def test_mor_ro_and_rt_read_base_files_until_a_compaction(replica: Replica) -> N
     assert read_optimized != snapshot  # the update and the delete are still in log files
     assert (1, "alice", 10, "d1") in read_optimized and (4, "dave", 40, "d2") in read_optimized
     assert replica.trino(f"{table}_ro") == read_optimized
-    # Trino 476's known limit (docs/trino.md): _rt and the bare name (the snapshot view in Hive) return the
+    # Trino 476's known limit (docs/catalog.md#reading-them-from-trino): _rt and the bare name (the snapshot view in Hive) return the
     # read-optimized rows, not the snapshot.
     assert replica.trino(f"{table}_rt") == read_optimized
     assert replica.trino(table) == read_optimized
