@@ -235,6 +235,11 @@ class IngestConfig:
         "written by Hudi's Java write client in the driver (no Spark job); 0: always the datasource.",
         default=20_000,
     )
+    java_writer_max_bytes: int | None = setting(
+        "The most bytes such a round's rows may hold (text by its length) for the Java write client to take it; "
+        "unset: a sixteenth of the driver's heap.",
+        default=None,
+    )
     jdbc_url: str | None = setting(
         "JDBC source: jdbc:postgresql://host:port/db, jdbc:mariadb:// or jdbc:mysql:// (no password in it).",
         default=None,
@@ -591,6 +596,8 @@ class IngestConfig:
             raise ConfigError(f"kafka_driver_read_max_messages must be >= 0, got {self.kafka_driver_read_max_messages}")
         if self.java_writer_max_rows < 0:
             raise ConfigError(f"java_writer_max_rows must be >= 0, got {self.java_writer_max_rows}")
+        if self.java_writer_max_bytes is not None and self.java_writer_max_bytes <= 0:
+            raise ConfigError(f"java_writer_max_bytes must be positive, got {self.java_writer_max_bytes}")
         if self.source_limit is not None and self.source_limit <= 0:
             raise ConfigError(f"source_limit must be positive, got {self.source_limit}")
         if self.tombstone_retention_hours < 0:
