@@ -11,6 +11,7 @@ import json
 import logging
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -27,7 +28,7 @@ from hudi_cdc.sink import options as opt
 from hudi_cdc.sink.catalog import CatalogTarget, sync_after_round
 from hudi_cdc.sink.failures import WriteFailures
 from hudi_cdc.sink.hudi import HudiTable, SmallWrite, first_commit_rows, index_conf
-from hudi_cdc.sink.lease import hold
+from hudi_cdc.sink.lease import TableLease, hold
 from hudi_cdc.sink.lineage import RoundLineage
 from hudi_cdc.sink.quarantine import QuarantineStore
 from hudi_cdc.sink.tombstones import TombstoneStore
@@ -193,7 +194,9 @@ def ingest_once(
     return result if catalog is None else dataclasses.replace(result, details={**result.details, "catalog": catalog})
 
 
-def writer_lease(config: IngestConfig, spark: SparkSession | None, **owner: str | None):  # noqa: ANN201
+def writer_lease(
+    config: IngestConfig, spark: SparkSession | None, **owner: str | None
+) -> AbstractContextManager[TableLease]:
     """Hold the table's writer lease (``sink.lease.hold``) with the table's expiry and wait settings."""
     return hold(
         config.target_base_path,

@@ -158,6 +158,22 @@ def bootstrap(
     started = time.monotonic()
     _check_arguments(config, database, slot)
     spark = spark or spark_session()
+    from hudi_cdc.pipeline import writer_lease
+
+    with writer_lease(config, spark):  # one writer per table, from the check of what is loaded to the commit
+        return _bootstrap(config, database, source_table, spark, slot, ranges, fetch_size, started)
+
+
+def _bootstrap(
+    config: IngestConfig,
+    database: SourceDatabase,
+    source_table: str,
+    spark: SparkSession,
+    slot: str,
+    ranges: int | None,
+    fetch_size: int,
+    started: float,
+) -> BootstrapResult:
     done = _already_loaded(config, spark, source_table, slot)
     if done is not None:
         return replace(done, duration_s=time.monotonic() - started)

@@ -104,6 +104,13 @@ def quarantine_report(spark: SparkSession, config: IngestConfig, *, limit: int =
 
 def reapply(spark: SparkSession, config: IngestConfig, *, ids: Sequence[str] = ()) -> ReapplyResult:
     """Re-apply quarantined events (``ids``, or all of them) to the table, then mark them."""
+    from hudi_cdc.pipeline import writer_lease
+
+    with writer_lease(config, spark):  # one writer per table: the re-apply's round and its marks
+        return _reapply(spark, config, ids)
+
+
+def _reapply(spark: SparkSession, config: IngestConfig, ids: Sequence[str]) -> ReapplyResult:
     from pyspark.sql import functions as F
 
     from hudi_cdc.pipeline import ingest_once

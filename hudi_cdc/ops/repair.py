@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 import time
 from dataclasses import asdict, dataclass, field, replace
@@ -204,6 +205,8 @@ def repair(
         )
     if max_repair < 1:
         raise ConfigError(f"max_repair={max_repair}: repair at least 1 key")
+    if apply:
+        refuse_beside_a_writer(spark, config)
     _refuse_unrepairable(spark, config)
     found = verify(
         spark, config.target_base_path, database, source_table, key_fields=key_fields or config.record_key_fields,
@@ -222,6 +225,30 @@ def repair(
         _repair_keys(spark, config, database, source_table, found, result, wait_timeout_s)
     result.duration_s = time.monotonic() - started
     return result
+
+
+def refuse_beside_a_writer(spark: SparkSession | None, config: IngestConfig) -> None:
+    """A repair never runs beside another live writer of the table (one holding its writer lease): waited for
+    up to ``lease_wait_seconds``, then refused, naming it (a runner's table: hand the repair to the runner).
+    The repair's own writes take the lease (``_write``); the verification before them does not hold it."""
+    from hudi_cdc.errors import LeaseHeldError
+    from hudi_cdc.sink.lease import lease_holder, process_owner_id, refusal
+
+    deadline = time.monotonic() + config.lease_wait_seconds
+    while True:
+        holder = lease_holder(config.target_base_path, spark=spark)
+        if holder is None or not holder.live() or holder.owner.id == process_owner_id():
+            return
+        if time.monotonic() >= deadline:
+            break
+        time.sleep(min(1.0, max(0.1, deadline - time.monotonic())))
+    message = refusal(config.target_base_path, holder, "repair", waited_s=config.lease_wait_seconds)
+    if holder.owner.pipeline:
+        message += (
+            f"; it is pipeline {holder.owner.pipeline}'s runner: `hudi-cdc verify --repair --pipeline <its file> "
+            f"--table {holder.owner.table}` hands the repair to it"
+        )
+    raise LeaseHeldError(message)
 
 
 def _refuse_unrepairable(spark: SparkSession, config: IngestConfig) -> None:
@@ -633,7 +660,21 @@ def _write(
     stored: DataFrame,
     plan: list[tuple[str, RepairedKey, bool]],
 ) -> list[str]:
-    """The forced deletes (one Hudi ``delete`` commit), then the ranked rows through the ingest's merge."""
+    """The forced deletes (one Hudi ``delete`` commit), then the ranked rows through the ingest's merge, both
+    under the table's writer lease."""
+    from hudi_cdc.pipeline import writer_lease
+
+    with writer_lease(config, spark):
+        return _write_held(spark, config, snap, stored, plan)
+
+
+def _write_held(
+    spark: SparkSession,
+    config: IngestConfig,
+    snap: _Snapshot,
+    stored: DataFrame,
+    plan: list[tuple[str, RepairedKey, bool]],
+) -> list[str]:
     from pyspark.sql import functions as F
 
     from hudi_cdc.pipeline import ingest_once
@@ -774,36 +815,53 @@ def requested_repair(
 def repair_through_runner(
     pipeline: str, topic: str, request: dict[str, Any], *, timeout_s: float = 1800.0, poll_s: float = 1.0
 ) -> dict[str, Any] | None:
-    """Hand a repair to the pipeline's running runner and wait for its outcome; None when no runner is running
-    the table (none alive, or the table paused, removed or failed there): the caller repairs it itself.
+    """Hand a repair to the runner that writes the table and wait for its outcome; None when no runner is
+    writing it (no live holder of its writer lease, or the holder is not a continuous runner, or the table is
+    paused, removed or failed there): the caller repairs it itself (and is refused beside any other writer).
 
-    The request holds no secret: a password only as ``password_env``/``password_file``, which the runner
-    resolves in its own environment.
+    The runner is found through the table's lease: its owner names the runner's state folder (of two runners
+    sharing a pipeline, the one holding the table), and it is alive while its heartbeat is. The request holds no
+    secret: a password only as ``password_env``/``password_file``, which the runner resolves in its own
+    environment.
     """
     from urllib.parse import urlsplit
 
+    from hudi_cdc.errors import LeaseHeldError
     from hudi_cdc.service import control
     from hudi_cdc.service.spec import TableRef, load_pipeline
+    from hudi_cdc.sink.lease import lease_holder, refusal
 
     if urlsplit(request["source_url"]).password:
         raise ConfigError("the source URL holds a password: give it with --password-env or --password-file")
     spec = load_pipeline(pipeline)
-    name = TableRef(topic).name
-    status = control.read_status(spec.run.state_dir)
-    state = ((status or {}).get("tables", {}).get(name) or {}).get("state")
-    if not control.runner_alive(status) or not (status or {}).get("continuous") or state not in _RUNNABLE:
+    ref = TableRef(topic)
+    target = spec.table_config(ref).target_base_path
+    holder = lease_holder(target)
+    if holder is None or not holder.live() or not holder.owner.state_dir:
         return None
-    request_id = control.request_repair(spec.run.state_dir, name, request)
-    log.info("%s: repair %s handed to the pipeline's runner (pid %s)", name, request_id, (status or {}).get("pid"))
+    state_dir, name = holder.owner.state_dir, holder.owner.table or ref.name
+    if not os.path.isdir(state_dir):
+        raise LeaseHeldError(
+            refusal(target, holder, "repair")
+            + f"; its state folder {state_dir} is not reachable from this host: run the repair on {holder.owner.host}"
+        )
+    status = control.read_status(state_dir)
+    state = ((status or {}).get("tables", {}).get(name) or {}).get("state")
+    if not (status or {}).get("continuous") or state not in _RUNNABLE:
+        return None
+    request_id = control.request_repair(state_dir, name, request)
+    log.info("%s: repair %s handed to the runner writing it (%s)", name, request_id, holder.owner.describe())
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        outcome = control.repair_outcome(spec.run.state_dir, name, request_id)
+        outcome = control.repair_outcome(state_dir, name, request_id)
         if outcome is not None:
             return outcome
-        if not control.runner_alive(control.read_status(spec.run.state_dir)):
+        now_holder = lease_holder(target)
+        if now_holder is None or not now_holder.live() or now_holder.owner.id != holder.owner.id:
             raise TransientError(
-                f"{name}: the runner stopped before repair {request_id} finished; its next start runs it "
-                "(the request stays in the state folder's control/ until then)"
+                f"{name}: the runner writing the table stopped (or gave the table up) before repair {request_id} "
+                f"finished; the request stays in {state_dir}/control/ and runs when that runner holds the table "
+                "again"
             )
         time.sleep(poll_s)
     raise TransientError(f"{name}: repair {request_id} not finished by the runner within {timeout_s:.0f}s; it goes on")

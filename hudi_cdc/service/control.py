@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+import time
 import uuid
 from collections.abc import Mapping
 from pathlib import Path
@@ -161,15 +162,15 @@ def write_status(state_dir: str | os.PathLike[str], status: Mapping[str, Any]) -
     os.replace(tmp, folder / "status.json")
 
 
-def runner_alive(status: Mapping[str, Any] | None) -> bool:
-    """Whether the runner that wrote ``status`` (``read_status``) is still running: its process, not ended."""
+def runner_alive(status: Mapping[str, Any] | None, now: float | None = None) -> bool:
+    """Whether the runner that wrote ``status`` (``read_status``) is still running: not ended, and its
+    heartbeat (rewritten every quarter of its lease expiry, from any host) younger than that expiry."""
     if not status or status.get("ended"):
         return False
-    try:
-        os.kill(int(status["pid"]), 0)
-    except OSError:
-        return False
-    return True
+    beat, expiry = status.get("heartbeat_at"), status.get("heartbeat_expiry_s")
+    if beat is None or expiry is None:
+        return False  # written by a runner from before heartbeats: taken for stopped
+    return (time.time() if now is None else now) - float(beat) <= float(expiry)
 
 
 def read_status(state_dir: str | os.PathLike[str]) -> dict[str, Any] | None:

@@ -37,7 +37,9 @@ It never repeats the pipeline's logic: every table's round is the same
 from __future__ import annotations
 
 import logging
+import math
 import os
+import socket
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -46,13 +48,14 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from hudi_cdc.errors import ConfigError, HudiCdcError, TerminalError, TransientError, retry_backoff_s
+from hudi_cdc.errors import ConfigError, HudiCdcError, LeaseHeldError, TerminalError, TransientError, retry_backoff_s
 from hudi_cdc.service import control
 from hudi_cdc.service.backlog import BacklogWatch
 from hudi_cdc.service.metrics import PipelineMetrics
 from hudi_cdc.service.schedule import Arrivals, committed_offsets, deadline, next_wait, shard_partition
 from hudi_cdc.service.spec import PipelineSpec, TableRef, select
 from hudi_cdc.service.states import DONE, DROPPED, FAILED, PAUSED, REMOVED, RETRYING, RUNNING, WAITING, TableState
+from hudi_cdc.sink import lease as leases
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -122,6 +125,13 @@ class Runner:
         self.clock = clock
         self.state_dir = spec.run.state_dir
         self.tables: dict[str, TableState] = {}
+        # One writer per table (sink.lease): the tables this runner holds; what it saw of the others' holders
+        # and of runners waiting for a table (runners sharing a pipeline split its tables through the leases).
+        self._leases: dict[str, leases.TableLease] = {}
+        self._holders: dict[str, leases.LeaseRecord] = {}
+        self._wanting: dict[str, float] = {}  # another runner's owner id -> when it was last seen waiting
+        self._refused_since: dict[str, float] = {}  # one-shot runs: since when a table's lease was refused
+        self.lease_expiry_s = float(spec.defaults.get("lease_expiry_seconds", leases.DEFAULT_EXPIRY_S))
         self.metrics = PipelineMetrics(spec.name)
         self.backlog = BacklogWatch(
             spark, spec, self._watched, self.metrics.set_backlog, interval_s=spec.run.backlog_interval_seconds
@@ -318,6 +328,7 @@ class Runner:
         try:
             self._loop()
         finally:
+            self._release_leases()
             if self._offsets is not None:
                 self._offsets.stop()
             self.backlog.stop()
@@ -390,7 +401,120 @@ class Runner:
             if t.state in (WAITING, RETRYING) and t.due <= now and self._has_work(t) and self._free_of_cut(t)
         ]
         ready.sort(key=lambda t: (deadline(self._waiting_since(t), t.freshness_target_s), t.name))
-        return ready[: max(slots, 0)]
+        chosen: list[TableState] = []
+        for table in ready:  # the lease is asked for only as far as there are slots
+            if len(chosen) >= slots:
+                break
+            if self._may_write(table, now):
+                chosen.append(table)
+        return chosen
+
+    # -- one writer per table: the leases ----------------------------------
+    def _may_write(self, table: TableState, now: float) -> bool:
+        """Whether this runner holds (or now takes) the table's writer lease; else the table waits and is asked
+        for again later. A continuous run takes a free table only while it holds fewer than its share of the
+        pipeline's tables among the runners it knows of, so that runners sharing a pipeline split it."""
+        assert table.config is not None
+        lease = self._leases.get(table.name)
+        if lease is not None:
+            if lease.held:
+                return True
+            self._drop_lease(table.name)  # taken over while this process did not renew it (paused)
+        holder = leases.lease_holder(table.target, spark=self.spark)
+        mine = holder is not None and holder.owner.id == leases.process_owner_id() and holder.live()
+        if holder is not None and holder.live() and not mine:
+            return self._held_elsewhere(table, holder, now)
+        self._holders.pop(table.name, None)
+        if self.continuous and len(self._leases) >= self._share():
+            table.writer = "free: another runner of the pipeline takes it (this one holds its share)"
+            table.due = now + self._lease_retry_s(table)
+            return False
+        lease = leases.TableLease(
+            table.target, owner=self._owner(table), expiry_s=table.config.lease_expiry_seconds, spark=self.spark
+        )
+        refused_by = lease.try_acquire()
+        if refused_by is not None:
+            return self._held_elsewhere(table, refused_by, now)
+        leases.register(lease)  # the rounds' own holds (pipeline.ingest_once) are this lease
+        self._leases[table.name] = lease
+        self._refused_since.pop(table.name, None)
+        table.writer = "this runner"
+        log.info("%s: writer lease taken (%s)", table.name, table.target)
+        return True
+
+    def _held_elsewhere(self, table: TableState, holder: leases.LeaseRecord, now: float) -> bool:
+        """Another live process writes the table: note who (status shows it) and ask again later; a one-shot
+        run fails the table once its lease_wait_seconds are over."""
+        assert table.config is not None
+        self._holders[table.name] = holder
+        table.writer = holder.describe()
+        if self.continuous:
+            if holder.owner.pipeline == self.spec.name and len(self._leases) < self._share():
+                leases.TableLease(table.target, owner=self._owner(table), spark=self.spark).want()
+        else:
+            since = self._refused_since.setdefault(table.name, now)
+            if now - since >= table.config.lease_wait_seconds:
+                self._refused_since.pop(table.name, None)
+                self._failed(table, LeaseHeldError(leases.refusal(table.target, holder)), now)
+                return False
+        table.due = now + self._lease_retry_s(table)
+        return False
+
+    def _owner(self, table: TableState) -> leases.LeaseOwner:
+        return leases.LeaseOwner.here(
+            f"hudi-cdc run {self.spec.name}",
+            pipeline=self.spec.name,
+            state_dir=os.path.abspath(self.state_dir),
+            table=table.name,
+        )
+
+    @staticmethod
+    def _lease_retry_s(table: TableState) -> float:
+        """How often a table another process holds is asked for: a few times per expiry."""
+        expiry = table.config.lease_expiry_seconds if table.config is not None else leases.DEFAULT_EXPIRY_S
+        return max(0.5, min(expiry / 4, 10.0))
+
+    def _runners(self) -> set[str]:
+        """The owner ids of the pipeline's live runners this one knows of: itself, the live holders of its
+        tables, and runners that asked for one of its tables within an expiry."""
+        now = time.time()
+        found = {leases.process_owner_id()}
+        found |= {h.owner.id for h in self._holders.values() if h.owner.pipeline == self.spec.name and h.live(now)}
+        found |= {o for o, at in self._wanting.items() if now - at <= self.lease_expiry_s}
+        return found
+
+    def _share(self) -> int:
+        tables = sum(1 for t in self.tables.values() if t.config is not None)
+        return max(1, math.ceil(tables / len(self._runners())))
+
+    def _hand_over(self, table: TableState, now: float) -> None:
+        """After a round: hand the table to a runner waiting for it, when this one holds more than its share."""
+        lease = self._leases.get(table.name)
+        if not self.continuous or lease is None or table.state != WAITING or table.repair is not None:
+            return
+        waiting = leases.waiters(table.target, spark=self.spark, within_s=self.lease_expiry_s)
+        waiting.pop(leases.process_owner_id(), None)
+        waiting = {k: v for k, v in waiting.items() if v.pipeline == self.spec.name}
+        if not waiting:
+            return
+        wall = time.time()
+        for owner in waiting:
+            self._wanting[owner] = wall
+        if len(self._leases) <= self._share():
+            return
+        self._drop_lease(table.name)
+        table.writer = "handed over to " + ", ".join(o.describe() for o in waiting.values())
+        table.due = now + 3 * self._lease_retry_s(table)  # the waiting runner takes it meanwhile
+        log.info("%s: handed over to a runner waiting for it (this one held more than its share)", table.name)
+
+    def _drop_lease(self, name: str) -> None:
+        lease = self._leases.pop(name, None)
+        if lease is not None:
+            leases.unregister(lease)
+
+    def _release_leases(self) -> None:
+        for name in list(self._leases):
+            self._drop_lease(name)
 
     def _free_of_cut(self, table: TableState) -> bool:
         """Whether the table may start a round: not while a cut drains, and its bounded round when it has one."""
@@ -631,6 +755,7 @@ class Runner:
         else:
             table.state = WAITING
             table.due = now + max(table.config.min_sync_interval_seconds, 0.0)
+            self._hand_over(table, now)
         self.metrics.observe(table, result)
         self.backlog.changed(table.name)
         if self.on_round:
@@ -709,9 +834,19 @@ class Runner:
             ended,
             repr(cut),
             tuple(
-                (n, t.state, t.rounds, t.failures_total, t.due, t.pending_since is None, t.late and round(now))
+                (
+                    n,
+                    t.state,
+                    t.rounds,
+                    t.failures_total,
+                    t.due,
+                    t.pending_since is None,
+                    t.late and round(now),
+                    t.writer,
+                )
                 for n, t in sorted(self.tables.items())
             ),
+            int(now / (self.lease_expiry_s / 4)),  # the runner's heartbeat (control.runner_alive)
         )
         if seen == self._written:
             return
@@ -728,6 +863,10 @@ class Runner:
                 "pipeline_file": self.spec.origin,
                 "updated_at": _iso(datetime.now(UTC)),
                 "pid": os.getpid(),
+                "host": socket.gethostname(),
+                "owner_id": leases.process_owner_id(),
+                "heartbeat_at": time.time(),
+                "heartbeat_expiry_s": self.lease_expiry_s,
                 "continuous": self.continuous,
                 "ended": ended,
                 "tables": {n: t.to_dict() for n, t in sorted(self.tables.items())},

@@ -60,6 +60,7 @@ class TableState:
     late: str | None = None  # past its target: what it is waiting for (a slot, which step of its round...)
     freshness_missed: int = 0  # committed rounds whose oldest change was older than the target
     last_miss: str | None = None  # the last missed round: how late, and where its time went
+    writer: str | None = None  # who holds the table's writer lease: "this runner", or the other process
     # runner-only fields, not in the status file
     config: IngestConfig | None = field(default=None, repr=False)
     due: float = field(default=0.0, repr=False)

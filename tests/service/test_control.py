@@ -24,8 +24,11 @@ def test_a_repair_request_is_pending_until_its_outcome_is_settled(tmp_path: Path
     assert control.pending_repair(tmp_path, "inventory.customers") is None and control.instructions(tmp_path) == {}
 
 
-def test_a_runner_is_alive_while_its_process_is_and_it_has_not_ended() -> None:
-    assert control.runner_alive({"pid": os.getpid(), "ended": False})
-    assert not control.runner_alive({"pid": os.getpid(), "ended": True})
-    assert not control.runner_alive({"pid": 2**22 + 12345})  # no such process
+def test_a_runner_is_alive_while_its_heartbeat_is_younger_than_its_expiry_and_it_has_not_ended() -> None:
+    # The heartbeat, not the pid: a runner on another host is judged the same way.
+    beat = {"pid": 2**22 + 12345, "host": "elsewhere", "heartbeat_at": 1000.0, "heartbeat_expiry_s": 60.0}
+    assert control.runner_alive({**beat, "ended": False}, now=1059.0)
+    assert not control.runner_alive({**beat, "ended": False}, now=1061.0)  # it stopped beating: dead
+    assert not control.runner_alive({**beat, "ended": True}, now=1001.0)
+    assert not control.runner_alive({"pid": os.getpid(), "ended": False})  # no heartbeat: an old runner's file
     assert not control.runner_alive(None)
