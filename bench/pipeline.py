@@ -282,7 +282,7 @@ def _write_pipeline(
     pipeline.write_text(
         f"""
 [source]
-kind = "kafka"
+source = "kafka"
 bootstrap_servers = "{BOOTSTRAP}"
 schema_registry_url = "{REGISTRY}"
 tables = "dbserver1.inventory.bench_many_{run_id}_*"

@@ -96,16 +96,15 @@ def section_table(cls: type, *, skip: tuple[str, ...] = ()) -> list[str]:
     rows = ["| key | type | default | meaning |", "|---|---|---|---|"]
     for d in declared(cls):
         if d.name not in skip:
-            rows.append(f"| `{d.name}` | {_cell(d.type_text)} | {_cell(_default(d))} | {_cell(d.meta.meaning)} |")
+            meaning = d.meta.meaning + (f" Old name: {', '.join(d.meta.aliases)}." if d.meta.aliases else "")
+            rows.append(f"| `{d.name}` | {_cell(d.type_text)} | {_cell(_default(d))} | {_cell(meaning)} |")
     return rows
 
 
-def _section_keys(cls: type, prefix: str) -> list[str]:
-    """The settings a pipeline section sets by their names without ``prefix`` (as [lineage] does)."""
-    return [
-        f"| `{d.name.removeprefix(prefix)}` | `{d.name}` |"
-        for d in declared(cls)
-        if d.name.startswith(prefix) and d.name != prefix.rstrip("_")
+def _section_keys(old_names: dict[str, str]) -> list[str]:
+    """A section whose keys are per-table settings' names, with the short names it took before."""
+    return ["| key | old name (until the next release) |", "|---|---|"] + [
+        f"| `{name}` | `{old}` |" for old, name in old_names.items()
     ]
 
 
@@ -123,8 +122,12 @@ def render(config_class: type | None = None) -> str:
         "## The pipeline file",
         "",
         "A pipeline file (`hudi-cdc run --pipeline FILE`) has the sections below; a table's settings are",
-        'the per-table settings above (`[defaults]`, then `[tables."schema.table"]`, whose keys are those of',
-        "the `ingest --config` file).",
+        "the per-table settings above, whose keys are those of the `ingest --config` file. One precedence,",
+        "later winning: the built-in default, then the file (`[catalog]`, `[lineage]` and `[defaults]`, then",
+        'the `[tables."…"]` sections that match the table: patterns such as `"inventory.*"` in the order of',
+        "the file, then its exact name), then `HUDI_CDC__*` variables, then command-line arguments. A section",
+        "that matches no table of the source is refused unless it says `expected = true`;",
+        "`hudi-cdc config show --pipeline FILE --table T` prints each setting's value and where it came from.",
         "",
         "### [source]",
         "",
@@ -135,12 +138,15 @@ def render(config_class: type | None = None) -> str:
         *section_table(spec.RunSettings),
         "",
     ]
-    catalog: dict[str, str] | None = getattr(spec, "_CATALOG_KEYS", None)
-    if catalog:
-        out += ["### [catalog]", "", "| key | the setting it stands for |", "|---|---|"]
-        out += [f"| `{key}` | `{name}` |" for key, name in catalog.items()]
-        out += [""]
-    out += ["### [lineage]", "", "| key | the setting it stands for |", "|---|---|", *_section_keys(cls, "lineage_")]
+    lineage = {d.name.removeprefix("lineage_"): d.name for d in declared(cls) if d.name.startswith("lineage_")}
+    out += [
+        "### [catalog]",
+        "",
+        "The `catalog*` settings, for every table.",
+        "",
+        *_section_keys(spec.CATALOG_OLD_NAMES),
+    ]
+    out += ["", "### [lineage]", "", "The `lineage_*` settings, for every table.", "", *_section_keys(lineage)]
     out += ["", "### [[routes]]", "", *section_table(routes.Route, skip=("number",)), ""]
     return "\n".join(out)
 

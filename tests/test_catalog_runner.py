@@ -29,8 +29,8 @@ def test_every_pipeline_table_is_synced_and_status_shows_each_catalog(
     path.write_text(
         f"""
 [source]
-kind = "files"
-path = "{tmp_path / "landing"}"
+source = "files"
+source_path = "{tmp_path / "landing"}"
 tables = "dbserver1.public.*"
 
 [defaults]
@@ -44,9 +44,9 @@ table_type = "mor"
 catalog_table = "{{table}}_mor"
 
 [catalog]
-kind = "hms"
-uri = "{METASTORE_URI}"
-database = "{database}"
+catalog = "hms"
+catalog_uri = "{METASTORE_URI}"
+catalog_database = "{database}"
 
 [run]
 max_concurrent_tables = 2

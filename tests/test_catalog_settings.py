@@ -134,8 +134,8 @@ def test_sync_properties_partitioned_mor_and_options_win() -> None:
 
 PIPELINE = """
 [source]
-kind = "files"
-path = "/in"
+source = "files"
+source_path = "/in"
 tables = ["dbserver1.inventory.*"]
 
 [defaults]
@@ -144,11 +144,11 @@ target_table = "{table}"
 record_key_fields = "id"
 
 [catalog]
-kind = "hms"
-uri = "thrift://127.0.0.1:59083"
-database = "lake_{schema}"
-partitions = false
-options = { "hive.metastore.connect.retries" = "2" }
+catalog = "hms"
+catalog_uri = "thrift://127.0.0.1:59083"
+catalog_database = "lake_{schema}"
+catalog_sync_partitions = false
+catalog_options = { "hive.metastore.connect.retries" = "2" }
 
 [tables."inventory.orders"]
 catalog_table = "orders_v2"
@@ -175,9 +175,12 @@ def test_pipeline_catalog_section_applies_to_every_table_and_a_table_may_overrid
 @pytest.mark.parametrize(
     ("section", "message"),
     [
-        ('[catalog]\nkind = "hms"\nurl = "x"', r"\[catalog\]: unknown setting\(s\) url; known: kind, uri"),
-        ('[catalog]\nkind = "hms"\nuri = "thrift://h:1"\npartitions = "no"', "partitions must be true or false"),
-        ('[catalog]\nkind = "oracle"', "catalog='oracle' is not one of"),
+        ('[catalog]\ncatalog = "hms"\nurl = "x"', r"\[catalog\]: unknown setting 'url'; did you mean catalog_uri\?"),
+        (
+            '[catalog]\ncatalog = "hms"\ncatalog_uri = "thrift://h:1"\ncatalog_sync_partitions = "no"',
+            "catalog_sync_partitions must be true or false",
+        ),
+        ('[catalog]\ncatalog = "oracle"', "catalog='oracle' is not one of"),
     ],
 )
 def test_pipeline_catalog_section_errors_name_the_place(tmp_path: Path, section: str, message: str) -> None:

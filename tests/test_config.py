@@ -179,7 +179,7 @@ def test_history_from_the_file_the_environment_and_a_pipelines_table_section(tmp
         load_config(env={}, history="scd3", **REQUIRED)
     pipeline = tmp_path / "pipe.toml"
     pipeline.write_text(
-        'name = "p"\n[source]\nkind = "kafka"\nbootstrap_servers = "127.0.0.1:1"\n'
+        'name = "p"\n[source]\nsource = "kafka"\nbootstrap_servers = "127.0.0.1:1"\n'
         'schema_registry_url = "http://127.0.0.1:2"\ntables = ["s.inv.*"]\n'
         '[defaults]\ntarget_base_path = "/lake/{table}"\ntarget_table = "{table}"\n'
         '[tables."inv.audit"]\nhistory = "scd2"\n'

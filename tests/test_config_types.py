@@ -89,7 +89,7 @@ def test_a_pipeline_table_overrides_one_kind_of_the_defaults(tmp_path: Path) -> 
 
     path = tmp_path / "pipe.toml"
     path.write_text(
-        'name = "p"\n[source]\nkind = "kafka"\nbootstrap_servers = "127.0.0.1:1"\n'
+        'name = "p"\n[source]\nsource = "kafka"\nbootstrap_servers = "127.0.0.1:1"\n'
         'schema_registry_url = "http://127.0.0.1:2"\ntables = ["s.inventory.*"]\n'
         '[defaults]\ntarget_base_path = "/lake/{table}"\ntarget_table = "{table}"\non_bad_event = "quarantine"\n'
         'type_mappings = { "tinyint(1)" = "boolean" }\n'

@@ -11,7 +11,7 @@ from hudi_cdc.service.spec import TableRef, load_pipeline
 
 PIPELINE = """
 [source]
-kind = "kafka"
+source = "kafka"
 bootstrap_servers = "127.0.0.1:1"
 schema_registry_url = "http://127.0.0.1:2"
 tables = ["dbserver1.inventory.*"]

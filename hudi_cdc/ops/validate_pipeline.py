@@ -5,7 +5,8 @@ tables that match ``[source] tables``, less the excluded and the disabled
 ones, each with the settings :meth:`PipelineSpec.table_config` gives it. Each
 gets the report :func:`hudi_cdc.ops.validate.validate` makes for one table; a
 problem of the pipeline itself (the source cannot be listed, no table
-matches) is a check of its own, so it is reported beside them, never raised.
+matches) is a check of its own, so it is reported beside them, never raised;
+a section of the file that matches no table is refused as ``run`` refuses it.
 """
 
 from __future__ import annotations
@@ -78,7 +79,9 @@ def validate_pipeline(
 
     ``database`` and ``connect_url`` are the source database and Kafka Connect
     every table's checks ask (a pipeline reads one database). Raises
-    :class:`ConfigError` only when ``tables`` names a table the source does not have.
+    :class:`ConfigError` only when ``tables`` names a table the source does not have, or when a
+    ``[tables."…"]`` section matches no table of the source (:meth:`PipelineSpec.check_sections`, which
+    ``run`` applies too).
     """
     refs, problems = _tables(spec, spark, () if spec.routes else tables)
     refs, routing = _routes(spec, refs)
@@ -119,9 +122,7 @@ def _tables(
 
     patterns = ", ".join(spec.source.tables)
     try:
-        if spark is None and spec.source.kind == "files":
-            raise HudiCdcError("listing the folders of a files source needs a Spark session")
-        found = [r for r in discover(spark, spec) if spec.enabled(r)]  # type: ignore[arg-type]
+        found = discover(spark, spec)
     except HudiCdcError as exc:
         # The names the file spells out still get their checks (which say why the source did not answer).
         exact = [TableRef(p) for p in spec.source.tables if not _is_pattern(p) and spec.source.matches(p)]
@@ -129,6 +130,8 @@ def _tables(
         reason = f"cannot list the source's tables ({exc})"
         fix = "make the source reachable" + ("; the tables the file names exactly are checked below" if exact else "")
         return exact, (Check("pipeline.tables", "fail", reason, fix, transient=exc.transient, error=exc),)
+    spec.check_sections(found)  # as run does: a section that matches no table is refused, before any check
+    found = [r for r in found if spec.enabled(r)]
     refs = select(sorted(found, key=lambda r: r.name), wanted)
     if not refs:
         fix = "check [source] tables and exclude against the source's topics (or folders, or tables)"
@@ -145,6 +148,7 @@ def _routes(spec: PipelineSpec, refs: list[TableRef]) -> tuple[list[TableRef], t
     if not spec.routes:
         return refs, ()
     routed, refused = spec.routed(refs)
+    routed = [r for r in routed if spec.enabled(r)]  # a target's own section may disable it, as run does
     lines = []
     for ref in routed:
         if ref.route is None:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
 from hudi_cdc.errors import SourceError, TransientError
 from hudi_cdc.service.spec import PipelineSpec, TableRef
@@ -14,8 +17,11 @@ if TYPE_CHECKING:
 __all__ = ["discover"]
 
 
-def discover(spark: SparkSession, spec: PipelineSpec) -> list[TableRef]:
-    """The source's tables that match the pipeline's patterns, sorted by topic."""
+def discover(spark: SparkSession | None, spec: PipelineSpec) -> list[TableRef]:
+    """The source's tables that match the pipeline's patterns, sorted by topic.
+
+    Without a Spark session (``spark`` None) a files source on the local file system is listed by Python;
+    another file system needs the session's Hadoop settings."""
     if spec.source.kind == "jdbc":
         return [TableRef(n, key) for n, key in sorted(_database_tables(spec)) if spec.source.matches(n)]
     names = _topics(spec) if spec.source.kind == "kafka" else _folders(spark, spec)
@@ -53,14 +59,16 @@ def _topics(spec: PipelineSpec) -> list[str]:
     return [name for name in topics if not name.startswith("_")]  # internal topics (__consumer_offsets, _schemas)
 
 
-def _folders(spark: SparkSession, spec: PipelineSpec) -> list[str]:
+def _folders(spark: SparkSession | None, spec: PipelineSpec) -> list[str]:
+    if spark is None:
+        return _local_folders(spec)
     from hudi_cdc._jvm import hadoop_conf, java_message, jvm
 
     root = jvm(spark).org.apache.hadoop.fs.Path(spec.source.path)
     try:
         fs = root.getFileSystem(hadoop_conf(spark))
         if not fs.exists(root):
-            raise SourceError(f"{spec.origin} [source]: path {spec.source.path} does not exist")
+            raise SourceError(f"{spec.origin} [source]: source_path {spec.source.path} does not exist")
         return [
             s.getPath().getName()
             for s in fs.listStatus(root)
@@ -70,3 +78,19 @@ def _folders(spark: SparkSession, spec: PipelineSpec) -> list[str]:
         raise
     except Exception as exc:  # py4j wraps Hadoop's IOExceptions
         raise SourceError(f"cannot list {spec.source.path}: {java_message(exc)}") from exc
+
+
+def _local_folders(spec: PipelineSpec) -> list[str]:
+    """The folders a files source on the local file system holds, listed as Hadoop lists them (hidden ones
+    and ``_`` ones left out)."""
+    path = str(spec.source.path)
+    parts = urlsplit(path)
+    if parts.scheme not in ("", "file"):
+        raise SourceError(f"listing {path} needs a Spark session (its Hadoop file system)")
+    root = Path(parts.path if parts.scheme else path)
+    if not root.exists():
+        raise SourceError(f"{spec.origin} [source]: source_path {path} does not exist")
+    try:
+        return [e.name for e in os.scandir(root) if e.is_dir() and not e.name.startswith((".", "_"))]
+    except OSError as exc:
+        raise SourceError(f"cannot list {path}: {exc.strerror}") from exc

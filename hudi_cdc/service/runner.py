@@ -205,6 +205,8 @@ class Runner:
                 raise
             log.warning("discovery failed (%s); the known tables go on", exc)
             return
+        if not self._discovered_once:  # before any round: a section that matches no table stops the run here
+            self.spec.check_sections(refs)
         refs = [r for r in refs if self.spec.enabled(r)]
         refs, refused = self.spec.routed(refs)  # [[routes]]: targets, merged tables (docs/routing.md)
         refs = [r for r in refs if self.spec.enabled(r)]

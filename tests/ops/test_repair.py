@@ -124,7 +124,7 @@ def test_a_dry_run_says_what_it_would_write() -> None:
 
 
 PIPELINE = """[source]
-kind = "kafka"
+source = "kafka"
 bootstrap_servers = "127.0.0.1:1"
 schema_registry_url = "http://127.0.0.1:2"
 tables = "dbserver1.inventory.*"

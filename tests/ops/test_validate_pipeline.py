@@ -23,8 +23,8 @@ def _pipeline(tmp_path: Path, *, tables: str = '"dbserver1.public.*"', t2: str =
     path.write_text(
         f"""
 [source]
-kind = "files"
-path = "{tmp_path / "landing"}"
+source = "files"
+source_path = "{tmp_path / "landing"}"
 tables = {tables}
 
 [defaults]

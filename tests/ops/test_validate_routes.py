@@ -19,8 +19,8 @@ def test_routes_are_shown_and_a_merge_without_shard_columns_refused(spark, tmp_p
     path.write_text(
         f"""
 [source]
-kind = "files"
-path = "{tmp_path / "landing"}"
+source = "files"
+source_path = "{tmp_path / "landing"}"
 tables = "srv.*"
 [defaults]
 target_base_path = "{tmp_path / "lake"}/{{table}}"

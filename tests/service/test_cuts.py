@@ -106,7 +106,7 @@ def test_status_shows_the_newest_cut_and_how_far_each_head_is_past_it(tmp_path: 
 
     path = tmp_path / "p.toml"
     path.write_text(
-        "[source]\nkind = 'kafka'\nbootstrap_servers = 'x:1'\nschema_registry_url = 'http://x:2'\ntables = '*'\n"
+        "[source]\nsource = 'kafka'\nbootstrap_servers = 'x:1'\nschema_registry_url = 'http://x:2'\ntables = '*'\n"
         "[defaults]\ntarget_base_path = '/lake/{table}'\ntarget_table = '{table}'\n"
     )
     spec = load_pipeline(path)
@@ -151,7 +151,7 @@ def _cutter(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, heads: dict[str, in
 
     path = tmp_path / "p.toml"
     path.write_text(
-        "[source]\nkind = 'kafka'\nbootstrap_servers = 'x:1'\nschema_registry_url = 'http://x:2'\ntables = '*'\n"
+        "[source]\nsource = 'kafka'\nbootstrap_servers = 'x:1'\nschema_registry_url = 'http://x:2'\ntables = '*'\n"
         "[defaults]\ntarget_base_path = '/lake/{table}'\ntarget_table = '{table}'\n"
         "[run]\nconsistent_cut_interval_seconds = 10\n"
     )

@@ -25,8 +25,8 @@ def _pipeline(tmp_path: Path) -> Path:
     path.write_text(
         f"""
 [source]
-kind = "files"
-path = "{tmp_path / "landing"}"
+source = "files"
+source_path = "{tmp_path / "landing"}"
 tables = "dbserver1.*"
 
 [defaults]

@@ -15,7 +15,7 @@ from hudi_cdc.sources.merged import MergedSource, shard_identity
 HEAD = """
 name = "shops"
 [source]
-kind = "kafka"
+source = "kafka"
 bootstrap_servers = "127.0.0.1:1"
 schema_registry_url = "http://127.0.0.1:2"
 tables = ["dbserver1.*"]

@@ -33,13 +33,20 @@ pytestmark = pytest.mark.hudi
 COLUMNS = ("id", "name", "email", "notes")
 
 
-def _pipeline(tmp_path: Path, *, lake: Path | None = None, run: str = "") -> Path:
+def _pipeline(
+    tmp_path: Path,
+    *,
+    lake: Path | None = None,
+    run: str = "",
+    sections: str = '[tables."public.t2"]\ntable_type = "mor"',
+) -> Path:
+    """A pipeline of the folders under landing/; ``sections``: its table sections (each must match a table)."""
     path = tmp_path / "inventory.toml"
     path.write_text(
         f"""
 [source]
-kind = "files"
-path = "{tmp_path / "landing"}"
+source = "files"
+source_path = "{tmp_path / "landing"}"
 tables = "dbserver1.public.*"
 
 [defaults]
@@ -48,8 +55,7 @@ target_table = "{{table}}"
 record_key_fields = "id"
 table_type = "cow"
 
-[tables."public.t2"]
-table_type = "mor"
+{sections}
 
 [run]
 max_concurrent_tables = 2
@@ -264,7 +270,7 @@ def test_no_secret_in_output_status_or_logs(spark, tmp_path: Path, caplog: pytes
     path.write_text(
         f"""
 [source]
-kind = "kafka"
+source = "kafka"
 bootstrap_servers = "127.0.0.1:1"
 schema_registry_url = "http://reader:{secret}@127.0.0.1:2/apis/ccompat/v7"
 tables = "dbserver1.inventory.*"
@@ -310,8 +316,7 @@ def test_a_table_whose_settings_are_refused_fails_alone(spark, tmp_path: Path) -
 
 def test_quarantine_per_table_with_counts_in_status(spark, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:  # noqa: ANN001
     sample = _sample(tmp_path, "t1", seed=80)
-    path = _pipeline(tmp_path)
-    path.write_text(path.read_text() + '\n[tables."public.t1"]\non_bad_event = "quarantine"\n')
+    path = _pipeline(tmp_path, sections='[tables."public.t1"]\non_bad_event = "quarantine"')
     key = next(iter(sample.state))
     sample.write([pg_event("x", lsn=sample.lsn + 1, after=sample.state[key])])  # unknown op
     sample.changes(81)
@@ -342,7 +347,7 @@ def _java_children(pid: int) -> list[int]:
 def test_a_runner_whose_jvm_is_killed_stops(tmp_path: Path) -> None:
     # Killed by the OOM killer or by hand, the driver JVM is gone for good: the runner must end (so that a
     # supervisor restarts it), not live on polling Kafka and failing every round.
-    path = _pipeline(tmp_path)
+    path = _pipeline(tmp_path, sections="")  # t1 alone
     _sample(tmp_path, "t1", seed=3)
     hudi_cdc = str(Path(sys.executable).parent / "hudi-cdc")
     command = [hudi_cdc, "run", "--pipeline", str(path), "--continuous"]
@@ -374,7 +379,7 @@ def test_a_listing_that_fails_because_the_jvm_is_gone_stops_the_run_as_the_jvm_c
     # "cannot list" error, which must still end the run as a dead JVM (the kill test above hits this by timing).
     from hudi_cdc.errors import SourceError, TerminalError
 
-    path = _pipeline(tmp_path)
+    path = _pipeline(tmp_path, sections="")
     _sample(tmp_path, "t1", seed=4)
 
     def listing_fails(spark, spec):  # noqa: ANN001, ANN202

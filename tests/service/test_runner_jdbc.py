@@ -41,10 +41,10 @@ def test_a_database_of_tables_in_one_pipeline(spark, tmp_path: Path, monkeypatch
     path.write_text(
         f"""
 [source]
-kind = "jdbc"
-url = "jdbc:postgresql://127.0.0.1:55432/inventory"
-user = "debezium"
-password_env = "JDBC_PIPE_PASSWORD"
+source = "jdbc"
+jdbc_url = "jdbc:postgresql://127.0.0.1:55432/inventory"
+jdbc_user = "debezium"
+jdbc_password_env = "JDBC_PIPE_PASSWORD"
 tables = "public.{run}_*"
 
 [defaults]

@@ -12,7 +12,7 @@ from hudi_cdc.service.spec import TableRef, load_pipeline, select
 KAFKA = """
 name = "inv"
 [source]
-kind = "kafka"
+source = "kafka"
 bootstrap_servers = "127.0.0.1:1"
 schema_registry_url = "http://127.0.0.1:2"
 tables = ["dbserver1.inventory.*", "other.public.keep"]
@@ -66,22 +66,36 @@ def test_defaults_overrides_and_templates(tmp_path: Path) -> None:
     assert not spec.enabled(TableRef("dbserver1.inventory.skipped")) and spec.enabled(TableRef("dbserver1.inventory.x"))
 
 
-def test_environment_between_defaults_and_the_tables_section(tmp_path: Path) -> None:
-    spec = load_pipeline(_write(tmp_path, KAFKA))
+def test_the_environment_wins_over_the_file_and_source_settings_are_refused_once_at_load(tmp_path: Path) -> None:
+    spec = load_pipeline(_write(tmp_path, KAFKA), env={})
     env = {"HUDI_CDC__SOURCE_LIMIT": "7", "HUDI_CDC__TABLE_TYPE": "cow", "HUDI_CDC__PARTITION_PATH_FIELD": "x"}
     other = spec.table_config(TableRef("dbserver1.inventory.other"), env=env)
     assert (other.source_limit, other.table_type, other.partition_path_field) == (7, "COPY_ON_WRITE", "x")
     orders = spec.table_config(TableRef("dbserver1.inventory.orders"), env=env)
-    assert orders.partition_path_field == "region"  # its own section wins
-    with pytest.raises(ConfigError, match="environment.*topic cannot be set per table"):
-        spec.table_config(TableRef("dbserver1.inventory.other"), env={"HUDI_CDC__TOPIC": "x"})
+    assert orders.partition_path_field == "x"  # defaults < the table's section < the environment
+    # Read once, when the file is loaded: every table takes them.
+    loaded = load_pipeline(_write(tmp_path, KAFKA), env={"HUDI_CDC__PARTITION_PATH_FIELD": "day"})
+    assert loaded.table_config(TableRef("dbserver1.inventory.orders")).partition_path_field == "day"
+    for variable, value, message in (
+        ("HUDI_CDC__TOPIC", "x", "topic is a setting of the pipeline's source: a pipeline takes it from \\[source\\]"),
+        ("HUDI_CDC__SOURCE_PATH", "/x", "source_path is a setting of the pipeline's source"),
+        ("HUDI_CDC__COMPACTION", "async", 'compaction = "async" is for `hudi-cdc ingest --continuous`'),
+        ("HUDI_CDC__CONTINUOUS", "true", r"continuous of a pipeline .* \(--continuous, --max-rounds\)"),
+    ):
+        with pytest.raises(ConfigError, match=f"^environment variable {variable}: {message}.*unset {variable}"):
+            load_pipeline(_write(tmp_path, KAFKA), env={variable: value})
+    with pytest.raises(ConfigError, match="HUDI_CDC__TABLE_TYP.*did you mean table_type"):
+        load_pipeline(_write(tmp_path, KAFKA), env={"HUDI_CDC__TABLE_TYP": "cow"})
+    # Lineage is pipeline-wide in the file, and the environment's lineage settings reach every table.
+    lineage = load_pipeline(_write(tmp_path, KAFKA), env={"HUDI_CDC__LINEAGE_TRANSPORT": "console"})
+    assert lineage.table_config(TableRef("dbserver1.inventory.orders")).lineage_transport == "console"
 
 
 def test_files_source_reads_a_folder_per_table(tmp_path: Path) -> None:
     spec = load_pipeline(
         _write(
             tmp_path,
-            '[source]\nkind = "files"\npath = "/landing"\ntables = "*"\n'
+            '[source]\nsource = "files"\nsource_path = "/landing"\ntables = "*"\n'
             '[defaults]\ntarget_base_path = "/lake/{table}"\ntarget_table = "{table}"\nrecord_key_fields = "id"\n',
         )
     )
@@ -97,8 +111,8 @@ def test_jdbc_source_names_tables_by_schema_and_keys_them_by_their_primary_key(t
     spec = load_pipeline(
         _write(
             tmp_path,
-            '[source]\nkind = "jdbc"\nurl = "jdbc:postgresql://db:5432/shop"\nuser = "replicator"\n'
-            'password_env = "SHOP_PW"\ntables = "public.*"\n'
+            '[source]\nsource = "jdbc"\njdbc_url = "jdbc:postgresql://db:5432/shop"\njdbc_user = "replicator"\n'
+            'jdbc_password_env = "SHOP_PW"\ntables = "public.*"\n'
             '[defaults]\ntarget_base_path = "/lake/{schema}/{table}"\ntarget_table = "{table}"\n'
             'jdbc_timestamp_column = "updated_at"\njdbc_incrementing_column = "id"\n'
             '[tables."public.codes"]\njdbc_mode = "full"\n[tables."public.lines"]\nrecord_key_fields = "line_id"\n',
@@ -117,7 +131,7 @@ def test_jdbc_source_names_tables_by_schema_and_keys_them_by_their_primary_key(t
     assert (codes.jdbc_mode, codes.record_key_fields) == ("full", ("code",))
     lines = spec.table_config(TableRef("public.lines", ("id",)), env={})
     assert lines.record_key_fields == ("line_id",)  # the pipeline's own key wins over the primary key
-    with pytest.raises(ConfigError, match=r"\[tables.'public.nokey'\]: record_key_fields is empty"):
+    with pytest.raises(ConfigError, match=r"pipe.toml: table public\.nokey: record_key_fields is empty"):
         spec.table_config(TableRef("public.nokey"), env={})  # no primary key and none set
     assert TableRef("public.orders").name == "public.orders"
 
@@ -126,7 +140,7 @@ def test_a_kafka_source_of_json_topics_needs_no_registry(tmp_path: Path) -> None
     spec = load_pipeline(
         _write(
             tmp_path,
-            '[source]\nkind = "kafka"\nbootstrap_servers = "k:9092"\nvalue_format = "json"\ntables = "db.inv.*"\n'
+            '[source]\nsource = "kafka"\nbootstrap_servers = "k:9092"\nkafka_value_format = "json"\ntables = "db.inv.*"\n'
             '[defaults]\ntarget_base_path = "/lake/{table}"\ntarget_table = "{table}"\n'
             '[tables."db.inv.bare"]\nkafka_value_schema_file = "/schemas/bare.json"\n',
         )
@@ -144,42 +158,51 @@ def test_a_kafka_source_of_json_topics_needs_no_registry(tmp_path: Path) -> None
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("[source]\nkind = 'kafka'\ntables = '*'\n", r"\[source\]: bootstrap_servers is required"),
-        ("[source]\nkind = 'kafka'\nbootstrap_servers = 'k'\ntables = '*'\n", "schema_registry_url is required"),
+        ("[source]\nsource = 'kafka'\ntables = '*'\n", r"\[source\]: bootstrap_servers is required"),
+        ("[source]\nsource = 'kafka'\nbootstrap_servers = 'k'\ntables = '*'\n", "schema_registry_url is required"),
         (
-            "[source]\nkind = 'kafka'\nbootstrap_servers = 'k'\nvalue_format = 'protobuf'\ntables = '*'\n",
-            'value_format is "avro" or "json"',
+            "[source]\nsource = 'kafka'\nbootstrap_servers = 'k'\nkafka_value_format = 'protobuf'\ntables = '*'\n",
+            'kafka_value_format is "avro" or "json"',
         ),
         (
-            "[source]\nkind = 'kafka'\nbootstrap_servers = 'k'\nschema_registry_url = 'r'\ntables = '*'\n"
+            "[source]\nsource = 'kafka'\nbootstrap_servers = 'k'\nschema_registry_url = 'r'\ntables = '*'\n"
             "[defaults]\nkafka_value_format = 'json'\n",
             r"kafka_value_format cannot",
         ),
-        ("[source]\nkind = 'odbc'\ntables = '*'\n", r"kind must be \"kafka\", \"files\" or \"jdbc\""),
-        ("[source]\nkind = 'jdbc'\ntables = '*'\n", r"\[source\]: url is required"),
-        ("[source]\nkind = 'jdbc'\ntables = '*'\nurl = 'jdbc:db2://x'\n", r"url 'jdbc:db2://x': expected"),
+        ("[source]\nsource = 'odbc'\ntables = '*'\n", r"\[source\]: source must be \"kafka\", \"files\" or \"jdbc\""),
+        ("[source]\nsource = 'jdbc'\ntables = '*'\n", r"\[source\]: jdbc_url is required"),
+        ("[source]\nsource = 'jdbc'\ntables = '*'\njdbc_url = 'jdbc:db2://x'\n", r"jdbc_url 'jdbc:db2://x': expected"),
         (
-            "[source]\nkind = 'jdbc'\ntables = '*'\nurl = 'jdbc:postgresql://h/db?password=s3cret'\n",
-            "url carries a password",
+            "[source]\nsource = 'jdbc'\ntables = '*'\njdbc_url = 'jdbc:postgresql://h/db?password=s3cret'\n",
+            "jdbc_url carries a password",
         ),
-        ("[source]\nkind = 'jdbc'\ntables = '*'\nurl = 'jdbc:mysql://h/db'\npassword = 'x'\n", "unknown setting"),
-        ("[source]\nkind = 'files'\npath = '/x'\n", "tables is required"),
         (
-            "[source]\nkind = 'files'\npath = '/x'\ntables = '*'\n[defaults]\ntopic = 'x'\n",
+            "[source]\nsource = 'jdbc'\ntables = '*'\njdbc_url = 'jdbc:mysql://h/db'\npassword = 'x'\n",
+            "unknown setting 'password'; did you mean",
+        ),
+        ("[source]\nsource = 'files'\nsource_path = '/x'\n", "tables is required"),
+        (
+            "[source]\nsource = 'files'\nsource_path = '/x'\ntables = '*'\n[defaults]\ntopic = 'x'\n",
             r"\[defaults\]: topic cannot",
         ),
         (
-            "[source]\nkind = 'files'\npath = '/x'\ntables = '*'\n[defaults]\nsorce_limit = 1\n",
+            "[source]\nsource = 'files'\nsource_path = '/x'\ntables = '*'\n[defaults]\nsorce_limit = 1\n",
             "unknown setting 'sorce_limit'",
         ),
-        ("[source]\nkind = 'files'\npath = '/x'\ntables = '*'\n[run]\nmax_concurrent_tables = 0\n", "positive integer"),
-        ("[source]\nkind = 'files'\npath = '/x'\ntables = '*'\n[sources]\n", r"unknown section\(s\) sources"),
         (
-            "[source]\nkind = 'files'\npath = '/x'\ntables = '*'\nschema_change_topic = 'dbserver1'\n",
+            "[source]\nsource = 'files'\nsource_path = '/x'\ntables = '*'\n[run]\nmax_concurrent_tables = 0\n",
+            "positive integer",
+        ),
+        (
+            "[source]\nsource = 'files'\nsource_path = '/x'\ntables = '*'\n[sources]\n",
+            r"unknown section 'sources'; did you mean source\?",
+        ),
+        (
+            "[source]\nsource = 'files'\nsource_path = '/x'\ntables = '*'\nschema_change_topic = 'dbserver1'\n",
             "schema_change_topic is a Kafka topic name",
         ),
         (
-            "[source]\nkind = 'files'\npath = '/x'\ntables = '*'\n[defaults]\ncompaction = 'async'\n",
+            "[source]\nsource = 'files'\nsource_path = '/x'\ntables = '*'\n[defaults]\ncompaction = 'async'\n",
             r"\[defaults\]: compaction = \"async\" is for `hudi-cdc ingest --continuous`",
         ),
         ("[source\n", "cannot read pipeline file"),
@@ -194,13 +217,13 @@ def test_errors_name_the_file_and_the_setting(tmp_path: Path, text: str, message
 
 
 def test_a_table_without_a_target_says_where_to_set_it(tmp_path: Path) -> None:
-    spec = load_pipeline(_write(tmp_path, "[source]\nkind = 'files'\npath = '/x'\ntables = '*'\n"))
+    spec = load_pipeline(_write(tmp_path, "[source]\nsource = 'files'\nsource_path = '/x'\ntables = '*'\n"))
     with pytest.raises(ConfigError, match=r"target_base_path is not set for public\.t: set it in \[defaults\]"):
         spec.table_config(TableRef("db.public.t"), env={})
     spec = load_pipeline(
         _write(
             tmp_path,
-            "[source]\nkind = 'files'\npath = '/x'\ntables = '*'\n[defaults]\ntarget_base_path = '/l/{tabel}'\n",
+            "[source]\nsource = 'files'\nsource_path = '/x'\ntables = '*'\n[defaults]\ntarget_base_path = '/l/{tabel}'\n",
         )
     )
     with pytest.raises(ConfigError, match="names an unknown field 'tabel'"):
@@ -210,19 +233,21 @@ def test_a_table_without_a_target_says_where_to_set_it(tmp_path: Path) -> None:
 def test_consistent_cuts_are_off_by_default_and_need_a_kafka_avro_source(tmp_path: Path) -> None:
     spec = load_pipeline(_write(tmp_path, KAFKA))
     assert spec.run.consistent_cut_interval_seconds == 0 and spec.source.transaction_topic is None
-    on = KAFKA.replace('kind = "kafka"', 'kind = "kafka"\ntransaction_topic = "dbserver1.transaction"')
+    on = KAFKA.replace('source = "kafka"', 'source = "kafka"\ntransaction_topic = "dbserver1.transaction"')
     spec = load_pipeline(_write(tmp_path, on + "consistent_cut_interval_seconds = 30\n"))
     assert spec.run.consistent_cut_interval_seconds == 30 and spec.source.transaction_topic == "dbserver1.transaction"
     with pytest.raises(ConfigError, match="consistent_cut_interval_seconds must be a number >= 0"):
         load_pipeline(_write(tmp_path, KAFKA + "consistent_cut_interval_seconds = -1\n"))
-    files = "[source]\nkind = 'files'\npath = '/x'\ntables = '*'\n[run]\nconsistent_cut_interval_seconds = 5\n"
-    with pytest.raises(ConfigError, match='needs \\[source\\] kind = "kafka" with Avro values'):
+    files = "[source]\nsource = 'files'\nsource_path = '/x'\ntables = '*'\n[run]\nconsistent_cut_interval_seconds = 5\n"
+    with pytest.raises(ConfigError, match='needs \\[source\\] source = "kafka" with Avro values'):
         load_pipeline(_write(tmp_path, files))
 
 
 def test_discovery_never_takes_a_transaction_topic_for_a_table(tmp_path: Path) -> None:
     from hudi_cdc.service.discovery import _transaction_topic
 
-    spec = load_pipeline(_write(tmp_path, KAFKA.replace('kind = "kafka"', 'kind = "kafka"\ntransaction_topic = "tx"')))
+    spec = load_pipeline(
+        _write(tmp_path, KAFKA.replace('source = "kafka"', 'source = "kafka"\ntransaction_topic = "tx"'))
+    )
     assert _transaction_topic(spec, "tx") and _transaction_topic(spec, "dbserver1.transaction")
     assert not _transaction_topic(spec, "dbserver1.inventory.transaction")  # a table named transaction

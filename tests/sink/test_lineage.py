@@ -52,21 +52,25 @@ def test_the_pipeline_files_lineage_section_is_for_every_table(tmp_path: Path) -
     def pipeline(text: str) -> Path:
         path = tmp_path / "inventory.toml"
         path.write_text(
-            '[source]\nkind = "files"\npath = "/data"\ntables = ["dbserver1.inventory.*"]\n'
+            '[source]\nsource = "files"\nsource_path = "/data"\ntables = ["dbserver1.inventory.*"]\n'
             '[defaults]\ntarget_base_path = "/lake/{table}"\ntarget_table = "{table}"\nrecord_key_fields = "id"\n'
             + text
         )
         return path
 
-    spec = load_pipeline(pipeline('[lineage]\ntransport = "file"\nfile = "/tmp/ol.jsonl"\nnamespace = "inventory"\n'))
+    spec = load_pipeline(
+        pipeline(
+            '[lineage]\nlineage_transport = "file"\nlineage_file = "/tmp/ol.jsonl"\nlineage_namespace = "inventory"\n'
+        )
+    )
     config = spec.table_config(TableRef("dbserver1.inventory.orders"), env={})
     assert (config.lineage_transport, config.lineage_file, config.lineage_namespace) == (
         "file",
         "/tmp/ol.jsonl",
         "inventory",
     )
-    with pytest.raises(ConfigError, match=r"\[lineage\]: unknown setting\(s\) uri; known: api_key_env, endpoint"):
-        load_pipeline(pipeline('[lineage]\ntransport = "http"\nuri = "http://x"\n'))
+    with pytest.raises(ConfigError, match=r"\[lineage\]: unknown setting 'uri'; did you mean lineage_url\?"):
+        load_pipeline(pipeline('[lineage]\nlineage_transport = "http"\nuri = "http://x"\n'))
     with pytest.raises(ConfigError, match=r"lineage_transport: lineage is pipeline-wide: set it in \[lineage\]"):
         load_pipeline(pipeline('[tables."inventory.orders"]\nlineage_transport = "console"\n'))
 

@@ -46,7 +46,7 @@ def _pipeline(tmp_path: Path, topics: str = f"{PREFIX}.inventory.{RUN}_*", flavo
     path.write_text(
         f"""
 [source]
-kind = "kafka"
+source = "kafka"
 bootstrap_servers = "{BOOTSTRAP}"
 schema_registry_url = "{REGISTRY}"
 tables = "{topics}"

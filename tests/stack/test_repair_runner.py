@@ -41,7 +41,7 @@ def _pipeline(tmp_path: Path) -> Path:
     path.write_text(
         f"""
 [source]
-kind = "kafka"
+source = "kafka"
 bootstrap_servers = "{BOOTSTRAP}"
 schema_registry_url = "{REGISTRY}"
 tables = "{TOPIC}"

@@ -56,7 +56,7 @@ def test_gauges_are_what_status_reports_for_paused_waiting_and_failed_tables(spa
     path.write_text(
         f"""
 [source]
-kind = "kafka"
+source = "kafka"
 bootstrap_servers = "{BOOTSTRAP}"
 schema_registry_url = "{REGISTRY}"
 tables = "{SERVER}.*"

@@ -59,7 +59,7 @@ def test_a_pattern_of_topics_and_a_table_created_mid_run(spark, tmp_path: Path) 
     path.write_text(
         f"""
 [source]
-kind = "kafka"
+source = "kafka"
 bootstrap_servers = "{BOOTSTRAP}"
 schema_registry_url = "{REGISTRY}"
 tables = "dbserver1.inventory.{RUN}_*"
@@ -163,7 +163,7 @@ def test_a_table_dropped_on_the_schema_change_topic_is_applied_then_stopped(spar
     path.write_text(
         f"""
 [source]
-kind = "kafka"
+source = "kafka"
 bootstrap_servers = "{BOOTSTRAP}"
 schema_registry_url = "{REGISTRY}"
 tables = "dbserver1.inventory.{RUN}_*"

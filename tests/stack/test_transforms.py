@@ -125,7 +125,7 @@ def _cli_verify_needs_the_settings_and_repair_refuses(
     pipeline.write_text(
         f"""
 [source]
-kind = "kafka"
+source = "kafka"
 bootstrap_servers = "{BOOTSTRAP}"
 schema_registry_url = "{REGISTRY}"
 tables = ["{topic}"]
