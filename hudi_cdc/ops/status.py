@@ -58,6 +58,9 @@ class TableStatus:
     catalog: dict[str, Any] | None = None
     """Catalog sync (docs/catalog.md): names, synced_to (the instant the catalog is in step with), table_at,
     lagging (a commit since changed the schema or wrote a new partition), problem; None: no catalog."""
+    writer: dict[str, Any] | None = None
+    """Who holds the table's writer lease (docs/many-processes.md): holder (host, pid, command; a runner's
+    pipeline and state folder), since, heartbeat_age_s, live; None: no process ever took it."""
     problems: list[str] = field(default_factory=list)  # what could not be read
 
 
@@ -95,6 +98,8 @@ class PipelineStatus:
                 lines.append(f"    last error: {t.last_error}")
             if t.dropped_at_source:
                 lines.append(f"    dropped at the source: {t.dropped_at_source}")
+            if t.writer is not None:
+                lines.append(f"    writer: {_writer_line(t.writer)}")
             lines += _freshness_lines(t.freshness)
             if t.schema_changes:
                 counts = ", ".join(f"{k} {v}" for k, v in sorted(t.schema_changes.items()))
@@ -207,6 +212,12 @@ def pipeline_status(spark: SparkSession, spec: PipelineSpec, *, tables: Sequence
     return PipelineStatus(spec.name, _runner(written), statuses, _newest_cut(spec, statuses))
 
 
+def _writer_line(writer: dict[str, Any]) -> str:
+    if not writer["live"]:
+        return f"none (the lease is free: last held by {writer['holder']})"
+    return f"{writer['holder']}, since {writer['since']}, heartbeat {writer['heartbeat_age_s']:.0f} s ago"
+
+
 def _runner(written: dict[str, Any] | None) -> dict[str, Any] | None:
     if written is None:
         return None
@@ -230,6 +241,7 @@ def _table(
 ) -> tuple[TableStatus, Position | None]:
     """The table's status but its backlog, and where it stands (None when that cannot be read)."""
     from hudi_cdc.sink.hudi import HudiTable
+    from hudi_cdc.sink.lease import lease_holder
 
     state = (known or {}).get("state") or "idle"
     try:
@@ -246,6 +258,8 @@ def _table(
     if state != "failed":
         status.last_error = None
     status.dropped_at_source = (known or {}).get("dropped_at_source")
+    holder = lease_holder(config.target_base_path, spark=spark)
+    status.writer = holder.to_status() if holder is not None else None
     status.freshness = _freshness(known)
     status.behind_unit = "messages" if spec.source.kind == "kafka" else "files"
     try:
