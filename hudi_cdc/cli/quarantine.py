@@ -1,6 +1,7 @@
 """``hudi-cdc quarantine list|reapply``: a table's quarantined events, and re-applying them after a fix.
 
-Both take the table's ingest settings (the same ``--config`` or options as ``ingest``).
+Both take the table's ingest settings (the same ``--config`` or options as ``ingest``), or a pipeline's
+table (``--pipeline FILE --table schema.table``).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from typing import Any
 import click
 
 from hudi_cdc.cli._common import config_options, options_config
+from hudi_cdc.cli._pipeline import TableOption, ingest_option_names, lazy_session, pipeline_table_options
 from hudi_cdc.cli.wrappers import Invocation, OnFailure, command
 
 
@@ -23,6 +25,7 @@ def quarantine() -> None:
 @config_options
 @click.option("--limit", type=int, default=20, show_default=True, help="Show at most this many events.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as one JSON object.")
+@pipeline_table_options(alternative=ingest_option_names)
 @command(OnFailure("hudi-cdc quarantine list"))
 def list_(
     run: Invocation,
@@ -31,13 +34,19 @@ def list_(
     hoodie_conf: tuple[str, ...],
     limit: int,
     as_json: bool,
+    pipeline_table: TableOption | None,
     **kw: Any,
 ) -> None:
-    """Counts by reason, and the oldest quarantined events of a table."""
+    """Counts by reason, and the oldest quarantined events of a table (its ingest's options, or --pipeline/--table)."""
     from hudi_cdc.ops.quarantine import quarantine_report
 
-    config = options_config(props_file, config_file, hoodie_conf, kw)
-    report = quarantine_report(run.session(), config, limit=limit)
+    session = lazy_session(run)
+    config = (
+        pipeline_table.resolve(session).config
+        if pipeline_table is not None
+        else options_config(props_file, config_file, hoodie_conf, kw)
+    )
+    report = quarantine_report(session(), config, limit=limit)
     click.echo(json.dumps(report.to_dict(), sort_keys=True, default=str) if as_json else report.describe())
 
 
@@ -45,6 +54,7 @@ def list_(
 @config_options
 @click.option("--id", "ids", multiple=True, help="Re-apply only this quarantine_id; repeatable (default: all).")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as one JSON object.")
+@pipeline_table_options(alternative=ingest_option_names)
 @command(OnFailure("hudi-cdc quarantine reapply"))
 def reapply(
     run: Invocation,
@@ -53,6 +63,7 @@ def reapply(
     hoodie_conf: tuple[str, ...],
     ids: tuple[str, ...],
     as_json: bool,
+    pipeline_table: TableOption | None,
     **kw: Any,
 ) -> None:
     """Re-apply quarantined events to the table (the checkpoint stays); those still bad stay quarantined.
@@ -61,6 +72,11 @@ def reapply(
     """
     from hudi_cdc.ops.quarantine import reapply as reapply_events
 
-    config = options_config(props_file, config_file, hoodie_conf, kw)
-    result = reapply_events(run.session(), config, ids=ids)
+    session = lazy_session(run)
+    config = (
+        pipeline_table.resolve(session).config
+        if pipeline_table is not None
+        else options_config(props_file, config_file, hoodie_conf, kw)
+    )
+    result = reapply_events(session(), config, ids=ids)
     click.echo(json.dumps(result.to_dict(), sort_keys=True) if as_json else result.describe())

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from hudi_cdc.cli._common import config_options, options_config, password_options, split_list
+from hudi_cdc.cli._pipeline import TableOption, pipeline_table_options
 from hudi_cdc.cli.wrappers import CANNOT_ANSWER, EXIT_FOUND, Invocation, OnFailure, command
 from hudi_cdc.errors import ConfigError
 
@@ -22,12 +23,6 @@ _CANNOT_RUN = OnFailure("hudi-cdc: cannot validate", terminal=EXIT_CANNOT_RUN, k
 
 @click.command()
 @config_options
-@click.option(
-    "--pipeline",
-    "pipeline_file",
-    type=click.Path(dir_okay=False),
-    help="Check every table of this pipeline file, each with its own settings (instead of an ingest's options).",
-)
 @click.option("--tables", help="With --pipeline: only these tables (schema.table or topic), comma separated.")
 @click.option("--source-url", help="The source database: postgresql://user@host:port/dbname (no password here).")
 @password_options
@@ -35,13 +30,13 @@ _CANNOT_RUN = OnFailure("hudi-cdc: cannot validate", terminal=EXIT_CANNOT_RUN, k
 @click.option("--connect-url", help="Kafka Connect's REST API, e.g. http://connect:8083.")
 @click.option("--connector", help="The Debezium connector's name (default: the one whose topic.prefix is the topic's).")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as one JSON object.")
+@pipeline_table_options(table_optional=True, alternative=("tables",))
 @command(_CANNOT_RUN)
 def validate(
     run: Invocation,
     props_file: str | None,
     config_file: str | None,
     hoodie_conf: tuple[str, ...],
-    pipeline_file: str | None,
     tables: str | None,
     source_url: str | None,
     password_file: str | None,
@@ -50,15 +45,18 @@ def validate(
     connect_url: str | None,
     connector: str | None,
     as_json: bool,
+    pipeline_table: TableOption | None,
     **kw: Any,
 ) -> int:
     """Check a table's source, services and target before the first ingest (exit 1 if any check fails).
 
     Takes the ingest's own command line, or --pipeline FILE for every table
-    of a pipeline file; plus where the database and Kafka Connect are. Checks
-    whose input is not given are skipped.
+    of a pipeline file (with --table: one of them); plus where the database
+    and Kafka Connect are. Checks whose input is not given are skipped.
     """
     from hudi_cdc.upstream.database import SourceDatabase
+
+    pipeline_file = pipeline_table.pipeline_file if pipeline_table is not None else None
 
     if pipeline_file is not None:
         # A repeatable option not given is an empty tuple, not None.
@@ -72,12 +70,15 @@ def validate(
     elif tables:
         raise ConfigError("--tables goes with --pipeline")
     database = SourceDatabase(source_url, password_file, password_env) if source_url else None
-    target = _pipeline(pipeline_file) if pipeline_file else options_config(props_file, config_file, hoodie_conf, kw)
+    target = pipeline_table.spec if pipeline_table else options_config(props_file, config_file, hoodie_conf, kw)
 
     spark, no_spark = _spark(run)
     services = {"spark": spark, "database": database, "connect_url": connect_url, "connector": connector}
-    if pipeline_file is not None:
-        ok = _validate_pipeline(target, services, split_list(tables), no_spark, as_json)
+    if pipeline_table is not None:
+        wanted = split_list(tables)
+        if pipeline_table.table is not None:  # one table, found as run finds it (a typo gets the closest names)
+            wanted = (pipeline_table.resolve(None if spark is None else lambda: spark).name,)
+        ok = _validate_pipeline(target, services, wanted, no_spark, as_json)
     else:
         ok = _validate_table(target, {**services, "source_table": source_table}, no_spark, as_json)
     # A failed check may need what the clients said on the way (librdkafka's retries, Spark's warnings); a Spark
@@ -86,12 +87,6 @@ def validate(
     if run.log_path is not None and not ok and no_spark is None and run.log_path.exists():
         click.echo(f"hudi-cdc: Spark's and the Kafka clients' log: {run.log_path}", err=True)
     return 0 if ok else EXIT_FAILED
-
-
-def _pipeline(path: str) -> Any:  # noqa: ANN401 - PipelineSpec
-    from hudi_cdc.service.spec import load_pipeline
-
-    return load_pipeline(path)
 
 
 def _spark(run: Invocation) -> tuple[Any, Check | None]:
@@ -159,7 +154,9 @@ def _validate_pipeline(
     pipeline = ValidationReport(result.problems)
     for line in pipeline.lines():
         click.echo(line)
-    source = {"kafka": "topic", "files": "folder", "jdbc": "table"}.get(spec.source.kind, "source")
+    from hudi_cdc.ops.pipeline_table import source_kind
+
+    source = {"kafka": "topic", "files": "folder", "jdbc": "table"}.get(source_kind(spec), "source")
     for table in result.tables:
         target = f"{table.target_table} at {table.target_base_path}" if table.target_base_path else "no settings"
         click.echo(f"\n== {table.name} ({source} {table.topic} -> {target})")

@@ -2,6 +2,10 @@
 
 The source is a database table (``--source-url`` and ``--table``) or, for a
 table fed from change files, the folder they replay from (``--source-path``).
+A pipeline's table is named with ``--pipeline FILE --table schema.table``: its
+target, settings and source come from the file (a files source's table is
+compared with its folder's replay; with ``--source-url``, with that database's
+``schema.table`` unless ``--source-table`` names another).
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from hudi_cdc.cli._common import password_options, split_list
+from hudi_cdc.cli._pipeline import TableOption, lazy_session, pipeline_table_options
 from hudi_cdc.cli.wrappers import CANNOT_ANSWER, EXIT_FOUND, EXIT_OK, Invocation, OnFailure, command
 from hudi_cdc.errors import ConfigError
 
@@ -30,13 +35,16 @@ _COULD_NOT_RUN = OnFailure("hudi-cdc verify: could not run", terminal=COULD_NOT_
 
 
 @click.command()
-@click.option("--target-base-path", required=True, help="Base path of the Hudi table.")
+@click.option("--target-base-path", help="Base path of the Hudi table (or --pipeline FILE --table schema.table).")
 @click.option(
     "--source-url", help="The source database: postgresql://user@host:port/dbname or mysql://user@host:port/dbname."
 )
 @password_options
 @click.option(
-    "--table", "source_table", help="The source table, schema.table (MySQL: database.table), with --source-url."
+    "--source-table",
+    "source_table_option",
+    help="With --source-url: the source table, schema.table (MySQL: database.table); default with --pipeline: the "
+    "table's own schema.table. Without --pipeline, --table names it too.",
 )
 @click.option(
     "--source-path",
@@ -82,22 +90,26 @@ _COULD_NOT_RUN = OnFailure("hudi-cdc verify: could not run", terminal=COULD_NOT_
     help="Repair at most this many keys (default with --repair: 1000); more differing keys refuses the repair. "
     "Given without --repair: a dry run.",
 )
-@click.option(
-    "--pipeline",
-    help="The pipeline file whose table this is. A table written with transforms or masks is compared with "
-    "its source shaped by that table's settings; a repair writes with them (default: the settings the Hudi "
-    "table records).",
-)
-@click.option("--pipeline-topic", help="With --pipeline: the table's topic, e.g. dbserver1.inventory.customers.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as one JSON object.")
+@pipeline_table_options(
+    alternative=("target_base_path",),
+    table_alone="source_table",
+    deprecated_table_flag="--pipeline-topic",
+    table_help="Without --pipeline: the source table, schema.table (MySQL: database.table), with --source-url. "
+    "With --pipeline FILE: the pipeline's table (schema.table or its topic), its target and settings taken from "
+    "the file: a table written with transforms or masks is compared with its source shaped the same way, and a "
+    "repair writes with its settings (without --pipeline: the settings the Hudi table records). A files "
+    "source renders the folder and checks it exists; Kafka lists the topics once; JDBC and [[routes]] list the "
+    "source's tables; a name that matches nothing is refused with the closest names.",
+)
 @command(_COULD_NOT_RUN)
 def verify(
     run: Invocation,
-    target_base_path: str,
+    target_base_path: str | None,
     source_url: str | None,
     password_file: str | None,
     password_env: str | None,
-    source_table: str | None,
+    source_table_option: str | None,
     source_path: str | None,
     flavor: str,
     record_key_field: str | None,
@@ -110,54 +122,75 @@ def verify(
     slot: str | None,
     apply_repair: bool,
     max_repair: int | None,
-    pipeline: str | None,
-    pipeline_topic: str | None,
     as_json: bool,
+    source_table: str | None,
+    pipeline_table: TableOption | None,
 ) -> int:
-    """Compare a Hudi table with its source: counts, hashes per key bucket, then the differing keys."""
+    """Compare a Hudi table with its source: counts, hashes per key bucket, then the differing keys.
+
+    Name the table with --target-base-path, or with --pipeline FILE --table schema.table.
+    """
     from hudi_cdc.ops import verify as ops
     from hudi_cdc.upstream.database import SourceDatabase
 
+    session = lazy_session(run)
+    source_table = source_table_option or source_table
+    table = pipeline_table.resolve(session) if pipeline_table is not None else None
+    if table is not None:
+        wanted = table.config.target_base_path
+        if target_base_path and target_base_path.rstrip("/") != wanted.rstrip("/"):  # the deprecated form gave both
+            raise ConfigError(
+                f"{table.spec.origin}: {table.name} is written to {wanted}, not --target-base-path {target_base_path}"
+            )
+        target_base_path = wanted
+        if source_url and not source_table:
+            source_table = table.source_table
+        elif not source_url and not source_path and table.config.source == "files":
+            source_path = table.config.source_path  # its folder's replay, with the table's own settings
+    if not target_base_path:
+        raise ConfigError("name the table: --target-base-path, or --pipeline FILE --table schema.table")
     if source_path and (source_url or source_table):
         raise ConfigError("give either --source-path, or --source-url with --table, not both")
     if not source_path and not (source_url and source_table):
-        raise ConfigError("name the source: --source-url and --table, or --source-path")
+        raise ConfigError(
+            "name the source: --source-url and --table, or --source-path"
+            + (f" (the pipeline's table {table.name} reads {table.config.source})" if table is not None else "")
+        )
     if (apply_repair or max_repair is not None) and (source_path or columns or where):
         raise ConfigError(
             "--repair and --max-repair take a database source and whole rows: no --source-path, --columns or --where"
-        )
-    if bool(pipeline) != bool(pipeline_topic):
-        raise ConfigError(
-            "--pipeline and --pipeline-topic go together (the pipeline's name for the table is its topic)"
         )
     database = (
         SourceDatabase(source_url, password_file=password_file, password_env=password_env) if source_url else None
     )
     keys = split_list(record_key_field)
-    if (apply_repair or max_repair is not None) and pipeline and pipeline_topic:
+    if (apply_repair or max_repair is not None) and table is not None and pipeline_table is not None:
         assert database is not None
         request = {
             "source_url": database.url, "password_env": password_env, "password_file": password_file,
             "source_table": source_table, "apply": apply_repair, "max_repair": max_repair, "key_fields": keys,
             "recheck": recheck, "recheck_timeout_s": recheck_timeout, "slot": slot,
         }  # fmt: skip
-        handed = _through_runner(pipeline, pipeline_topic, request, as_json)  # no Spark session of its own
+        handed = _through_runner(pipeline_table.pipeline_file, table.ref.topic, request, as_json)  # no Spark of its own
         if handed is not None:
             return handed
-    spark = run.session()
+    spark = session()
     compare: dict[str, Any] = {"columns": split_list(columns) or None, "where": where, "max_diffs": max_diffs}
+    config = table.config if table is not None else None
     if apply_repair or max_repair is not None:
         assert database is not None and source_table is not None
         wait = (
             _recheck(spark, target_base_path, database, bootstrap_servers, slot, recheck_timeout) if recheck else None
         )
-        config = _repair_config(spark, target_base_path, keys, pipeline, pipeline_topic)
+        config = config or _repair_config(spark, target_base_path, keys)
         return _repair(spark, config, database, source_table, keys, wait, apply_repair, max_repair, as_json)
-    if source_path:
+    if source_path and config is not None and config.source == "files" and source_path == config.source_path:
+        result = ops.verify_replay(spark, config, **compare)
+    elif source_path:
         result = _against_files(spark, target_base_path, source_path, flavor, keys, compare)
     else:
         assert database is not None and source_table is not None
-        shaped = _shaped_config(spark, target_base_path, database, pipeline, pipeline_topic)
+        shaped = _shaped_config(spark, target_base_path, database, config)
         if shaped is not None:
             result = ops.verify_transformed(spark, shaped, database, source_table, **compare)
         else:
@@ -196,32 +229,21 @@ def _against_files(
     return verify_replay(spark, config, **compare)
 
 
-def _repair_config(
-    spark: SparkSession, target_base_path: str, keys: tuple[str, ...], pipeline: str | None, topic: str | None
-) -> IngestConfig:
-    """The settings the repair writes with: the pipeline table's, else what the Hudi table records."""
-    from hudi_cdc.ops.repair import pipeline_table_config, table_config
+def _repair_config(spark: SparkSession, target_base_path: str, keys: tuple[str, ...]) -> IngestConfig:
+    """The settings a repair without ``--pipeline`` writes with: what the Hudi table records."""
+    from hudi_cdc.ops.repair import table_config
 
-    if not pipeline:
-        return table_config(spark, target_base_path, **({"record_key_fields": keys} if keys else {}))
-    assert topic is not None
-    config = pipeline_table_config(pipeline, topic)
-    if config.target_base_path.rstrip("/") != target_base_path.rstrip("/"):
-        raise ConfigError(
-            f"{pipeline}: {topic} is written to {config.target_base_path}, not --target-base-path {target_base_path}"
-        )
-    return config
+    return table_config(spark, target_base_path, **({"record_key_fields": keys} if keys else {}))
 
 
 def _shaped_config(
-    spark: SparkSession, target_base_path: str, database: SourceDatabase, pipeline: str | None, topic: str | None
+    spark: SparkSession, target_base_path: str, database: SourceDatabase, config: IngestConfig | None
 ) -> IngestConfig | None:
     """A table written with transforms or masks: the settings to shape the source with (``--pipeline``'s
     table's); None: the table is not shaped. A shaped table without them is refused, not misreported."""
     from hudi_cdc.envelope.shape import recorded
     from hudi_cdc.sink.hudi import HudiTable
 
-    config = _repair_config(spark, target_base_path, (), pipeline, topic) if pipeline else None
     shaped = HudiTable(spark, target_base_path).shape() or (recorded(config) if config is not None else None)
     if shaped is None:
         return None
@@ -229,7 +251,7 @@ def _shaped_config(
     if config is None or recorded(config) is None:
         raise ConfigError(
             f"{target_base_path} is written with transforms ({what}): verify compares it with the source shaped "
-            "the same way, so it needs the table's settings: pass --pipeline FILE and --pipeline-topic TOPIC "
+            "the same way, so it needs the table's settings: pass --pipeline FILE and --table schema.table "
             "(hudi_cdc.ops.verify.verify_transformed takes an ingest's IngestConfig)"
         )
     if database.kind != "postgres":

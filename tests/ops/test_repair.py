@@ -147,8 +147,17 @@ def test_a_pipeline_table_is_repaired_with_its_own_settings(tmp_path, monkeypatc
     assert config.resolved_tombstone_path == "/tombstones/orders"  # not the default beside the table
     with pytest.raises(ConfigError, match="dbserver1.inventory.audit_log is not one of its tables"):
         ops.pipeline_table_config(str(path), "dbserver1.inventory.audit_log")
-    # The CLI: the two options go together, and the pipeline must write the table named.
+    # The CLI: --pipeline --table names the table, so a --target-base-path beside it is refused, naming both.
     args = ["verify", "--target-base-path", "/lake/orders", "--source-url", "postgresql://u@127.0.0.1:1/db",
             "--table", "inventory.orders", "--max-repair", "5", "--pipeline", str(path)]  # fmt: skip
-    alone = CliRunner().invoke(main, args)
-    assert alone.exit_code == 2 and "--pipeline and --pipeline-topic go together" in alone.output
+    both = CliRunner().invoke(main, args)
+    assert both.exit_code == 2 and "--pipeline/--table and --target-base-path" in both.output, both.output
+    alone = CliRunner().invoke(main, ["verify", "--pipeline", str(path), "--source-url", "postgresql://u@h:1/db"])
+    assert alone.exit_code == 2 and "--pipeline FILE goes with --table" in alone.output, alone.output
+    # The old form (--pipeline-topic, with --table the source table) still runs, with a warning naming --table;
+    # the pipeline must write the table --target-base-path names.
+    old = ["verify", "--target-base-path", "/lake/other", "--source-url", "postgresql://u@127.0.0.1:1/db",
+           "--table", "inventory.orders", "--pipeline", str(path), "--pipeline-topic", "dbserver1.inventory.orders"]  # fmt: skip
+    legacy = CliRunner().invoke(main, old)
+    assert legacy.exit_code == 2, legacy.output
+    assert "--pipeline-topic is deprecated and goes in the next release: use --table" in legacy.output
