@@ -243,3 +243,15 @@ def test_no_warning_for_the_canonical_names() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         load_config(env={}, masks={"a": "redact"}, columns_drop=["b"], **REQUIRED)
+
+
+def test_ingest_and_validate_offer_every_command_line_setting() -> None:
+    from hudi_cdc.cli import ingest, validate
+
+    wanted = {d.flag for d in declared(IngestConfig) if "cli" in d.where}
+    for command in (ingest, validate):
+        flags = {opt for param in command.params for opt in param.opts}
+        assert wanted <= flags, sorted(wanted - flags)
+        hidden = {param.opts[0] for param in command.params if getattr(param, "hidden", False)}
+        assert {"--record-key-field", "--drop-column", "--mask", "--type-mapping", "--catalog-option"} <= hidden
+    assert "--shard-sources" not in {opt for param in ingest.params for opt in param.opts}

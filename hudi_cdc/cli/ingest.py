@@ -25,7 +25,11 @@ def ingest(
     as_json: bool,
     **kw: Any,
 ) -> None:
-    """Ingest new change events into a Hudi table (one round, or --continuous)."""
+    """Ingest new change events into a Hudi table (one round, or --continuous).
+
+    Settings come from the built-in defaults, then --config FILE, then HUDI_CDC__* variables, then these
+    options; every setting, its flag and its variable: docs/settings.md.
+    """
     from hudi_cdc.console import TerminalProgress
     from hudi_cdc.pipeline import run as rounds_of
 
