@@ -108,9 +108,10 @@ def test_the_runner_repairs_its_table_while_the_stream_goes_on(spark, tmp_path: 
         _wait("the runner", lambda: _status(state).get("continuous") and _status(state).get("pid") != os.getpid())
         workload.start()
         commits_before = len(HudiTable(spark, base).commits())
-        args = ["verify", "--target-base-path", base, "--source-url", DATABASE.url, "--password-env",
-                "RUNNER_REPAIR_PASSWORD", "--table", f"inventory.{NAME}", "--pipeline", str(pipeline),
-                "--pipeline-topic", TOPIC, "--bootstrap-servers", BOOTSTRAP, "--repair", "--json"]  # fmt: skip
+        # The pipeline's table by its schema.table: its target and settings, and the source table, from the file.
+        args = ["verify", "--source-url", DATABASE.url, "--password-env", "RUNNER_REPAIR_PASSWORD",
+                "--pipeline", str(pipeline), "--table", f"inventory.{NAME}", "--bootstrap-servers", BOOTSTRAP,
+                "--repair", "--json"]  # fmt: skip
         repaired = CliRunner().invoke(main, args, catch_exceptions=False)
         assert repaired.exit_code == 0, repaired.output
         outcome = json.loads(repaired.output.strip().splitlines()[-1])

@@ -155,7 +155,8 @@ computed_columns = {{ {computed} }}
     refused = CliRunner().invoke(main, verify)
     assert refused.exit_code != 0 and "written with transforms" in refused.output, refused.output
     assert "--pipeline" in refused.output
-    shaped = CliRunner().invoke(main, [*verify, "--pipeline", str(pipeline), "--pipeline-topic", topic, "--json"])
+    by_name = ["verify", *source[:-2], "--pipeline", str(pipeline), "--table", f"inventory.{name}", "--json"]
+    shaped = CliRunner().invoke(main, by_name)  # the target, the settings and the source table from the pipeline
     assert shaped.exit_code == 0, shaped.output
     result = json.loads(shaped.output.strip().splitlines()[-1])
     assert result["equal"] and "contact" in result["compared_columns"], result
