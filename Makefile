@@ -8,15 +8,16 @@ JARS := $(JARS_DIR)/.fetched
 PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help install jars airflow demo demo-files demo-stack test test-setup test-archive test-nostack bench bench-scale bench-freshness bench-verify bench-repair bench-first-load bench-pipeline bench-pipeline-skewed bench-pipeline-cuts bench-formats bench-rounds bench-oneshot bench-commit-cost bench-java-client bench-small-round bench-history bench-history-size bench-shape bench-index bench-toast bench-pick bench-report bench-all chaos test-fast lint clean stack-up stack-down stack-reset trino-up trino-down test-trino
+.PHONY: help install jars wheel airflow demo demo-files demo-stack test test-setup test-archive test-nostack bench bench-scale bench-freshness bench-verify bench-repair bench-first-load bench-pipeline bench-pipeline-skewed bench-pipeline-cuts bench-formats bench-rounds bench-oneshot bench-commit-cost bench-java-client bench-small-round bench-history bench-history-size bench-shape bench-index bench-toast bench-pick bench-report bench-all chaos test-fast lint clean stack-up stack-down stack-reset trino-up trino-down test-trino
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
 
-$(INSTALLED): setup.cfg pyproject.toml
+# setup.cfg states ranges (what a user's environment must satisfy); constraints.txt pins what this venv runs.
+$(INSTALLED): setup.cfg setup.py pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test,dev,bench,lineage]'
+	$(PY) -m pip install -q -c constraints.txt -e '.[test,dev,bench,lineage]'
 	touch $@
 
 $(JARS): jars/hudi/pom.xml
@@ -57,6 +58,14 @@ install: $(INSTALLED) $(JARS) $(PICK_JAR) $(WRITER_JAR) ## Create .venv with hud
 
 jars: $(JARS) $(PICK_JAR) $(WRITER_JAR) ## Fetch the Hudi bundle and spark-avro jars into .jars/ (Maven Central), build jars/pick and jars/writer
 
+# setup.py copies our own jars (and the writer's hudi-java-client) from .jars/hudi into the wheel's hudi_cdc/_jars;
+# HUDI_CDC_WHEEL_JARS=required makes a missing one fail the build (a plain `pip wheel .` only warns).
+wheel: $(INSTALLED) $(JARS) $(PICK_JAR) $(WRITER_JAR) ## Build dist/hudi_cdc-*.whl, carrying hudi-cdc's own jars (pip install it anywhere)
+	rm -f dist/hudi_cdc-*.whl
+	HUDI_CDC_WHEEL_JARS=required $(PY) -m pip wheel -q --no-deps -w dist .
+	@$(PY) -c "import glob, zipfile; (w,) = glob.glob('dist/hudi_cdc-*.whl'); \
+		print(w, *sorted(n for n in zipfile.ZipFile(w).namelist() if n.endswith('.jar')), sep='\n  ')"
+
 demo: demo-files demo-stack ## Both demos: the embedded default (files), then the real pipeline on the local stack
 
 demo-files: install ## Embedded default: write Debezium Avro files, replicate them into COW and MOR Hudi tables, compare
@@ -92,8 +101,8 @@ lint: install ## ruff and mypy
 	$(VENV)/bin/ruff check hudi_cdc payloads tests examples bench chaos
 	$(VENV)/bin/mypy hudi_cdc payloads
 
-clean: ## Remove the venv, fetched jars and demo output
-	rm -rf $(VENV) $(AIRFLOW_VENV) .jars .cache demo-output .pytest_cache .hypothesis
+clean: ## Remove the venv, fetched jars, built wheels and demo output
+	rm -rf $(VENV) $(AIRFLOW_VENV) .jars .cache demo-output .pytest_cache .hypothesis build dist
 
 # One writer schema: HoodieStreamer 0.14 converts records of an older writer schema with the newest one
 # and fails the round (ArrayIndexOutOfBoundsException).
