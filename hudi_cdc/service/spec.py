@@ -77,7 +77,6 @@ import difflib
 import fnmatch
 import logging
 import os
-import re
 import tomllib
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
@@ -85,7 +84,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, get_args
 
-from hudi_cdc.config import ENV_PREFIX, Flavor, IngestConfig, merge_settings, normalise_settings
+from hudi_cdc.config import ENV_PREFIX, Flavor, IngestConfig, merge_settings, normalise_settings, with_origins
 from hudi_cdc.errors import ConfigError
 from hudi_cdc.service.routes import Route, parse_routes, shard_column_names
 from hudi_cdc.settings import declared, setting
@@ -466,7 +465,7 @@ class PipelineSpec:
         try:
             config = IngestConfig(**merged, hoodie_conf=conf)
         except ConfigError as exc:
-            raise ConfigError(f"{self.origin}: table {ref.name}: {exc}{_named_origins(str(exc), origins)}") from None
+            raise ConfigError(f"{self.origin}: table {ref.name}: {with_origins(str(exc), origins)}") from None
         for f in dataclasses.fields(IngestConfig):
             origins.setdefault(f.name, "default")
         return config, origins
@@ -571,7 +570,7 @@ def load_pipeline(path: str | os.PathLike[str], *, env: Mapping[str, str] | None
             raise ConfigError(f"{origin}: unknown section {key!r}{did_you_mean(key, _SECTIONS)}")
     name = str(data.get("name") or Path(path).stem)
     source = _source(data.get("source"), origin)
-    defaults = _settings(data.get("defaults", {}), f"{origin} [defaults]")
+    defaults = _settings(data.get("defaults", {}), f"{origin} [defaults]", "defaults")
     catalog = _catalog(data.get("catalog"), defaults, origin)
     lineage = _lineage(data.get("lineage", {}), f"{origin} [lineage]")
     layers = tuple((n, v) for n, v in (("[catalog]", catalog), ("[lineage]", lineage), ("[defaults]", defaults)) if v)
@@ -599,7 +598,7 @@ def read_environment(env: Mapping[str, str], origin: str) -> dict[str, tuple[str
     out: dict[str, tuple[str, Any]] = {}
     for variable in sorted(k for k in env if k.startswith(ENV_PREFIX)):
         where = f"environment variable {variable}"
-        values = normalise_settings({variable[len(ENV_PREFIX) :].lower(): env[variable]}, where)
+        values = normalise_settings({variable[len(ENV_PREFIX) :].lower(): env[variable]}, where, place="env")
         for name, value in values.items():
             problem = _env_problem(name, value, origin)
             if problem:
@@ -645,7 +644,7 @@ def _sections(raw: Any, origin: str) -> tuple[TableSection, ...]:  # noqa: ANN40
         for flag, value in (("enabled", enabled), ("expected", expected)):
             if value is not None and not isinstance(value, bool):
                 raise ConfigError(f"{where}: {flag} must be true or false, got {value!r}")
-        sections.append(TableSection(key, _settings(values, where), enabled, bool(expected)))
+        sections.append(TableSection(key, _settings(values, where, "table"), enabled, bool(expected)))
     exact = {s.key for s in sections if not s.pattern}
     for key in exact:
         pieces = key.split(".")
@@ -782,7 +781,7 @@ def _strings(raw: Any, where: str) -> tuple[str, ...]:  # noqa: ANN401 - TOML va
     raise ConfigError(f"{where}: expected a string or a list of strings, got {raw!r}")
 
 
-def _settings(raw: Any, where: str) -> dict[str, Any]:  # noqa: ANN401 - TOML value
+def _settings(raw: Any, where: str, place: str) -> dict[str, Any]:  # noqa: ANN401 - TOML value
     if not isinstance(raw, dict):
         raise ConfigError(f"{where}: expected a table of settings")
     misplaced = sorted((set(raw) & (_SOURCE_LEVEL | _RUN_LEVEL)) - {"hoodie_conf"})
@@ -798,7 +797,7 @@ def _settings(raw: Any, where: str) -> dict[str, Any]:  # noqa: ANN401 - TOML va
         raise ConfigError(
             f'{where}: compaction = "async" is for `hudi-cdc ingest --continuous`; hudi-cdc run compacts inline'
         )
-    return normalise_settings(raw, where)
+    return normalise_settings(raw, where, place=place)
 
 
 # The pipeline file's [catalog] keys are the table settings' names; the short ones of earlier releases still work.
@@ -826,7 +825,7 @@ def _catalog(raw: Any, defaults: Mapping[str, Any], origin: str) -> dict[str, An
     both = sorted(k for k in settings if k in defaults)
     if both:
         raise ConfigError(f"{where}: {', '.join(both)} also set in [defaults]: set it in one place")
-    return normalise_settings(settings, where)
+    return normalise_settings(settings, where, place="catalog")
 
 
 def _lineage(raw: Any, where: str) -> dict[str, Any]:  # noqa: ANN401 - TOML value
@@ -836,21 +835,7 @@ def _lineage(raw: Any, where: str) -> dict[str, Any]:  # noqa: ANN401 - TOML val
         raise ConfigError(f"{where}: expected a table of settings")
     known = [f.name for f in dataclasses.fields(IngestConfig) if f.name.startswith("lineage_")]
     old = {name.removeprefix("lineage_"): name for name in known}
-    return normalise_settings(canonical_keys(raw, old, known, where), where)
-
-
-def _named_origins(message: str, origins: Mapping[str, str]) -> str:
-    """`` (x from <origin>; ...)`` for the settings ``message`` names that were set somewhere (not defaults,
-    not [source]'s): where to correct them."""
-    named = [
-        f"{name} from {where}"
-        for name, where in origins.items()
-        if where != "default"
-        and "." not in name
-        and re.search(rf"(?<![\w.]){re.escape(name)}(?![\w.])", message)
-        and not where.endswith("[source]")
-    ]
-    return f" ({'; '.join(named)})" if named else ""
+    return normalise_settings(canonical_keys(raw, old, known, where), where, place="lineage")
 
 
 def _run(raw: Any, origin: str, default_state: Path) -> RunSettings:  # noqa: ANN401 - TOML value
