@@ -11,6 +11,7 @@ from hudi_cdc.cli.bootstrap import bootstrap
 from hudi_cdc.cli.connect import connect
 from hudi_cdc.cli.control import pause, remove, resume
 from hudi_cdc.cli.ingest import ingest
+from hudi_cdc.cli.init import init
 from hudi_cdc.cli.jars import jars, version_option
 from hudi_cdc.cli.jvm_archive import jvm_archive
 from hudi_cdc.cli.quarantine import quarantine
@@ -54,5 +55,6 @@ for _command in (
     validate,
     connect,
     bootstrap,
+    init,
 ):
     main.add_command(_command)

@@ -28,6 +28,7 @@ __all__ = [
     "ConnectorState",
     "TaskState",
     "connector_states",
+    "connector_topics",
     "parse_states",
     "restart_failed",
 ]
@@ -182,6 +183,18 @@ def connector_states(connect_url: str, names: list[str] | None = None, *, timeou
             f" (it has: {', '.join(sorted(by_name)) or 'none'})"
         )
     return [by_name[n] for n in names]
+
+
+def connector_topics(connect_url: str, name: str, *, timeout: float = 5.0) -> list[str]:
+    """The topics a connector has written to (``GET /connectors/NAME/topics``, Connect 2.5+), sorted; empty when
+    it has written nothing yet or the worker does not track topics (``topic.tracking.enable=false``)."""
+    try:
+        _, body = _call(connect_url, "GET", f"/connectors/{quote(name, safe='')}/topics", timeout)
+    except ConnectRequestError as e:
+        if e.status == 404:
+            raise ConnectorNotFound(f"no connector {name!r} on Kafka Connect at {redact_url(connect_url)}") from None
+        raise
+    return sorted(((body or {}).get(name) or {}).get("topics") or [])
 
 
 def restart_failed(connect_url: str, name: str, *, timeout: float = 10.0) -> None:
