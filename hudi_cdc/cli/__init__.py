@@ -8,6 +8,7 @@ import sys
 import click
 
 from hudi_cdc.cli.bootstrap import bootstrap
+from hudi_cdc.cli.config_cmd import config
 from hudi_cdc.cli.connect import connect
 from hudi_cdc.cli.control import pause, remove, resume
 from hudi_cdc.cli.ingest import ingest
@@ -58,3 +59,4 @@ for _command in (
     init,
 ):
     main.add_command(_command)
+main.add_command(config)
