@@ -19,6 +19,7 @@ import dataclasses
 import difflib
 import functools
 import json
+import os
 import types
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -262,12 +263,22 @@ def coerce(d: Declared, value: Any, origin: str) -> Any:  # noqa: ANN401 - a TOM
         if not isinstance(value, bool):
             raise ConfigError(f"{origin}: {d.name}={value!r} is not true or false")
         return value
-    if d.kind in ("int", "float") and isinstance(value, str):
-        try:
-            return int(value) if d.kind == "int" else float(value)
-        except ValueError:
-            raise ConfigError(f"{origin}: {d.name}={value!r} is not a number") from None
-    if d.kind == "choice" and isinstance(value, str):
+    if d.kind in ("int", "float"):
+        if isinstance(value, str):
+            try:
+                return int(value) if d.kind == "int" else float(value)
+            except ValueError:
+                raise ConfigError(f"{origin}: {d.name}={value!r} is not a number") from None
+        if isinstance(value, bool) or not isinstance(value, int if d.kind == "int" else (int, float)):
+            raise ConfigError(
+                f"{origin}: {d.name}={value!r} is not {'a whole number' if d.kind == 'int' else 'a number'}"
+            )
+        return value if d.kind == "int" else float(value)
+    if isinstance(value, os.PathLike):
+        value = os.fspath(value)
+    if not isinstance(value, str):
+        raise ConfigError(f"{origin}: {d.name}={value!r} is not text")
+    if d.kind == "choice":
         text = value.strip()
         text = d.meta.value_aliases.get(text.lower(), text)
         if all(c == c.lower() for c in d.choices):
