@@ -67,7 +67,9 @@ def setting_option(d: Declared, *, flag: str | None = None, hidden: bool = False
     elif d.kind == "float":
         kwargs["type"] = float
     elif d.kind == "choice":
-        kwargs = {"type": click.Choice([*d.choices, *d.meta.value_aliases], case_sensitive=False)}
+        choices = [*d.choices, *d.meta.value_aliases]
+        # The metavar spells the choices as declared (click's own shows them lower-cased when case-insensitive).
+        kwargs = {"type": click.Choice(choices, case_sensitive=False), "metavar": f"[{'|'.join(choices)}]"}
     elif d.kind == "list":
         kwargs["multiple"] = True
         text += " Repeatable, or comma separated."
