@@ -16,7 +16,7 @@ import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any, Literal
 from urllib.parse import urlsplit, urlunsplit
 
 from hudi_cdc.errors import ConfigError
@@ -550,13 +550,9 @@ class IngestConfig:
     )
 
     def __post_init__(self) -> None:
-        _check_literal("table_type", self.table_type, TableType)
-        _check_literal("flavor", self.flavor, Flavor)
-        _check_literal("source", self.source, SourceKind)
-        _check_literal("schema_change_behavior", self.schema_change_behavior, SchemaChangeBehavior)
-        _check_literal("truncate_behavior", self.truncate_behavior, TruncateBehavior)
-        _check_literal("on_bad_event", self.on_bad_event, OnBadEvent)
-        _check_literal("history", self.history, History)
+        for d in declared(type(self)):  # each choice against its declared Literal
+            if d.kind == "choice" and getattr(self, d.name) not in d.choices:
+                raise ConfigError(f"{d.name}={getattr(self, d.name)!r} is not one of {', '.join(d.choices)}")
         self._check_types_and_schema_changes()
         _check_shards(self)
         _check_catalog(self)
@@ -567,8 +563,6 @@ class IngestConfig:
                 f"history={self.history!r} with truncate_behavior='apply' is not supported: a TRUNCATE would "
                 "erase the history; set --truncate-behavior fail or ignore"
             )
-        _check_literal("compaction", self.compaction, Compaction)
-        _check_literal("jdbc_mode", self.jdbc_mode, JdbcMode)
         keyless = self.source in ("files", "jdbc") and not self.record_key_fields
         if any(not k for k in self.record_key_fields) or keyless:
             raise ConfigError("record_key_fields is empty: set --record-key-fields id[,k2]")
@@ -586,12 +580,10 @@ class IngestConfig:
                 raise ConfigError(f"{name} is required with --source {self.source}: set --{name.replace('_', '-')}")
         if self.source == "jdbc":
             self._check_jdbc()
-        _check_literal("kafka_value_format", self.kafka_value_format, ValueFormat)
         if self.kafka_value_schema_file and self.kafka_value_format != "json":
             raise ConfigError(
                 "kafka_value_schema_file is for JSON without embedded schemas: set --kafka-value-format json"
             )
-        _check_literal("kafka_starting_offsets", self.kafka_starting_offsets, Literal["earliest", "latest"])
         if self.kafka_driver_read_max_messages < 0:
             raise ConfigError(f"kafka_driver_read_max_messages must be >= 0, got {self.kafka_driver_read_max_messages}")
         if self.java_writer_max_rows < 0:
@@ -752,7 +744,6 @@ def _check_lineage(config: IngestConfig) -> None:
     """The lineage settings (issue 45; docs/lineage.md): each transport's own, and the client installed."""
     import importlib.util
 
-    _check_literal("lineage_transport", config.lineage_transport, LineageTransport)
     transport = config.lineage_transport
     needed = {"http": "lineage_url", "file": "lineage_file"}.get(transport)
     if needed and not getattr(config, needed):
@@ -781,12 +772,6 @@ def _check_lineage(config: IngestConfig) -> None:
         raise ConfigError(
             f"lineage_transport {transport!r} needs the OpenLineage client: pip install 'hudi-cdc[lineage]'"
         )
-
-
-def _check_literal(name: str, value: Any, literal: Any) -> None:
-    allowed = get_args(literal)
-    if value not in allowed:
-        raise ConfigError(f"{name}={value!r} is not one of {', '.join(allowed)}")
 
 
 def jdbc_url_problem(url: str, setting: str, password_settings: str) -> str | None:
@@ -850,7 +835,6 @@ def _check_catalog(config: IngestConfig) -> None:
     """The catalog sync settings (issue 45; docs/catalog.md), as far as they can be checked without the source."""
     import string
 
-    _check_literal("catalog", config.catalog, CatalogKind)
     if config.catalog == "hms" and not (config.catalog_uri or "").startswith("thrift://"):
         raise ConfigError(
             "catalog 'hms' needs catalog_uri = \"thrift://host:port\" (--catalog-uri), got "
