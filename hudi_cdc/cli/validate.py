@@ -72,12 +72,22 @@ def validate(
     database = SourceDatabase(source_url, password_file, password_env) if source_url else None
     target = pipeline_table.spec if pipeline_table else options_config(props_file, config_file, hoodie_conf, kw)
 
-    spark, no_spark = _spark(run)
+    started: list[tuple[Any, Check | None]] = []
+
+    def session() -> Any:  # noqa: ANN401 - SparkSession; started only if the table's name needs a listing
+        if not started:
+            started.append(_spark(run))
+        spark, no_spark = started[0]
+        if spark is None:
+            raise ConfigError(f"finding --table {pipeline_table and pipeline_table.table} needs Spark: {no_spark}")
+        return spark
+
+    wanted = split_list(tables)
+    if pipeline_table is not None and pipeline_table.table is not None:  # found as run finds it (a typo is refused)
+        wanted = (pipeline_table.resolve(session).name,)
+    spark, no_spark = started[0] if started else _spark(run)
     services = {"spark": spark, "database": database, "connect_url": connect_url, "connector": connector}
     if pipeline_table is not None:
-        wanted = split_list(tables)
-        if pipeline_table.table is not None:  # one table, found as run finds it (a typo gets the closest names)
-            wanted = (pipeline_table.resolve(None if spark is None else lambda: spark).name,)
         ok = _validate_pipeline(target, services, wanted, no_spark, as_json)
     else:
         ok = _validate_table(target, {**services, "source_table": source_table}, no_spark, as_json)
