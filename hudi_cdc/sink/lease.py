@@ -5,9 +5,12 @@ holds the table's lease while it writes. Another process that wants the table is
 ``lease_wait_seconds``) and is told who holds it; a holder that died stops renewing its heartbeat, and
 ``lease_expiry_seconds`` after its last one another process may take the table over.
 
-Where: ``<base_path>/.hoodie/.hudi_cdc/lease/``. Hudi leaves a folder of ``.hoodie`` it does not know alone
-(its timeline is ``.hoodie/timeline``, its metadata table ``.hoodie/metadata``; cleaning and archiving
-touch only those), and readers (Spark, Trino) never list ``.hoodie`` for data files.
+Where: ``<base_path>/.hudi_cdc/lease/``, a hidden folder of the table's own, beside ``.hoodie`` and not in it:
+a writer takes the lease before the table's first commit, and Hudi takes a base path whose ``.hoodie``
+exists for an existing table (its Spark writer then fails to read ``hoodie.properties``). Hudi's cleaning and
+archiving touch file groups and the timeline only; listing a partitioned table (the metadata table's first
+build) finds no partition metadata and no data file in it; readers (Spark through Hudi, Trino) read the files
+the timeline names and skip hidden folders.
 
 How: each taking of the lease is a *generation*, a file ``<generation>.json`` published only if it does not
 exist yet; the lease is the highest generation. Taking over an expired lease publishes the next generation,
@@ -69,7 +72,7 @@ __all__ = [
 
 log = logging.getLogger("hudi_cdc.lease")
 
-LEASE_FOLDER = ".hoodie/.hudi_cdc/lease"
+LEASE_FOLDER = ".hudi_cdc/lease"
 DEFAULT_EXPIRY_S = 60.0
 _KEEP_GENERATIONS = 2  # the current one and the one before (who held it last), for a reader's questions
 _WANT_PREFIX = "want-"
