@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hudi_cdc.errors import ConfigError
+from hudi_cdc.settings import close_names
 
 __all__ = ["SHARD_COLUMNS", "Route", "parse_routes", "shard_column_names"]
 
@@ -90,11 +91,9 @@ def parse_routes(raw: Any, origin: str) -> tuple[Route, ...]:  # noqa: ANN401 - 
 
 def _route(number: int, raw: dict[str, Any], origin: str) -> Route:
     where = f"{origin} [[routes]] #{number}"
-    unknown = set(raw) - _KNOWN
-    if unknown:
-        raise ConfigError(
-            f"{where}: unknown setting(s) {', '.join(sorted(unknown))}; known: {', '.join(sorted(_KNOWN))}"
-        )
+    for key in raw:
+        if key not in _KNOWN:
+            raise ConfigError(f"{where}: unknown setting {key!r}{close_names(key, sorted(_KNOWN))}")
     tables = raw.get("tables")
     if isinstance(tables, str):
         tables = [tables]

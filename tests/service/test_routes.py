@@ -116,7 +116,10 @@ def test_two_routes_one_target_and_an_invalid_target_are_refused(tmp_path: Path)
         ('tables = ["a.*"]\ntarget = "{db}_t"', "unknown field(s) db"),
         ('tables = ["a.*"]\ntarget = "t"\nshard_columns = ["host"]', "shard_columns must be"),
         ('tables = ["a.*"]\ntarget = "t"\nunique_keys = "yes"', "unique_keys must be true or false"),
-        ('tables = ["a.*"]\ntarget = "t"\nshards = 1', "unknown setting(s) shards"),
+        (
+            'tables = ["a.*"]\ntarget = "t"\nshard_column = ["schema"]',
+            "unknown setting 'shard_column'; did you mean shard_columns",
+        ),
     ],
 )
 def test_route_settings_errors_name_the_route(tmp_path: Path, route: str, message: str) -> None:
