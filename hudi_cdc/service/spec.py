@@ -316,17 +316,6 @@ class PipelineSpec:
         patterns = [s for s in self.sections if s.pattern and s.matches(ref)]
         return patterns + [s for s in self.sections if not s.pattern and s.matches(ref)]
 
-    def override_for(self, ref: TableRef) -> Mapping[str, Any]:
-        """The table's settings from its sections, merged in order (patterns, then its exact name)."""
-        merged: dict[str, Any] = {}
-        for section in self.sections_for(ref):
-            own = dict(section.settings)
-            conf = {**dict(merged.pop("hoodie_conf", {})), **dict(own.pop("hoodie_conf", {}))}
-            merge_settings(merged, own)
-            if conf:
-                merged["hoodie_conf"] = conf
-        return merged
-
     def enabled(self, ref: TableRef) -> bool:
         enabled = True
         for section in self.sections_for(ref):
