@@ -22,8 +22,9 @@ def status(run: Invocation, tables: str | None, as_json: bool, pipeline_table: T
     from hudi_cdc.ops.status import pipeline_status
 
     session = lazy_session(run)
+    spec = pipeline_table.spec  # read (and refused) before any session starts
     wanted = split_list(tables)
     if pipeline_table.table is not None:
         wanted = (pipeline_table.resolve(session).name,)
-    result = pipeline_status(session(), pipeline_table.spec, tables=wanted)
+    result = pipeline_status(session(), spec, tables=wanted)
     click.echo(json.dumps(result.to_dict(), sort_keys=True, default=str) if as_json else result.describe())

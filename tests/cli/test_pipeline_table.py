@@ -98,7 +98,8 @@ def test_the_pipeline_s_table_or_the_command_s_own_options_not_both(
 
 
 @pytest.mark.parametrize(
-    "command", [["tombstones"], ["quarantine", "list"], ["bootstrap", "--source-url", "postgresql://u@h/db", "--slot", "s"]]
+    "command",
+    [["tombstones"], ["quarantine", "list"], ["bootstrap", "--source-url", "postgresql://u@h/db", "--slot", "s"]],
 )
 def test_pipeline_and_table_go_together(tmp_path: Path, command: list[str]) -> None:
     path = str(_pipeline(tmp_path))
