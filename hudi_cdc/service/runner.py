@@ -36,6 +36,7 @@ It never repeats the pipeline's logic: every table's round is the same
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 import os
@@ -131,6 +132,7 @@ class Runner:
         self._holders: dict[str, leases.LeaseRecord] = {}
         self._wanting: dict[str, float] = {}  # another runner's owner id -> when it was last seen waiting
         self._refused_since: dict[str, float] = {}  # one-shot runs: since when a table's lease was refused
+        self._me: leases.LeaseOwner | None = None  # this runner as the owner of its leases
         self.lease_expiry_s = float(spec.defaults.get("lease_expiry_seconds", leases.DEFAULT_EXPIRY_S))
         self.metrics = PipelineMetrics(spec.name)
         self.backlog = BacklogWatch(
@@ -463,12 +465,14 @@ class Runner:
         return False
 
     def _owner(self, table: TableState) -> leases.LeaseOwner:
-        return leases.LeaseOwner.here(
-            f"hudi-cdc run {self.spec.name}",
-            pipeline=self.spec.name,
-            state_dir=os.path.abspath(self.state_dir),
-            table=table.name,
-        )
+        if self._me is None:
+            self._me = leases.LeaseOwner.here(
+                f"hudi-cdc run {self.spec.name}",
+                spark=self.spark,
+                pipeline=self.spec.name,
+                state_dir=os.path.abspath(self.state_dir),
+            )
+        return dataclasses.replace(self._me, table=table.name)
 
     @staticmethod
     def _lease_retry_s(table: TableState) -> float:

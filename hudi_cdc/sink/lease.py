@@ -109,10 +109,36 @@ class LeaseOwner:
     pipeline: str | None = None
     state_dir: str | None = None
     table: str | None = None
+    # Which machine and process namespace (boot id, pid namespace), and the start times of the process and of
+    # its Spark driver JVM: a holder on this same machine whose processes are both gone is dead at once.
+    machine: str = ""
+    started: str = ""
+    jvm_pid: int | None = None
+    jvm_started: str = ""
 
     @classmethod
-    def here(cls, command: str | None = None, **runner: str | None) -> LeaseOwner:
-        return cls(socket.gethostname(), os.getpid(), process_owner_id(), command or _command(), **runner)
+    def here(cls, command: str | None = None, *, spark: Any | None = None, **runner: str | None) -> LeaseOwner:  # noqa: ANN401
+        jvm_pid = _jvm_pid(spark)
+        return cls(
+            socket.gethostname(),
+            os.getpid(),
+            process_owner_id(),
+            command or _command(),
+            **runner,
+            machine=_machine(),
+            started=_process_start(os.getpid()) or "",
+            jvm_pid=jvm_pid,
+            jvm_started=(_process_start(jvm_pid) or "") if jvm_pid is not None else "",
+        )
+
+    def gone(self) -> bool:
+        """Whether this owner is known dead: it ran on this machine (same host, boot and pid namespace) and
+        neither its process nor its driver JVM runs any more (a pid reused since is another process)."""
+        if not self.machine or self.machine != _machine() or self.host != socket.gethostname():
+            return False
+        if _process_start(self.pid) == self.started:
+            return False
+        return self.jvm_pid is None or _process_start(self.jvm_pid) != self.jvm_started
 
     def describe(self) -> str:
         what = f"host {self.host}, pid {self.pid}, `{self.command}`"
@@ -133,8 +159,10 @@ class LeaseRecord:
     released: bool = False
 
     def live(self, now: float | None = None) -> bool:
-        """Held: not released, and its heartbeat younger than its expiry."""
-        return not self.released and (time.time() if now is None else now) - self.heartbeat <= self.expiry_s
+        """Held: not released, its heartbeat younger than its expiry, and its owner not known dead."""
+        if self.released or (time.time() if now is None else now) - self.heartbeat > self.expiry_s:
+            return False
+        return not self.owner.gone()
 
     def expires_in(self, now: float | None = None) -> float:
         return max(0.0, self.heartbeat + self.expiry_s - (time.time() if now is None else now))
@@ -414,9 +442,10 @@ class TableLease:
             if self._store.publish(_generation_name(generation), record.to_json()):
                 if current is not None and not current.released and current.owner.id != self.owner.id:
                     log.warning(
-                        "%s: took the writer lease over from %s: its heartbeat had stopped",
+                        "%s: took the writer lease over from %s: %s",
                         self.base_path,
                         current.describe(now),
+                        "its process is gone" if current.owner.gone() else "its heartbeat had stopped",
                     )
                 with self._lock:
                     self.record, self.lost = record, None
@@ -613,7 +642,9 @@ def hold(
         finally:
             _let_go(key, entry)
         return
-    lease = TableLease(base_path, owner=LeaseOwner.here(command, **dict(owner or {})), expiry_s=expiry_s, spark=spark)
+    lease = TableLease(
+        base_path, owner=LeaseOwner.here(command, spark=spark, **dict(owner or {})), expiry_s=expiry_s, spark=spark
+    )
     lease.acquire(wait_s)
     entry = _Held(lease, 1)
     with _held_lock:
@@ -648,6 +679,44 @@ def _let_go(key: str, entry: _Held) -> None:
             del _held[key]
     if last:
         entry.lease.release()
+
+
+def _process_start(pid: int) -> str | None:
+    """A process's start time (clock ticks since boot, from /proc); None if it is gone (or a zombie), or
+    when /proc cannot say."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return None if fields[0] in ("Z", "X") else fields[19]
+
+
+_MACHINE: str | None = None
+
+
+def _machine() -> str:
+    """This machine's boot and pid namespace ("" when /proc cannot say: no same-machine shortcut then)."""
+    global _MACHINE
+    if _MACHINE is None:
+        try:
+            with open("/proc/sys/kernel/random/boot_id") as boot:
+                _MACHINE = boot.read().strip() + "/" + os.readlink("/proc/self/ns/pid")
+        except OSError:
+            _MACHINE = ""
+    return _MACHINE
+
+
+def _jvm_pid(spark: Any | None) -> int | None:  # noqa: ANN401
+    """The pid of ``spark``'s driver JVM, if it runs on this machine and answers."""
+    if spark is None:
+        return None
+    try:
+        from hudi_cdc._jvm import jvm
+
+        return int(jvm(spark).java.lang.ProcessHandle.current().pid())
+    except Exception:  # noqa: BLE001 - no JVM to ask: the process alone counts
+        return None
 
 
 def _command() -> str:

@@ -135,15 +135,17 @@ def test_object_storage_is_refused_with_the_reason(tmp_path: Path) -> None:
 _HOLDER = textwrap.dedent(
     """
     import json, sys, time
-    from hudi_cdc.errors import LeaseHeldError
-    from hudi_cdc.sink.lease import TableLease, lease_holder
+    from hudi_cdc.sink.lease import TableLease
     base, expiry, hold_s = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
     lease = TableLease(base, expiry_s=expiry)
     holder = lease.try_acquire()
     print(json.dumps({"took": holder is None, "holder": None if holder is None else holder.owner.id,
                       "me": lease.owner.id}), flush=True)
     if holder is None:
-        time.sleep(hold_s)
+        ends = time.monotonic() + hold_s
+        while time.monotonic() < ends and lease.lost is None:
+            time.sleep(0.05)
+        print(json.dumps({"lost_to": lease.lost.owner.id if lease.lost else None}), flush=True)
         lease.release()
     """
 )
@@ -155,10 +157,14 @@ def _start(base: str, expiry: float, hold_s: float) -> subprocess.Popen[str]:
     )
 
 
+def _answer(process: subprocess.Popen[str]) -> dict:
+    return json.loads(process.stdout.readline())  # type: ignore[union-attr]
+
+
 def test_processes_racing_for_one_lease_one_wins(tmp_path: Path) -> None:
     base = str(tmp_path / "t")
     procs = [_start(base, 30, 2.0) for _ in range(6)]
-    answers = [json.loads(p.stdout.readline()) for p in procs]  # type: ignore[union-attr]
+    answers = [_answer(p) for p in procs]
     for p in procs:
         assert p.wait(timeout=60) == 0
     winners = [a for a in answers if a["took"]]
@@ -167,27 +173,46 @@ def test_processes_racing_for_one_lease_one_wins(tmp_path: Path) -> None:
     assert _generations(tmp_path / "t") == ["000000000001.json"]
 
 
-def test_a_killed_holder_is_taken_over_after_its_expiry_by_another_process(tmp_path: Path) -> None:
+def test_a_killed_holder_on_this_machine_is_taken_over_at_once(tmp_path: Path) -> None:
+    base = str(tmp_path / "t")
+    holder = _start(base, 30, 600)
+    first = _answer(holder)
+    assert first["took"]
+    refused = _start(base, 30, 0)
+    second = _answer(refused)
+    assert not second["took"] and second["holder"] == first["me"] and refused.wait(timeout=60) == 0
+    os.kill(holder.pid, signal.SIGKILL)
+    holder.wait(timeout=30)  # reaped: its pid is gone (a zombie counts as gone too)
+    assert lease_holder(base) is not None and not lease_holder(base).live()  # type: ignore[union-attr]
+    taker = _start(base, 30, 0)
+    assert _answer(taker)["took"]  # long before the 30 s expiry: its process is known dead
+    assert taker.wait(timeout=60) == 0
+
+
+def test_a_paused_holder_is_taken_over_after_its_expiry_and_knows_it_lost(tmp_path: Path) -> None:
     base = str(tmp_path / "t")
     holder = _start(base, 1.5, 600)
-    first = json.loads(holder.stdout.readline())  # type: ignore[union-attr]
+    first = _answer(holder)
     assert first["took"]
     time.sleep(2.0)  # alive past its expiry: its heartbeat keeps it
     refused = _start(base, 1.5, 0)
-    second = json.loads(refused.stdout.readline())  # type: ignore[union-attr]
-    assert refused.wait(timeout=60) == 0
-    assert not second["took"] and second["holder"] == first["me"]
-    os.kill(holder.pid, signal.SIGKILL)
-    holder.wait(timeout=30)
-    killed_at = time.monotonic()
-    while True:
-        taker = _start(base, 1.5, 0)
-        third = json.loads(taker.stdout.readline())  # type: ignore[union-attr]
-        assert taker.wait(timeout=60) == 0
-        if third["took"]:
-            break
-        assert third["holder"] == first["me"]
-        assert time.monotonic() - killed_at < 10, "the dead holder's lease never expired"
-    assert time.monotonic() - killed_at >= 1.0  # not before its expiry
+    assert not _answer(refused)["took"] and refused.wait(timeout=60) == 0
+    os.kill(holder.pid, signal.SIGSTOP)  # a long GC pause, a suspended VM: alive, but no heartbeat
+    try:
+        paused_at = time.monotonic()
+        while True:
+            taker = _start(base, 1.5, 3)
+            third = _answer(taker)
+            if third["took"]:
+                break
+            assert third["holder"] == first["me"]
+            assert taker.wait(timeout=60) == 0
+            assert time.monotonic() - paused_at < 20, "the paused holder's lease never expired"
+        assert time.monotonic() - paused_at >= 1.0  # not before its expiry
+    finally:
+        os.kill(holder.pid, signal.SIGCONT)
+    assert _answer(holder) == {"lost_to": third["me"]}  # its next heartbeat found the newer generation
+    assert holder.wait(timeout=60) == 0
+    assert _answer(taker) == {"lost_to": None} and taker.wait(timeout=60) == 0
     stored = lease_holder(base)
     assert stored is not None and stored.owner.id == third["me"] and stored.generation == 2 and stored.released
