@@ -152,10 +152,12 @@ def verify(
     if source_path and (source_url or source_table):
         raise ConfigError("give either --source-path, or --source-url with --table, not both")
     if not source_path and not (source_url and source_table):
-        raise ConfigError(
-            "name the source: --source-url and --table, or --source-path"
-            + (f" (the pipeline's table {table.name} reads {table.config.source})" if table is not None else "")
-        )
+        if table is not None:
+            raise ConfigError(
+                f"name the source database of {table.name} (read from {table.config.source}): --source-url URL "
+                f"(its table {table.source_table} there, or --source-table), or --source-path"
+            )
+        raise ConfigError("name the source: --source-url and --table, or --source-path")
     if (apply_repair or max_repair is not None) and (source_path or columns or where):
         raise ConfigError(
             "--repair and --max-repair take a database source and whole rows: no --source-path, --columns or --where"

@@ -47,7 +47,9 @@ class Found:
     tables: tuple[FoundTable, ...]
     source: Mapping[str, Any] = field(default_factory=dict)
     todo: tuple[str, ...] = ()
-    """Settings that could not be found: ``(key, what to fill in)`` lines written as comments."""
+    """Settings that could not be found: ``key: what to fill in`` lines written as comments."""
+    patterns: tuple[str, ...] = ()
+    """No table found by name (a connector that has written nothing yet): the patterns its settings give."""
 
 
 _FLAVORS = (("postgres", "postgres"), ("mysql", "mysql"), ("mariadb", "mysql"), ("sqlserver", "sqlserver"),
@@ -67,11 +69,16 @@ def from_connect(connect_url: str, connector: str, *, bootstrap_servers: str | N
     flavor = next((f for word, f in _FLAVORS if word in kind.lower()), None)
     topics = [t for t in connector_topics(connect_url, connector) if _is_table_topic(t, prefix)]
     todo: list[str] = []
-    if not topics:
+    patterns: list[str] = []
+    if not topics:  # nothing written yet, or no topic tracking: the tables its settings name
         listed = [t.strip() for t in config.get("table.include.list", "").split(",") if t.strip()]
         topics = [f"{prefix}.{t}" for t in listed if not re.search(r"[\\^$*+?()\[\]{}|]", t)]
         if len(topics) < len(listed) or not listed:
-            todo.append(f'tables: the connector names its tables by pattern; add them, e.g. "{prefix}.<schema>.*"')
+            schemas = [s.strip() for s in config.get("schema.include.list", "").split(",") if s.strip()]
+            plain = [s for s in schemas if not re.search(r"[\\^$*+?()\[\]{}|]", s)] or ["*"]
+            patterns = [f"{prefix}.{s}.*" for s in plain]
+            todo.append("tables: the connector has written no topic yet and names (some of) its tables by pattern; "
+                        "the patterns below take every table under its prefix: narrow them")  # fmt: skip
     source: dict[str, Any] = {"source": "kafka", "bootstrap_servers": bootstrap_servers, "flavor": flavor}
     if bootstrap_servers is None:
         todo.append('bootstrap_servers: the Kafka brokers the connector writes to, e.g. "broker:9092"')
@@ -92,7 +99,8 @@ def from_connect(connect_url: str, connector: str, *, bootstrap_servers: str | N
     if flavor not in (None, "postgres") and config.get("include.schema.changes", "true") == "true":
         source["schema_change_topic"] = prefix or None  # Postgres connectors write none
     where = f"Kafka Connect connector {connector!r} at {redact_url(connect_url)} ({kind or 'class unknown'})"
-    return Found("kafka", where, tuple(FoundTable(t) for t in sorted(set(topics))), source, tuple(todo))
+    tables = tuple(FoundTable(t) for t in sorted(set(topics)))
+    return Found("kafka", where, tables, source, tuple(todo), tuple(patterns))
 
 
 def _is_table_topic(topic: str, prefix: str) -> bool:
@@ -178,7 +186,7 @@ def pipeline_text(
 ) -> str:
     """The pipeline file, commented section by section; every table found is listed, each with a commented-out
     section of its own."""
-    if not found.tables:
+    if not found.tables and not found.patterns:
         raise ConfigError(f"no table found in {found.where}: nothing to write a pipeline for")
     out = [
         f"# The hudi-cdc pipeline {name!r}, written by `hudi-cdc init` from {found.where}",
@@ -207,6 +215,7 @@ def pipeline_text(
         '# (a pattern such as "server.schema.*" also picks up tables created later). exclude = [...] leaves some out.',
         "tables = [",
         *[f"    {_toml(t.topic)}," for t in found.tables],
+        *[f"    {_toml(p)},   # a pattern: no table found by name" for p in found.patterns],
         "]",
         "",
         "# [defaults]: settings every table gets, unless its own section says otherwise. Any `hudi-cdc ingest`",
