@@ -24,10 +24,11 @@ absent" is, per storage:
   checks, then creates, and two processes can both pass the check. No JVM is needed.
 - HDFS (any other Hadoop scheme): ``rename`` of a complete temporary file, which HDFS refuses when the target
   exists (one NameNode operation); renewal renames over the file with ``Options.Rename.OVERWRITE``.
-- object storage (S3, GCS, ABFS) is not done yet: a rename there is a copy, not atomic. S3's conditional
-  write (``If-None-Match: *`` on PUT, in Hadoop's s3a as ``fs.s3a.create.conditional.enabled`` from Hadoop
-  3.4.2 on) is exactly "publish only if absent", so a store for it fits the same three operations. Until then
-  a lease on such a path is refused with the reason, rather than taken without the guarantee.
+- object storage (S3, GCS, ABFS): ``create(overwrite=false)`` with the whole content, which an object store
+  makes visible at once when the stream closes. Through Hadoop 3.3's s3a that is a check, then a PUT: two
+  processes taking an *expired* lease in the same instant could both win, so the lease there is best effort
+  (a warning says so). S3's conditional write (``If-None-Match: *``; s3a's
+  ``fs.s3a.create.conditional.enabled`` from Hadoop 3.4.2 on) makes the same call atomic, with no change here.
 
 A process holds a lease once (``hold`` inside ``hold`` is the same lease, counted): a runner that holds a
 table runs its rounds, repairs and compactions under it.
@@ -256,11 +257,13 @@ class _LocalStore:
 
 
 class _HadoopStore:
-    """A folder on a Hadoop file system whose rename is atomic and refuses an existing target (HDFS)."""
+    """A folder on a Hadoop file system: HDFS, whose rename is atomic and refuses an existing target; or, with
+    ``by_rename=False``, an object store, where a created object appears whole when its stream closes."""
 
-    def __init__(self, spark: Any, folder: str) -> None:  # noqa: ANN401 - a SparkSession
+    def __init__(self, spark: Any, folder: str, *, by_rename: bool = True) -> None:  # noqa: ANN401
         from hudi_cdc._jvm import hadoop_conf, jvm
 
+        self._by_rename = by_rename
         self._jvm = jvm(spark)
         self._gateway = spark.sparkContext._gateway
         conf = hadoop_conf(spark)
@@ -304,7 +307,22 @@ class _HadoopStore:
         finally:
             stream.close()
 
+    def _write(self, name: str, data: bytes, *, overwrite: bool) -> bool:
+        try:
+            out = self._fs.create(self._path(name), overwrite)
+        except Exception as exc:  # noqa: BLE001 - py4j's wrapper of FileAlreadyExistsException
+            if "FileAlreadyExistsException" in str(exc):
+                return False
+            raise
+        try:
+            out.write(bytearray(data))
+        finally:
+            out.close()
+        return True
+
     def publish(self, name: str, data: bytes) -> bool:
+        if not self._by_rename:
+            return self._write(name, data, overwrite=False)
         tmp = self._tmp(data)
         published = bool(self._fs.rename(tmp, self._path(name)))  # HDFS: false when the target exists
         if not published:
@@ -312,6 +330,9 @@ class _HadoopStore:
         return published
 
     def replace(self, name: str, data: bytes) -> None:
+        if not self._by_rename:
+            self._write(name, data, overwrite=True)
+            return
         tmp = self._tmp(data)
         rename = self._jvm.org.apache.hadoop.fs.Options.Rename
         options = self._gateway.new_array(rename, 1)
@@ -329,15 +350,21 @@ def _store(base_path: str, spark: Any | None) -> _Store:  # noqa: ANN401
         scheme = ""
     if scheme in _LOCAL_SCHEMES:
         return _LocalStore(urlsplit(folder).path if scheme else folder)
+    if spark is None:
+        raise ConfigError(f"{base_path}: the table's writer lease on {scheme}:// is taken through Spark's JVM")
     if scheme in _HADOOP_ATOMIC_SCHEMES:
-        if spark is None:
-            raise ConfigError(f"{base_path}: the table's writer lease on {scheme}:// is taken through Spark's JVM")
         return _HadoopStore(spark, folder)
-    raise ConfigError(
-        f"{base_path}: hudi-cdc cannot yet hold a writer lease on {scheme}:// (object storage has no atomic "
-        "create-if-absent through Hadoop's rename; S3's conditional writes are the way, not built yet): "
-        "see docs/many-processes.md"
-    )
+    if scheme not in _warned:
+        _warned.add(scheme)
+        log.warning(
+            "the writer lease on %s:// is best effort: its create-if-absent is a check then a write there, so two "
+            "processes taking an expired lease in the same instant could both win (docs/many-processes.md)",
+            scheme,
+        )
+    return _HadoopStore(spark, folder, by_rename=False)
+
+
+_warned: set[str] = set()
 
 
 def _generation_name(generation: int) -> str:

@@ -125,11 +125,11 @@ def test_waiters_are_recorded(tmp_path: Path) -> None:
     wanting.release()
 
 
-def test_object_storage_is_refused_with_the_reason(tmp_path: Path) -> None:
+def test_a_store_reached_through_the_jvm_needs_a_session(tmp_path: Path) -> None:
     from hudi_cdc.errors import ConfigError
 
-    with pytest.raises(ConfigError, match="s3a:// .*not built yet"):
-        TableLease("s3a://bucket/t")
+    with pytest.raises(ConfigError, match="hdfs:// is taken through Spark's JVM"):
+        TableLease("hdfs://namenode/lake/t")
 
 
 _HOLDER = textwrap.dedent(
