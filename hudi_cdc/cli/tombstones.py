@@ -18,7 +18,9 @@ _OWN = ("target_base_path", "target_table", "record_key_field", "tombstone_path"
 @click.command()
 @click.option("--target-base-path", help="Base path of the Hudi table (or --pipeline FILE --table schema.table).")
 @click.option("--target-table", help="Name of the Hudi table.")
-@click.option("--record-key-field", help="Record key column(s), comma separated.")
+@click.option(
+    "--record-key-fields", "--record-key-field", "record_key_field", help="Record key column(s), comma separated."
+)
 @click.option(
     "--tombstone-path", help="Where delete tombstones live (default: <target-base-path>_hudi_cdc_tombstones)."
 )
@@ -42,7 +44,7 @@ def tombstones(
 ) -> None:
     """Show (and with --purge, expire) the delete tombstones of a table.
 
-    Name the table with --target-base-path, --target-table and --record-key-field, or with
+    Name the table with --target-base-path, --target-table and --record-key-fields, or with
     --pipeline FILE --table schema.table.
     """
     from hudi_cdc.config import IngestConfig
@@ -53,7 +55,7 @@ def tombstones(
         config = pipeline_table.resolve(session).config
     else:
         given = {"--target-base-path": target_base_path, "--target-table": target_table}
-        missing = [flag for flag, value in {**given, "--record-key-field": record_key_field}.items() if not value]
+        missing = [flag for flag, value in {**given, "--record-key-fields": record_key_field}.items() if not value]
         if missing:
             raise ConfigError(f"name the table: {', '.join(missing)}, or --pipeline FILE --table schema.table")
         assert target_base_path and target_table and record_key_field

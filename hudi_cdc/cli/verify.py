@@ -59,7 +59,9 @@ _COULD_NOT_RUN = OnFailure("hudi-cdc verify: could not run", terminal=COULD_NOT_
     help="With --source-path: the connector that wrote the files.",
 )
 @click.option(
+    "--record-key-fields",
     "--record-key-field",
+    "record_key_field",
     help="Key column(s), comma separated (default: the source's primary key, or the Hudi table's record key).",
 )
 @click.option("--columns", help="Compare only these columns (and the key), comma separated.")

@@ -79,6 +79,7 @@ def test_a_name_under_two_topic_prefixes_asks_for_the_topic(tmp_path: Path) -> N
     ("command", "own"),
     [
         (["tombstones"], ["--target-base-path", "/lake/t"]),
+        (["tombstones"], ["--record-key-fields", "id"]),
         (["quarantine", "list"], ["--target-table", "t"]),
         (["quarantine", "reapply"], ["--config", "t.toml"]),
         (["verify", "--source-url", "postgresql://u@h/db"], ["--target-base-path", "/lake/t"]),
