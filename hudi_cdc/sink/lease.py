@@ -54,7 +54,8 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
-from hudi_cdc.errors import ConfigError, LeaseHeldError, LeaseLostError
+from hudi_cdc._jvm import java_message
+from hudi_cdc.errors import ConfigError, LeaseHeldError, LeaseLostError, SinkError
 
 __all__ = [
     "LEASE_FOLDER",
@@ -298,8 +299,11 @@ class _HadoopStore:
         path = self._path(name)
         try:
             stream = self._fs.open(path)
-        except Exception:  # noqa: BLE001 - FileNotFoundException through py4j
-            return None
+        except Exception as exc:  # noqa: BLE001 - py4j's wrapper of Hadoop's exceptions
+            if "FileNotFoundException" in str(exc):
+                return None
+            # Never read as "no holder": that would take a live lease over.
+            raise SinkError(f"{path}: the table's writer lease cannot be read: {java_message(exc)}") from exc
         try:
             out = self._jvm.java.io.ByteArrayOutputStream()
             self._jvm.org.apache.hadoop.io.IOUtils.copyBytes(stream, out, 4096, False)

@@ -216,3 +216,23 @@ def test_a_paused_holder_is_taken_over_after_its_expiry_and_knows_it_lost(tmp_pa
     assert _answer(taker) == {"lost_to": None} and taker.wait(timeout=60) == 0
     stored = lease_holder(base)
     assert stored is not None and stored.owner.id == third["me"] and stored.generation == 2 and stored.released
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("by_rename", [False, True])
+def test_the_store_reached_through_hadoop(spark, tmp_path: Path, by_rename: bool) -> None:  # noqa: ANN001
+    """The JVM's store (HDFS by rename, object stores by create) against a local folder: every operation
+    reads back. Only the create-if-absent of ``by_rename=False`` refuses here: the local file system's
+    rename replaces a file (HDFS's refuses, which this machine cannot show)."""
+    store = lease_mod._HadoopStore(spark, "file://" + str(tmp_path / "lease"), by_rename=by_rename)
+    assert store.names() == [] and store.read("000000000001.json") is None
+    assert store.publish("000000000001.json", b'{"a": 1}')
+    if not by_rename:
+        assert not store.publish("000000000001.json", b'{"a": 2}')
+    store.replace("000000000001.json", b'{"a": 3}')
+    store.replace("want-x.json", b"{}")
+    assert store.read("000000000001.json") == b'{"a": 3}'
+    assert sorted(store.names()) == ["000000000001.json", "want-x.json"]  # no temporary or checksum file
+    store.delete("want-x.json")
+    assert store.names() == ["000000000001.json"]
+    assert (tmp_path / "lease" / "000000000001.json").read_bytes() == b'{"a": 3}'
