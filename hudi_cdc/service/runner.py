@@ -409,7 +409,13 @@ class Runner:
         for table in ready:  # the lease is asked for only as far as there are slots
             if len(chosen) >= slots:
                 break
-            if self._may_write(table, now):
+            try:
+                writable = self._may_write(table, now)
+            except (HudiCdcError, OSError) as exc:  # the lease's store did not answer: asked again later
+                log.warning("%s: its writer lease could not be read or taken (%s); asked again", table.name, exc)
+                table.due = now + self._lease_retry_s(table)
+                writable = False
+            if writable:
                 chosen.append(table)
         return chosen
 
