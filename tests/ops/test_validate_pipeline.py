@@ -14,6 +14,7 @@ from click.testing import CliRunner, Result
 from hudi_cdc.cli import main
 from hudi_cdc.service import run_pipeline
 from hudi_cdc.testing.samples import SampleCustomers
+from tests.support import read_rows
 
 pytestmark = pytest.mark.hudi
 
@@ -96,3 +97,41 @@ def test_a_source_that_cannot_be_listed_and_a_table_whose_settings_are_wrong(spa
     assert "FAIL  pipeline.table_settings:" in result.output and "tombstone_retention_hours" in result.output
     last = result.output.splitlines()[-1]
     assert last == "inventory: 2 table(s) checked, 2 failed (public.t1, public.t2); pipeline.tables failed", last
+
+
+def test_a_section_one_letter_short_is_refused_by_validate_and_run_before_anything_is_written(
+    spark, tmp_path: Path
+) -> None:  # noqa: ANN001
+    # The issue's reproduction: the folder acc.public.customers, a mask in [tables."public.customer"].
+    sample = SampleCustomers(tmp_path / "landing", keys=5, topic="acc.public.customers")
+    sample.snapshot(5)
+    path = tmp_path / "acc.toml"
+    path.write_text(
+        f"""
+[source]
+source = "files"
+source_path = "{tmp_path / "landing"}"
+tables = "acc.*"
+
+[defaults]
+target_base_path = "{tmp_path / "lake"}/{{table}}"
+target_table = "{{table}}"
+record_key_fields = "id"
+
+[tables."public.customer"]
+masks = {{ name = "redact" }}
+"""
+    )
+    checked = _validate("--pipeline", str(path))
+    assert checked.exit_code == 2, checked.output
+    assert '[tables."public.customer"] matches no table of the source; did you mean public.customers?' in checked.output
+    ran = CliRunner().invoke(main, ["run", "--pipeline", str(path)], catch_exceptions=False)
+    assert ran.exit_code == 2, ran.output
+    assert "did you mean public.customers?" in ran.output and str(path) in ran.output
+    assert not (tmp_path / "lake").exists() and not (tmp_path / "acc.state" / "status.json").exists()
+
+    path.write_text(path.read_text().replace('"public.customer"', '"public.customers"'))
+    assert _validate("--pipeline", str(path)).exit_code == 0
+    assert run_pipeline(path, spark=spark).failed == []
+    names = [r[1] for r in read_rows(spark, str(tmp_path / "lake" / "customers"), ("id", "name"))]
+    assert len(names) == 5 and not any(n and n.startswith("customer ") for n in names), names  # masked
