@@ -23,7 +23,7 @@ JDBC_URL = f"jdbc:postgresql://127.0.0.1:{PORTS['postgres']}/inventory"
 
 
 def _sections(text: str) -> list[str]:
-    return re.findall(r'^# \[tables\."([^"]+)"\]', text, flags=re.MULTILINE)
+    return re.findall(r'^# \[tables\."([^"]+)"\]   #', text, flags=re.MULTILINE)
 
 
 def test_from_the_running_connector(tmp_path: Path) -> None:
