@@ -406,16 +406,19 @@ class Runner:
         ]
         ready.sort(key=lambda t: (deadline(self._waiting_since(t), t.freshness_target_s), t.name))
         chosen: list[TableState] = []
-        for table in ready:  # the lease is asked for only as far as there are slots
-            if len(chosen) >= slots:
-                break
+        for table in ready:
+            held = table.name in self._leases
+            if len(chosen) >= slots and held:
+                continue
+            # A table another process held is asked for even with no slot free: a dead runner's tables are
+            # taken within their lease's expiry, not after this runner's own rounds.
             try:
                 writable = self._may_write(table, now)
             except (HudiCdcError, OSError) as exc:  # the lease's store did not answer: asked again later
                 log.warning("%s: its writer lease could not be read or taken (%s); asked again", table.name, exc)
                 table.due = now + self._lease_retry_s(table)
                 writable = False
-            if writable:
+            if writable and len(chosen) < slots:
                 chosen.append(table)
         return chosen
 
