@@ -87,12 +87,20 @@ test-archive: install
 # minute less before the first test on a fresh clone).
 test-setup: install airflow stack-up test-archive
 
+# The suite in two phases. First every test but the few that stop a stack service, on TEST_WORKERS pytest
+# processes (pytest-xdist; a test file stays on one worker, so its module fixtures run once): each has its own
+# Spark session, and the tests' names on the stack (topics, schemas, slots, connectors) are their own. Then
+# the tests marked `exclusive` (a broker restart, a registry outage), alone. JUNIT_DIR: a JUnit report per phase.
+TEST_WORKERS ?= 3
+JUNIT_DIR ?=
+PYTEST_PHASES = $(TEST_ENV) TEST_WORKERS=$(TEST_WORKERS) JUNIT_DIR=$(JUNIT_DIR) bash tests/phases.sh $(PY) $(PYTEST_ARGS)
+
 test: ## Start the local stack, run the whole test suite (real Spark, Hudi, Postgres, Kafka, Debezium, Airflow)
 	$(MAKE) --no-print-directory -j4 --output-sync=target test-setup
-	$(TEST_ENV) $(PY) -m pytest $(PYTEST_ARGS)
+	$(PYTEST_PHASES)
 
 test-nostack: install test-archive ## The test suite without the local stack (its tests are skipped)
-	$(TEST_ENV) $(PY) -m pytest $(PYTEST_ARGS)
+	$(PYTEST_PHASES)
 
 test-fast: install ## Only the tests that need no Spark
 	$(PY) -m pytest -m "not spark" $(PYTEST_ARGS)

@@ -1,4 +1,4 @@
-"""Seconds per test file from a pytest JUnit XML report, slowest first: the CI log's record of where time went."""
+"""Seconds per test file from pytest JUnit XML reports (one per phase of make test), slowest first: the CI log's record of where time went."""
 
 from __future__ import annotations
 
@@ -7,10 +7,11 @@ import xml.etree.ElementTree as ET
 from collections import Counter
 
 
-def main(path: str, top: int = 40) -> None:
+def main(paths: list[str], top: int = 40) -> None:
     seconds: Counter[str] = Counter()
     tests: Counter[str] = Counter()
-    for case in ET.parse(path).iter("testcase"):
+    cases = [case for path in paths for case in ET.parse(path).iter("testcase")]
+    for case in cases:
         group = case.get("classname", "?")
         seconds[group] += float(case.get("time") or 0)
         tests[group] += 1
@@ -20,4 +21,4 @@ def main(path: str, top: int = 40) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(sys.argv[1:])
