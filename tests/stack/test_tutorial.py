@@ -1,5 +1,6 @@
 """docs/tutorial.md, run as a reader runs it: its fenced ``sh`` blocks, in order, in one bash (-euo pipefail)
-with the venv's bin first on PATH and a fresh working folder; nothing else runs. The assertions read what the
+with the venv's bin first on PATH and a fresh working folder; nothing else runs (but the clean-up
+step, again, when a step fails). The assertions read what the
 tutorial's own commands print: the masked column, the scd2 versions, verify's verdicts, the clean-up."""
 
 from __future__ import annotations
@@ -33,9 +34,16 @@ def test_the_blocks_are_found_in_order() -> None:
 
 def test_the_tutorial_runs_to_equal_tables(tmp_path: Path) -> None:
     blocks = sh_blocks(TUTORIAL.read_text())
-    # The prelude: what a reader who followed "You need" has (the venv active), and an empty folder to start in.
+    # The prelude: what a reader who followed "You need" has (the venv active), and an empty folder to start in;
+    # if a step fails, the tutorial's own clean-up step (its last block) runs, so the stack keeps no connector,
+    # slot or schema of a failed run.
     venv_bin = str(Path(sys.executable).parent)
-    script = f'export PATH="{venv_bin}:$PATH"\ncd "{tmp_path}"\n' + "".join(blocks)
+    prelude = (
+        f'export PATH="{venv_bin}:$PATH"\ncd "{tmp_path}"\n'
+        f"clean_up() {{\n{blocks[-1]}}}\n"
+        "trap 'rc=$?; if [ $rc -ne 0 ] && [ -n \"${PREFIX:-}\" ]; then (set +e; clean_up) >&2; fi; exit $rc' EXIT\n"
+    )
+    script = prelude + "".join(blocks)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("HUDI_CDC__", "PG"))}
     done = subprocess.run(
         ["bash", "-euo", "pipefail", "-c", script],
@@ -46,6 +54,7 @@ def test_the_tutorial_runs_to_equal_tables(tmp_path: Path) -> None:
         timeout=1800,
     )
     out = done.stdout
+    print(out)  # what a reader sees: `pytest -rP` shows it for a passed run
     assert done.returncode == 0, f"exit {done.returncode}\n--- stdout\n{out[-6000:]}\n--- stderr\n{done.stderr[-6000:]}"
 
     # step 4 prints the pipeline file init wrote: every table of the schema, and the two sections added
