@@ -7,6 +7,7 @@ import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -90,6 +91,33 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         if "spark" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.spark)
     _needs_stack([item for item in items if "tests/stack/" in item.nodeid or item.get_closest_marker("stack")])
+
+
+# The files that change the stack's sample tables (or start the standalone cluster) and compare whole tables
+# with the database: make test's workers run them one after another, on one worker.
+SHARED_SAMPLE_TABLES = frozenset(
+    {
+        "tests/examples/test_airflow.py",
+        "tests/stack/test_crash_recovery_kafka.py",
+        "tests/stack/test_replication.py",
+        "tests/stack/test_replication_mariadb.py",
+        "tests/stack/test_standalone_cluster.py",
+    }
+)
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:  # noqa: ANN401 - xdist's types
+    """make test's workers (pytest-xdist) take a test file at a time, so that its module fixtures run once, and
+    the ``SHARED_SAMPLE_TABLES`` files as one unit. (xdist's own loadgroup reads marks that pytest 9.2's node ids
+    no longer carry, and the scheduler sees only node ids, so the files are named here.)"""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class FileGroups(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return "shared_sample_tables" if path in SHARED_SAMPLE_TABLES else path
+
+    return FileGroups(config, log)
 
 
 def _needs_stack(mine: list[pytest.Item]) -> None:
