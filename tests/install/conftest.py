@@ -73,9 +73,13 @@ def make_wheel_venv(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> It
     def make(pyspark: str | None = None) -> Path:
         if pyspark not in made:
             env_dir = tmp_path_factory.mktemp(f"wheel-venv-{pyspark or 'pinned'}")
-            venv.EnvBuilder(with_pip=True).create(env_dir)
+            # No pip of its own (ensurepip costs seconds): this pip installs into it. No byte-compiling of
+            # pyspark's, pandas' and pyarrow's thousands of modules: Python compiles what it imports.
+            venv.EnvBuilder(with_pip=False).create(env_dir)
             pins = constraints(env_dir, pyspark)
-            run(env_dir / "bin" / "python", "-m", "pip", "install", "-q", "-c", pins, wheel, timeout=1800)
+            python = env_dir / "bin" / "python"
+            run(sys.executable, "-m", "pip", "--python", python, "install", "-q", "--no-compile", "-c", pins, wheel,
+                timeout=1800)  # fmt: skip
             made[pyspark] = env_dir
         return made[pyspark]
 

@@ -21,19 +21,25 @@ pytestmark = [pytest.mark.install, pytest.mark.hudi]
 _COLUMNS = ("id", "name", "email", "notes")
 
 
-def _ingest(
-    env: dict[str, str], cwd: Path, sample: SampleCustomers, base: Path, *extra: str
-) -> subprocess.CompletedProcess[str]:
+def _ingest(env: dict[str, str], cwd: Path, sample: SampleCustomers, base: Path, *extra: str) -> list[dict]:
+    """``hudi-cdc ingest`` of the sample's files into a MOR table; each round's result."""
     done = subprocess.run(
         [
-            "hudi-cdc", *extra, "ingest", "--source", "files", "--source-path", sample.source_path,
+            "hudi-cdc", "ingest", "--source", "files", "--source-path", sample.source_path,
             "--flavor", "postgres", "--target-base-path", base, "--target-table", "customers",
-            "--table-type", "mor", "--record-key-fields", "id", "--json",
+            "--table-type", "mor", "--record-key-fields", "id", "--json", *extra,
         ],
         cwd=cwd, env=env, capture_output=True, text=True, timeout=900,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-4000:]
-    return done
+    assert done.stderr == "", done.stderr  # Spark's and Ivy's output went to the log file
+    # stdout carries the results and nothing else (Ivy's resolution report goes to stderr).
+    return [json.loads(line) for line in done.stdout.strip().splitlines()]
+
+
+# Two rounds in one process (one JVM start): the snapshot's file makes a new MOR table (Spark's datasource
+# makes its file groups), then the changes' file is a small round the writer jar takes.
+TWO_ROUNDS = ("--continuous", "--max-rounds", "2", "--source-limit", "1")
 
 
 def _writers(spark, base: Path) -> list[str]:  # noqa: ANN001
@@ -68,24 +74,17 @@ def test_wheel_installed_outside_the_checkout_ingests_files_on_the_fast_paths(
         assert f"  {name}: {wheel_jars / name} (from the wheel)" in text.stdout, text.stdout
     assert "faster path is off" not in text.stdout
 
-    # Round 1: a new MOR table (Spark's datasource makes its file groups); every bucket gets one.
     sample = SampleCustomers(tmp_path / "events", keys=200)
-    sample.snapshot(rows=150)
+    sample.snapshot(rows=150)  # every one of the new table's 4 buckets gets a file group
+    sample.changes(seed=3)
     base = tmp_path / "lake" / "customers"
-    done = _ingest(env, tmp_path, sample, base)
-    assert done.stderr == "", done.stderr  # Spark's and Ivy's output went to the log file
+    rounds = _ingest(env, tmp_path, sample, base, *TWO_ROUNDS)
+    assert len(rounds) == 2 and all(r["commit_time"] for r in rounds), rounds
+    assert rounds[1]["events"] > 20
     resolved = [p.name for p in (jvm_home / ".ivy2" / "jars").glob("*.jar")]
     assert "org.apache.hudi_hudi-spark3.5-bundle_2.12-1.2.0.jar" in resolved, resolved
-    # stdout carries the result and nothing else (Ivy's resolution report goes to stderr).
-    (line,) = done.stdout.strip().splitlines()
-    assert json.loads(line)["commit_time"]
-
-    # Round 2: a small round, written by the wheel's writer jar (Hudi's Java write client, no Spark job),
-    # with the pick jar on the same session's classpath (-v logs the session's jars).
-    sample.changes(seed=3)
-    done = _ingest(env, tmp_path, sample, base, "-v")
-    assert f"{wheel_jars / 'hudi-cdc-pick-1.jar'}" in done.stderr, done.stderr[-3000:]
-    assert json.loads(done.stdout.strip().splitlines()[-1])["events"] > 20
+    # The second round was written by the wheel's writer jar (Hudi's Java write client, no Spark job): the
+    # wheel's jars reached the session's classpath, the pick jar beside it in the same --jars list.
     assert _writers(spark, base) == ["spark", "java"]
 
     table = spark.read.format("hudi").load(str(base))
@@ -96,19 +95,21 @@ def test_wheel_installed_outside_the_checkout_ingests_files_on_the_fast_paths(
 def test_the_oldest_pyspark_of_the_range_runs_a_round(
     spark, make_wheel_venv: Callable[[str | None], Path], bare_python: Path, jvm_home: Path, tmp_path: Path
 ) -> None:
-    """One round on the embedded default (files) with PySpark 3.5.0: the jars built against 3.5.7 load in
-    it, and Spark's own modules are resolved at its version."""
+    """The embedded default (files) with PySpark 3.5.0: the jars built against 3.5.7 run in it, and Spark's
+    own modules are resolved at its version."""
     wheel_venv = make_wheel_venv(OLDEST_PYSPARK)
     env = user_env(wheel_venv / "bin", bare_python)
     env["SPARK_SUBMIT_OPTS"] = f"-Duser.home={jvm_home}"
     version = subprocess.run(["hudi-cdc", "--version"], env=env, capture_output=True, text=True, check=True).stdout
     assert f"Spark {OLDEST_PYSPARK}\nHudi 1.2.0 (Maven coordinates Spark resolves)\n" in version, version
 
-    sample = SampleCustomers(tmp_path / "events")
-    sample.snapshot()
+    sample = SampleCustomers(tmp_path / "events", keys=200)
+    sample.snapshot(rows=150)
     sample.changes(seed=3)
     base = tmp_path / "lake"
-    _ingest(env, tmp_path, sample, base, "-v")
+    # Two rounds in its one process, so both of our jars (built against 3.5.7) run on 3.5.0.
+    _ingest(env, tmp_path, sample, base, *TWO_ROUNDS)
+    assert _writers(spark, base) == ["spark", "java"]
     resolved = [p.name for p in (jvm_home / ".ivy2" / "jars").glob("*.jar")]
     assert f"org.apache.spark_spark-avro_2.12-{OLDEST_PYSPARK}.jar" in resolved, resolved
     rows = {r["id"]: r.asDict() for r in spark.read.format("hudi").load(str(base)).select(*_COLUMNS).collect()}
