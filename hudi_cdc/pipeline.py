@@ -434,6 +434,8 @@ def _write(round_: _Round, batch: Batch, plan: WritePlan, committed: bool) -> In
         raise failures.judge(exc, start=json.dumps(round_.checkpoint, sort_keys=True)) from exc.__cause__
     failures.clear()
     details["writer"] = round_.table.last_writer
+    if round_.table.java_failed:  # the Java client failed before its commit; Spark's datasource wrote the round
+        details["java_failed"] = round_.table.java_failed
     return _record(round_, batch, plan, commit_time, held=held, details=details, quarantined=quarantined)
 
 
@@ -585,7 +587,11 @@ def _commit(
     if (shaped := recorded_shape(config)) is not None:
         metadata[opt.SHAPE_KEY] = json.dumps(shaped, sort_keys=True)
     metadata.update(extra_metadata or {})
-    small = SmallWrite(rows=stats.get("upserts", 0) + stats.get("deletes", 0), max_rows=config.java_writer_max_rows)
+    small = SmallWrite(
+        rows=stats.get("upserts", 0) + stats.get("deletes", 0),
+        max_rows=config.java_writer_max_rows,
+        max_bytes=config.java_writer_max_bytes,
+    )
     return table.write(rows, options, metadata, small=small)
 
 

@@ -39,6 +39,8 @@ Pushgateway after a one-shot run (``[run] pushgateway_url``). Per table:
 - ``hudi_cdc_round_step_seconds_total{table,step}``: the rounds' seconds per step.
 - ``hudi_cdc_schema_changes_total{table,kind}``: schema changes the rounds took (column_added,
   column_dropped, type_widened, type_changed, column_renamed; envelope.evolution).
+- ``hudi_cdc_java_writer_fallbacks_total{table}``: rounds Hudi's Java write client failed before its
+  commit and Spark's datasource wrote instead (sink.small_write; the round's ``java_failed`` says why).
 """
 
 from __future__ import annotations
@@ -112,6 +114,12 @@ class PipelineMetrics:
         self.schema_changes = Counter(
             "hudi_cdc_schema_changes", "Schema changes the commits took, by kind", [*labels, "kind"], registry=r
         )
+        self.java_fallbacks = Counter(
+            "hudi_cdc_java_writer_fallbacks",
+            "Rounds the Java write client failed before its commit, written by Spark's datasource instead",
+            labels,
+            registry=r,
+        )
 
     def observe(self, table: TableState, result: IngestResult | None, *, now: float | None = None) -> None:
         """Record one finished round (``result`` None: it failed, ``table.last_error_kind`` says how)."""
@@ -137,6 +145,8 @@ class PipelineMetrics:
             self.quarantined.labels(name).inc(result.quarantined)
         for kind, n in (result.details.get("schema_changes") or {}).items():
             self.schema_changes.labels(name, kind).inc(n)
+        if result.details.get("java_failed"):
+            self.java_fallbacks.labels(name).inc()
         if result.committed and result.source_ts_ms_min is not None:
             self.freshness.labels(name).observe(max(0.0, now - result.source_ts_ms_min / 1000))
 

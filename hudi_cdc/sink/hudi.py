@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from hudi_cdc._jvm import hadoop_conf, java_message, jvm
-from hudi_cdc.errors import SinkError
+from hudi_cdc.errors import HudiCdcError, SinkError
 from hudi_cdc.sink import options as opt
 from hudi_cdc.sink import small_write
 from hudi_cdc.spark import task_heap_bytes
@@ -28,10 +28,12 @@ __all__ = ["CommitInfo", "HudiTable", "SmallWrite", "first_commit_rows", "index_
 
 @dataclass(frozen=True)
 class SmallWrite:
-    """A write of ``rows`` rows, which Hudi's Java write client may take if at most ``max_rows``."""
+    """A write of ``rows`` rows, which Hudi's Java write client may take if at most ``max_rows`` holding
+    at most ``max_bytes`` (None: its share of the driver's heap, ``small_write.HEAP_SHARE``)."""
 
     rows: int
     max_rows: int
+    max_bytes: int | None = None
 
 
 @dataclass(frozen=True)
@@ -52,6 +54,7 @@ class HudiTable:
         self._client = None
         self._exists = False
         self.last_writer = ""  # who wrote the last write(): "spark" (the datasource) or "java" (sink.small_write)
+        self.java_failed: str | None = None  # the Java client's failure the last write() stepped around, if any
 
     def exists(self) -> bool:
         """Whether the table has its properties, or their backup alone: a writer killed while Hudi
@@ -214,7 +217,8 @@ class HudiTable:
         """Upsert ``rows`` in one commit carrying ``extra_metadata`` (with ``marker``); return its instant time.
 
         ``small``: the row count, and the most rows Hudi's Java write client may take instead of Spark's
-        datasource (``sink.small_write``); which of the two wrote the commit is left in ``last_writer``.
+        datasource (``sink.small_write``); which of the two wrote the commit is left in ``last_writer``, and
+        the Java client's failure before its commit, when Spark's datasource wrote the round instead, in ``java_failed``.
         """
         before = self._instant_times()
         # Arrays may hold NULL elements (int[] {1,NULL}); parquet-avro's legacy
@@ -224,11 +228,15 @@ class HudiTable:
             block = opt.log_block_max_size(task_heap_bytes(self._spark))
             options = {**options, opt.LOG_BLOCK_MAX_SIZE: str(block)}
         try:
-            self.last_writer = "java" if self._write_small(rows, options, extra_metadata, small) else "spark"
+            outcome = self._write_small(rows, options, extra_metadata, small)
+            self.last_writer = "java" if outcome.instant else "spark"
+            self.java_failed = outcome.failed
             if self.last_writer == "spark":
                 rows.write.format("hudi").options(**options).options(**extra_metadata).mode("append").save(
                     self.base_path
                 )
+        except HudiCdcError:
+            raise
         except Exception as exc:
             raise SinkError(f"writing Hudi table {self.base_path} failed: {java_message(exc)}") from exc
         ours = [c for c in self._commit_infos(only=self._instant_times() - before) if marker in c.extra]
@@ -238,13 +246,15 @@ class HudiTable:
 
     def _write_small(
         self, rows: DataFrame, options: Mapping[str, str], metadata: Mapping[str, str], small: SmallWrite | None
-    ) -> bool:
-        """Whether Hudi's Java write client wrote ``rows`` (False: nothing written, Spark's datasource writes them)."""
-        if small is None or small_write.declined(options, small.rows, small.max_rows) is not None:
-            return False
+    ) -> small_write.Outcome:
+        """What Hudi's Java write client did with ``rows`` (no instant: nothing written, Spark's datasource writes them)."""
+        if small is None:
+            return small_write.Outcome(declined="not a round")
+        if (why := small_write.declined(options, small.rows, small.max_rows)) is not None:
+            return small_write.Outcome(declined=why)
         if not self.has_commits():  # a new table: Spark's datasource creates it and its file groups
-            return False
-        return small_write.write(self._spark, self.base_path, rows, options, metadata) is not None
+            return small_write.Outcome(declined="a new table")
+        return small_write.write(self._spark, self.base_path, rows, options, metadata, max_bytes=small.max_bytes)
 
     def read(self) -> DataFrame:
         return self._spark.read.format("hudi").load(self.base_path)

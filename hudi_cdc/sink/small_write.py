@@ -10,30 +10,62 @@ Java write client"; tests/sink/test_small_write.py compares it with the datasour
 
 It is used where it is measured to win and known to be equal: MERGE_ON_READ, unpartitioned,
 the bucket index with its simple engine (hudi-cdc's default for new unpartitioned tables), an
-upsert of at most ``java_writer_max_rows`` rows. The JVM side declines, before it starts a commit,
-what it cannot write exactly as the datasource would (a schema that is not the table's, a key
-type Avro and Spark render differently, a bucket with no file group yet); the round then goes
-to Spark as before. A failure after the commit started is a failed write like any other: the
-inflight instant is rolled back by the next writer.
+upsert of at most ``java_writer_max_rows`` rows holding at most ``java_writer_max_bytes`` (by
+default a sixteenth of the driver's heap: the driver holds the rows about four times over while
+it writes them). It only ever steps aside, never holds the table up:
+
+- the JVM side declines, before it starts a commit, what it cannot write exactly as the
+  datasource would (a schema that is not the table's, a null in a column the table declares NOT
+  NULL, a key type Avro and Spark render differently, a bucket with no file group yet, an index in
+  the metadata table only Spark maintains, an earlier write's instant still pending, a compaction
+  plan pending where compaction runs inline); the round goes to Spark as before;
+- any failure of its own before its commit starts (an out-of-memory error included) hands the
+  round to Spark's datasource too: logged as a warning and counted (``Outcome.failed``);
+- a failure after the commit started is a failed write like any other: the inflight instant is
+  rolled back by the next round, which is Spark's (an instant is pending);
+- two file groups in one bucket are refused as the corruption they are (Hudi's bucket index
+  refuses them too).
+
+It runs no compaction: where compaction runs inline, its commit schedules the plan and the next
+round goes to the datasource, whose inline compaction executes pending plans first; with
+``async_compaction`` the compactor (``sink.compaction``) executes it.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from hudi_cdc._jvm import jvm
+from hudi_cdc.errors import TerminalSinkError
 from hudi_cdc.sink import options as opt
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame, SparkSession
 
-__all__ = ["JAVA_CLASS", "declined", "write"]
+__all__ = ["HEAP_SHARE", "JAVA_CLASS", "Outcome", "declined", "round_bytes", "write"]
 
 log = logging.getLogger(__name__)
 
 JAVA_CLASS = "io.hudicdc.writer.SmallWrite"
+
+HEAP_SHARE = 16
+"""The default byte budget of a round is the driver's heap over this: the rows arrive compressed,
+become Avro records, their payloads' bytes and then log blocks, each held while the next is made."""
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What the Java client did with a round."""
+
+    instant: str | None = None
+    """Its commit; None: it wrote nothing, and Spark's datasource writes the round."""
+    declined: str | None = None
+    """Why it did not take the round, by its rules."""
+    failed: str | None = None
+    """Its own failure before its commit started: the round went to the datasource all the same."""
 
 
 def declined(options: Mapping[str, str], rows: int, max_rows: int) -> str | None:
@@ -51,22 +83,69 @@ def declined(options: Mapping[str, str], rows: int, max_rows: int) -> str | None
     return None
 
 
+def round_bytes(rows: DataFrame) -> int:
+    """The bytes ``rows`` hold, as the driver would hold them: text and binary values by their length,
+    nested values by their JSON text, 8 for any other value (one Spark job over the rows, none collected)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    sizes: list[Column] = []
+    fixed = 0
+    for field in rows.schema.fields:
+        column = rows[field.name]
+        if isinstance(field.dataType, (T.StringType, T.BinaryType)):
+            sizes.append(F.coalesce(F.octet_length(column), F.lit(0)))
+        elif isinstance(field.dataType, (T.ArrayType, T.MapType, T.StructType)):
+            sizes.append(F.coalesce(F.octet_length(F.to_json(column)), F.lit(0)))
+        else:
+            fixed += 8
+    per_row = sum(sizes, F.lit(fixed).cast("long"))
+    total = rows.agg(F.sum(per_row).alias("bytes")).first()
+    return int(total["bytes"] or 0) if total else 0
+
+
 def write(
-    spark: SparkSession, base_path: str, rows: DataFrame, options: Mapping[str, str], metadata: Mapping[str, str]
-) -> str | None:
-    """Write ``rows`` in one commit carrying ``metadata``; its instant, or None if the Java side declined
-    (nothing written: the caller writes with Spark)."""
+    spark: SparkSession,
+    base_path: str,
+    rows: DataFrame,
+    options: Mapping[str, str],
+    metadata: Mapping[str, str],
+    *,
+    max_bytes: int | None = None,
+) -> Outcome:
+    """Write ``rows`` in one commit carrying ``metadata``, unless they hold more than ``max_bytes``
+    (None: the driver's heap / HEAP_SHARE) or the Java side declines or fails before its commit: then
+    nothing is written and the caller writes with Spark. Two file groups in a bucket raise."""
     from py4j.java_gateway import JavaClass
 
-    writer = getattr(jvm(spark), JAVA_CLASS)
+    gateway = jvm(spark)
+    writer = getattr(gateway, JAVA_CLASS)
     if not isinstance(writer, JavaClass):  # a session without jars/writer's jar (`make jars` builds it)
         log.warning("%s is not on the session's classpath: writing with Spark's datasource", JAVA_CLASS)
-        return None
+        return Outcome(declined="the writer's jar is not on the classpath")
+    budget = (
+        max_bytes if max_bytes is not None else int(gateway.java.lang.Runtime.getRuntime().maxMemory()) // HEAP_SHARE
+    )
+    size = round_bytes(rows)
+    if size > budget:
+        why = f"the round holds about {size:,} bytes > java_writer_max_bytes = {budget:,}"
+        log.info("%s: written with Spark's datasource: %s", base_path, why)
+        return Outcome(declined=why)
     outcome = str(
         writer.write(spark._jsparkSession, rows._jdf, base_path, dict(options), {**metadata, opt.WRITER_KEY: "java"})
     )
     kind, _, value = outcome.partition(":")
-    if kind == "skip":
-        log.info("%s: written with Spark's datasource: %s", base_path, value)
-        return None
-    return value
+    if kind == "commit":
+        return Outcome(instant=value)
+    if kind == "corrupt":
+        raise TerminalSinkError(f"the table is corrupt: {value}")
+    if kind == "fail":
+        log.warning(
+            "%s: Hudi's Java write client failed before its commit, nothing written; Spark's datasource "
+            "writes the round instead: %s",
+            base_path,
+            value,
+        )
+        return Outcome(failed=value)
+    log.info("%s: written with Spark's datasource: %s", base_path, value)
+    return Outcome(declined=value)

@@ -7,24 +7,43 @@ read as snapshots and, after a compaction, read-optimized.
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
+import subprocess
 import sys
+import time
+import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
 
+from hudi_cdc._jvm import jvm
 from hudi_cdc.cli import main
+from hudi_cdc.pipeline import IngestResult
+from hudi_cdc.service.metrics import PipelineMetrics
+from hudi_cdc.service.states import TableState
 from hudi_cdc.sink import options as opt
-from hudi_cdc.sink.hudi import HudiTable
-from hudi_cdc.sink.small_write import declined
+from hudi_cdc.sink import small_write
+from hudi_cdc.sink.hudi import HudiTable, SmallWrite
+from hudi_cdc.sink.small_write import declined, round_bytes
+from hudi_cdc.testing.envelopes import pg_event
+from hudi_cdc.testing.faults import kill_group
 from hudi_cdc.testing.samples import SampleCustomers
-from tests.support import compact, kill_when_pending, pending_instants, table_state
+from payloads.base import DELETED_COLUMN, ORDER_COLUMN
+from tests.support import compact, pending_instants, table_state
 
 pytestmark = [pytest.mark.spark, pytest.mark.hudi]
 
 COLUMNS = ("id", "name", "email", "notes")
 HUDI_CDC = str(Path(sys.executable).parent / "hudi-cdc")
 NO_INLINE_COMPACTION = ("--hoodie-conf", "hoodie.compact.inline=false")
+# jars/writer's test hooks: a pause at the Java client's latest point before its instant completes
+# (the log blocks and the metadata table's delta commit written), and a failure before its commit starts.
+PAUSE_ENV = "HUDI_CDC_TEST_PAUSE_BEFORE_JAVA_COMMIT"
+FAIL_PROPERTY = "hudi_cdc.test.java_writer"
 
 
 def _args(sample: SampleCustomers, base: Path, *extra: str) -> list[str]:
@@ -35,10 +54,14 @@ def _args(sample: SampleCustomers, base: Path, *extra: str) -> list[str]:
     ]  # fmt: skip
 
 
-def _ingest(sample: SampleCustomers, base: Path, *extra: str, java_rows: int | None = None) -> None:
-    env = {} if java_rows is None else {"HUDI_CDC__JAVA_WRITER_MAX_ROWS": str(java_rows)}
-    result = CliRunner().invoke(main, _args(sample, base, *extra), env=env, catch_exceptions=False)
+def _ingest(
+    sample: SampleCustomers, base: Path, *extra: str, java_rows: int | None = None, env: dict[str, str] | None = None
+) -> list[dict[str, Any]]:
+    """One ``hudi-cdc ingest``; its rounds' results."""
+    env = {**(env or {}), **({} if java_rows is None else {"HUDI_CDC__JAVA_WRITER_MAX_ROWS": str(java_rows)})}
+    result = CliRunner().invoke(main, [*_args(sample, base, *extra), "--json"], env=env, catch_exceptions=False)
     assert result.exit_code == 0, result.output
+    return [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
 
 
 def _source(sample: SampleCustomers) -> dict[int, tuple]:
@@ -92,36 +115,199 @@ def test_a_bucket_without_a_file_group_goes_to_the_datasource(spark, tmp_path: P
     assert table_state(spark, str(base), COLUMNS) == _source(sample)
 
 
-def test_killed_during_a_java_client_commit_the_next_run_finishes(spark, tmp_path: Path) -> None:
+def test_killed_after_the_metadata_tables_delta_commit_a_spark_round_rolls_the_instant_back(
+    spark,  # noqa: ANN001
+    tmp_path: Path,
+) -> None:
     sample = SampleCustomers(tmp_path / "events", keys=300)
     sample.snapshot(rows=200)
     base = tmp_path / "table"
     _ingest(sample, base, *NO_INLINE_COMPACTION)
     sample.changes(seed=5)
-    timeline = base / ".hoodie" / "timeline"
+    # The Java client's latest point: its log blocks written, the metadata table's delta commit complete.
+    marker = tmp_path / "paused"
+    env = {**os.environ, PAUSE_ENV: str(marker)}
     command = [HUDI_CDC, *_args(sample, base, *NO_INLINE_COMPACTION)]
-    assert kill_when_pending(command, timeline, "deltacommit")
+    process = subprocess.Popen(command, env=env, start_new_session=True, stdout=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 240
+        while not marker.exists() and process.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert marker.exists(), f"the Java client never reached its commit (exit {process.poll()})"
+    finally:
+        kill_group(process)
+    instant = marker.read_text().split()[-1]
+    timeline = base / ".hoodie" / "timeline"
+    assert [n for n in pending_instants(timeline, "deltacommit") if n.startswith(instant)]
+    assert any(n.startswith(f"{instant}_") for n in os.listdir(base / ".hoodie" / "metadata" / ".hoodie" / "timeline"))
+    assert any(f"_{instant}.log." in n for n in os.listdir(base))  # the round's log blocks
     assert len(_writers(spark, base)) == 1  # the killed round committed nothing
 
     _ingest(sample, base, *NO_INLINE_COMPACTION)
-    assert _writers(spark, base) == ["spark", "java"]
+    assert _writers(spark, base) == ["spark", "spark"]  # an instant was pending: Spark's round rolled it back
     assert not pending_instants(timeline, "deltacommit")
-    assert table_state(spark, str(base), COLUMNS) == _source(sample)
+    assert any(n.endswith(".rollback") for n in os.listdir(timeline))
+    assert instant not in {c.instant for c in HudiTable(spark, str(base)).commits()}
+    expected = _source(sample)
+    assert table_state(spark, str(base), COLUMNS) == expected
+    assert spark.read.format("hudi").load(str(base)).count() == len(expected)  # no key twice
 
 
-def test_inline_compaction_runs_in_the_java_clients_round(spark, tmp_path: Path) -> None:
+def test_compaction_is_scheduled_by_the_java_client_and_run_by_the_next_spark_round(spark, tmp_path: Path) -> None:
     sample = SampleCustomers(tmp_path / "events", keys=100)
     sample.snapshot(rows=80)
     base = tmp_path / "table"
-    every_round = ("--hoodie-conf", "hoodie.compact.inline.max.delta.commits=1")
-    _ingest(sample, base, *every_round)
+    table = HudiTable(spark, str(base))
+    every_other_round = ("--hoodie-conf", "hoodie.compact.inline.max.delta.commits=2")
+    _ingest(sample, base, *every_other_round)
     sample.changes(seed=11)
-    _ingest(sample, base, *every_round)
+    _ingest(sample, base, *every_other_round)
     assert _writers(spark, base) == ["spark", "java"]
-    actions = [c.action for c in HudiTable(spark, str(base)).commits(newest_first=False)]
-    assert actions[-2:] == ["deltacommit", "commit"], actions  # the Java client's round, then its compaction
-    expected = _source(sample)
-    assert table_state(spark, str(base), COLUMNS, query_type="read_optimized") == expected
+    # The trigger was met in the Java client's round: it scheduled the plan and ran nothing.
+    plans = table.pending_compactions()
+    assert len(plans) == 1
+    assert [c.action for c in table.commits()] == ["deltacommit", "deltacommit"]
+
+    sample.changes(seed=12)
+    _ingest(sample, base, *every_other_round)  # a plan is pending: this round is Spark's, whose compaction runs it
+    assert _writers(spark, base) == ["spark", "java", "spark"]
+    assert table.pending_compactions() == []
+    compactions = [c for c in table.commits() if c.action == "commit"]
+    assert [c.instant for c in compactions] == plans
+    assert compactions[0].operation == "compact"
+
+    sample.changes(seed=13)
+    _ingest(sample, base, *every_other_round)
+    assert _writers(spark, base) == ["spark", "java", "spark", "java"]
+    assert table_state(spark, str(base), COLUMNS) == _source(sample)
+
+
+def _update_notes(sample: SampleCustomers, keys: range, notes: str) -> None:
+    """One file of updates of ``keys`` setting ``notes`` (a value stored out of line, as TOAST stores big text)."""
+    events = []
+    for key in keys:
+        sample.lsn += 1
+        sample.state[key] = {**sample.state[key], "notes": notes}
+        events.append(pg_event("u", lsn=sample.lsn, after=sample.state[key], txid=sample.lsn))
+    sample.write(events)
+
+
+def test_a_round_of_few_rows_over_the_byte_bound_goes_to_the_datasource(spark, tmp_path: Path) -> None:
+    sample = SampleCustomers(tmp_path / "events", keys=40)
+    sample.snapshot(rows=40)
+    base = tmp_path / "table"
+    bound = {"HUDI_CDC__JAVA_WRITER_MAX_BYTES": str(500_000)}
+    _ingest(sample, base, *NO_INLINE_COMPACTION, env=bound)
+    _update_notes(sample, range(5), "t" * 200_000)  # 5 rows, 1 MB of text: far below the row bound
+    _ingest(sample, base, *NO_INLINE_COMPACTION, env=bound)
+    _update_notes(sample, range(10, 15), "short")
+    _ingest(sample, base, *NO_INLINE_COMPACTION, env=bound)
+    assert _writers(spark, base) == ["spark", "spark", "java"]
+    assert table_state(spark, str(base), COLUMNS) == _source(sample)
+
+    rows = spark.createDataFrame([(1, "ab", b"xyz"), (2, None, None)], "id long, s string, b binary")
+    assert round_bytes(rows) == 2 * 8 + 2 + 3
+
+
+def _sink_options(**changes: str) -> dict[str, str]:
+    """A MOR upsert's options with the bucket index (two buckets), as sink.small_write takes it."""
+    return _options(**{opt.NUM_BUCKETS: "2", opt.COMPACT_INLINE: "false", **changes})
+
+
+def _metadata(round_: int) -> dict[str, str]:
+    return {opt.CHECKPOINT_KEY: json.dumps({"round": round_})}
+
+
+def test_a_null_in_a_not_null_column_is_declined_and_written_by_the_datasource(spark, tmp_path: Path) -> None:
+    from pyspark.sql.types import BooleanType, LongType, StringType, StructField, StructType
+
+    def schema(nullable: bool) -> StructType:
+        return StructType([
+            StructField("id", LongType(), False),
+            StructField("name", StringType(), nullable),
+            StructField(ORDER_COLUMN, StringType(), False),
+            StructField(DELETED_COLUMN, BooleanType(), False),
+        ])  # fmt: skip
+
+    base = str(tmp_path / "t")
+    table, options = HudiTable(spark, base), _sink_options()
+    first = [(k, f"n{k}", "0001", False) for k in range(8)]  # both buckets get a file group
+    table.write(spark.createDataFrame(first, schema(False)), options, _metadata(1))
+    stored = HudiTable(spark, base).read().schema
+    assert not stored["name"].nullable  # the table declares name NOT NULL
+
+    # A delete carries no after image: its name is null (REPLICA IDENTITY DEFAULT).
+    second = spark.createDataFrame([(3, None, "0002", True), (4, "m4", "0002", False)], schema(True))
+    before = table.commits()
+    outcome = small_write.write(spark, base, second, options, _metadata(2))
+    assert outcome.instant is None and outcome.failed is None
+    assert outcome.declined == "column name is null in a row but NOT NULL in the table's schema"
+    assert table.commits() == before  # nothing written
+
+    table.write(second, options, _metadata(2), small=SmallWrite(rows=2, max_rows=100))
+    assert table.last_writer == "spark"
+    third = spark.createDataFrame([(5, "m5", "0003", False)], schema(True))
+    table.write(third, options, _metadata(3), small=SmallWrite(rows=1, max_rows=100))
+    assert table.last_writer == "java"  # the datasource relaxed the column: nothing to decline any more
+    names = {r["id"]: r["name"] for r in table.read().collect()}
+    assert names == {0: "n0", 1: "n1", 2: "n2", 4: "m4", 5: "m5", 6: "n6", 7: "n7"}
+
+
+def test_a_failure_before_the_commit_hands_the_round_to_the_datasource_and_is_counted(spark, tmp_path: Path) -> None:
+    sample = SampleCustomers(tmp_path / "events", keys=60)
+    sample.snapshot(rows=60)
+    base = tmp_path / "table"
+    _ingest(sample, base, *NO_INLINE_COMPACTION)
+    sample.changes(seed=21)
+    system = jvm(spark).java.lang.System
+    system.setProperty(FAIL_PROPERTY, "fail-before-commit")
+    try:
+        results = _ingest(sample, base, *NO_INLINE_COMPACTION)
+    finally:
+        system.clearProperty(FAIL_PROPERTY)
+    assert results[-1]["details"]["writer"] == "spark"
+    assert "failure injected before the commit" in results[-1]["details"]["java_failed"]
+    sample.changes(seed=22)
+    results += _ingest(sample, base, *NO_INLINE_COMPACTION)
+    assert results[-1]["details"]["writer"] == "java" and "java_failed" not in results[-1]["details"]
+    assert _writers(spark, base) == ["spark", "spark", "java"]
+    assert table_state(spark, str(base), COLUMNS) == _source(sample)
+
+    metrics = PipelineMetrics("p")
+    state = TableState("customers", sample.topic, str(base))
+    for result in results:  # the failed-over round, then a Java round
+        metrics.observe(state, IngestResult(**result))
+    assert metrics.registry.get_sample_value("hudi_cdc_java_writer_fallbacks_total", {"table": "customers"}) == 1
+
+
+def test_two_file_groups_in_one_bucket_are_refused_as_corruption(spark, tmp_path: Path) -> None:
+    sample = SampleCustomers(tmp_path / "events", keys=40)
+    sample.snapshot(rows=40)
+    base = tmp_path / "table"
+    no_metadata = ("--hoodie-conf", "hoodie.metadata.enable=false")  # the copy is seen by listing, not the index
+    _ingest(sample, base, *NO_INLINE_COMPACTION, *no_metadata)
+    # A second file group in bucket 1: its base file copied under another file id of the same bucket.
+    original = next(f for f in os.listdir(base) if f.startswith("00000001-") and f.endswith(".parquet"))
+    file_id = original.split("_")[0]
+    copy_id = "00000001-" + str(uuid.uuid4())[9:] + file_id[36:]
+    shutil.copy(base / original, base / original.replace(file_id, copy_id))
+    sample.changes(seed=31)
+    result = CliRunner().invoke(main, _args(sample, base, *NO_INLINE_COMPACTION, *no_metadata))
+    assert result.exit_code == 1, result.output  # terminal: a retry fails the same way
+    message = result.output
+    for part in ("corrupt", "customers", str(base), "bucket 1 has two file groups", file_id, copy_id):
+        assert part in message, (part, message)
+    assert len(_writers(spark, base)) == 1  # nothing written
+
+    # Spark's datasource refuses the same table (its bucket index): neither path writes it.
+    spark_only = CliRunner().invoke(
+        main,
+        _args(sample, base, *NO_INLINE_COMPACTION, *no_metadata),
+        env={"HUDI_CDC__JAVA_WRITER_MAX_ROWS": "0"},
+    )
+    assert spark_only.exit_code != 0
+    assert "same bucket id = 1" in spark_only.output, spark_only.output
+    assert len(_writers(spark, base)) == 1
 
 
 def _options(**changes: str) -> dict[str, str]:
