@@ -156,21 +156,14 @@ def _local(path: str) -> str | None:
 
 
 def _listed(spec: PipelineSpec, session: Session | None) -> list[TableRef]:
-    """The source's tables as ``run`` discovers them; a local files source is listed without Spark."""
+    """The source's tables as ``run`` discovers them; only a files source off the local disk needs Spark."""
     from hudi_cdc.service.discovery import discover
 
-    if source_kind(spec) == "files":
-        root = _files_root(spec)
-        local = _local(root)
-        if local is not None:
-            if not os.path.isdir(local):
-                raise ConfigError(f"{spec.origin} [source]: the folder {root} does not exist")
-            names = [e.name for e in os.scandir(local) if e.is_dir() and not e.name.startswith((".", "_"))]
-            return [TableRef(n) for n in sorted(names) if spec.source.matches(n)]
+    if source_kind(spec) == "files" and _local(_files_root(spec)) is None:
         if session is None:
-            raise ConfigError(f"{spec.origin}: listing the folders of {root} needs a Spark session")
+            raise ConfigError(f"{spec.origin}: listing the folders of {_files_root(spec)} needs a Spark session")
         return discover(session(), spec)
-    return discover(None, spec)  # type: ignore[arg-type]  # Kafka and JDBC are listed without Spark
+    return discover(None, spec)  # Kafka, JDBC and a local folder are listed without Spark
 
 
 def source_kind(spec: PipelineSpec) -> str:
