@@ -415,8 +415,11 @@ class IngestConfig:
         "A Spark SQL predicate: rows it does not hold for (NULL included) are deleted from the table.", default=None
     )
     masks: Mapping[str, str] = setting(
-        "Column -> hash (HMAC-SHA256 with the salt), redact or keep_last:N; text columns only.",
+        "Column -> hash (HMAC-SHA256 with the salt), redact or keep_last:N; text columns only. Merged column by "
+        "column across layers: a later section changes a column's mask, never lifts one an earlier layer set.",
         default_factory=dict,
+        # A mask is a protection: a table's own section naming other columns must not drop a pattern's masks.
+        merged_by_key=True,
         aliases=("mask",),
         metavar="COL=KIND",
     )
@@ -914,7 +917,7 @@ def merge_settings(
     changes one kind of a file's ``schema_changes``); any other replaces the earlier value whole.
     With ``origins``, each setting's origin (``origin``, or ``origin(name)``) is recorded there, the
     later one winning: what ``config show`` prints beside each value."""
-    by_key = {d.name for d in declared(IngestConfig) if d.meta.merged_by_key}
+    by_key = {d.name for d in declared(IngestConfig) if d.meta.merged_by_key}  # masks too: never lifted by a layer
     for key, value in layer.items():
         if key in by_key and key in merged:
             value = {**merged[key], **value}

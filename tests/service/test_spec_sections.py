@@ -209,3 +209,13 @@ transport = "console"
     with warnings.catch_warnings(), pytest.raises(ConfigError, match=r"\[source\]: kind and source are the same"):
         warnings.simplefilter("ignore", FutureWarning)
         load_pipeline(path, env={})
+
+
+def test_masks_merge_column_by_column_so_a_table_section_never_lifts_a_patterns_mask(tmp_path: Path) -> None:
+    sections = (
+        '[tables."*.customers"]\nmasks = { email = "redact", name = "keep_last:2" }\n'
+        '[tables."public.customers"]\nmasks = { name = "redact", phone = "redact" }\n'
+    )
+    spec = load_pipeline(_pipeline(tmp_path, sections), env={})
+    config = spec.table_config(TableRef("acc.public.customers"))
+    assert dict(config.masks) == {"email": "redact", "name": "redact", "phone": "redact"}
