@@ -11,8 +11,9 @@ derives from hudi-cdc's error classes, never by reading messages:
 - 75, a transient error (broker or registry down, a failed write): the task
   fails and Airflow retries it as its ``retries`` say; a process killed by a
   signal is treated the same, since the next round finishes the job;
-- 1, a terminal error (bad configuration, undecodable input, an incompatible
-  schema change): ``AirflowFailException``, failed at once without retries.
+- 2, a configuration error, or 1, a terminal error in the input (undecodable
+  events, an incompatible schema change): ``AirflowFailException``, failed at
+  once without retries (any status but 0 and 75 is; docs/cli.md has the table).
 
 The command helpers need no Airflow; the operator class is built on first use
 and says which ``pip install`` is missing when Airflow is not there.
