@@ -414,15 +414,25 @@ class Runner:
             # taken within their lease's expiry, not after this runner's own rounds.
             try:
                 writable = self._may_write(table, now)
-            except (HudiCdcError, OSError) as exc:  # the lease's store did not answer: asked again later
-                log.warning("%s: its writer lease could not be read or taken (%s); asked again", table.name, exc)
-                table.due = now + self._lease_retry_s(table)
+            except (HudiCdcError, OSError) as exc:  # the lease's store did not answer: a failed round, retried
+                self._lease_failed(table, exc, now)
                 writable = False
             if writable and len(chosen) < slots:
                 chosen.append(table)
         return chosen
 
     # -- one writer per table: the leases ----------------------------------
+    def _lease_failed(self, table: TableState, exc: BaseException, now: float) -> None:
+        """A lease that could not be read or written (a full disk, the store down) fails the table's round as
+        any write would: counted, shown in status with its cause, retried with backoff (transient unless
+        hudi-cdc classed it terminal), and reported to ``on_round``; never a table silently left waiting."""
+        if not isinstance(exc, HudiCdcError):
+            exc = TransientError(f"{table.name}: its writer lease could not be read or taken: {exc}")
+        self._failed(table, exc, now)
+        self.metrics.observe(table, None)
+        if self.on_round:
+            self.on_round(table, None)
+
     def _may_write(self, table: TableState, now: float) -> bool:
         """Whether this runner holds (or now takes) the table's writer lease; else the table waits and is asked
         for again later. A continuous run takes a free table only while it holds fewer than its share of the
