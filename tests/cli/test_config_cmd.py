@@ -42,7 +42,7 @@ lineage_url = "http://ol:s3cr3t@marquez:5000"
 
 [tables."*.customers"]
 source_limit = 10
-masks = {{ email = "hash" }}
+masks = {{ email = "redact" }}
 [tables."*.customers".hoodie_conf]
 "hoodie.x.password" = "hunter2"
 "hoodie.parquet.max.file.size" = "1024"
@@ -66,7 +66,9 @@ def test_a_pipeline_tables_settings_with_their_origins(pipeline: Path) -> None:
     )
     settings = report["settings"]
     assert {f.name for f in IngestConfig.__dataclass_fields__.values()} == set(settings)  # every setting
-    assert settings["masks"] == {"value": {"name": "redact"}, "origin": f'{pipeline} [tables."public.customers"]'}
+    # masks merge column by column: the exact section adds to the pattern's, never lifts them
+    masks = {"value": {"email": "redact", "name": "redact"}, "origin": f'{pipeline} [tables."public.customers"]'}
+    assert settings["masks"] == masks
     assert settings["source_limit"] == {"value": 25, "origin": "environment variable HUDI_CDC__SOURCE_LIMIT"}
     assert settings["table_type"] == {"value": "MERGE_ON_READ", "origin": f"{pipeline} [defaults]"}
     assert settings["lineage_transport"]["origin"] == f"{pipeline} [lineage]"
