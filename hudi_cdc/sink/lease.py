@@ -218,12 +218,17 @@ class _LocalStore:
         self.folder = folder
 
     def _tmp(self, data: bytes) -> str:
-        os.makedirs(self.folder, exist_ok=True)
         tmp = os.path.join(self.folder, f".tmp-{process_owner_id()}-{uuid.uuid4().hex[:8]}")
-        with open(tmp, "wb") as out:
-            out.write(data)
-            out.flush()
-            os.fsync(out.fileno())
+        try:
+            os.makedirs(self.folder, exist_ok=True)
+            with open(tmp, "wb") as out:
+                out.write(data)
+                out.flush()
+                os.fsync(out.fileno())
+        except OSError as exc:  # a full disk, a read-only mount: as any write of the table would fail
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise SinkError(f"{self.folder}: the table's writer lease cannot be written: {exc}") from exc
         return tmp
 
     def names(self) -> list[str]:
@@ -245,6 +250,8 @@ class _LocalStore:
             os.link(tmp, os.path.join(self.folder, name))  # fails if the name exists: the compare-and-swap
         except FileExistsError:
             return False
+        except OSError as exc:
+            raise SinkError(f"{self.folder}: the table's writer lease cannot be written: {exc}") from exc
         finally:
             os.unlink(tmp)
         return True
