@@ -187,7 +187,7 @@ def test_missing_topic_is_named_and_not_created(tmp_path: Path) -> None:
         "--source", "kafka", "--topic", name, "--bootstrap-servers", BOOTSTRAP, "--schema-registry-url", REGISTRY,
         "--target-base-path", str(tmp_path / "t"), "--target-table", "t",
     )  # fmt: skip
-    assert done.exit_code == 1
+    assert done.exit_code == 2  # a configuration error (docs/cli.md)
     assert f"topic {name!r} does not exist" in done.output
     assert name not in AdminClient({"bootstrap.servers": BOOTSTRAP}).list_topics(timeout=10).topics
 
