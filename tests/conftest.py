@@ -91,6 +91,27 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         if "spark" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.spark)
     _needs_stack([item for item in items if "tests/stack/" in item.nodeid or item.get_closest_marker("stack")])
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        _longest_first(items)
+
+
+# Seconds per test file of the last measured run (.ci/durations.py --hints writes it): make test's workers take
+# the longest files first, so that no long file starts last and runs on alone (the makespan's tail).
+FILE_SECONDS = Path(__file__).with_name("file_seconds.json")
+
+
+def _longest_first(items: list[pytest.Item]) -> None:
+    """Sort ``items`` by the seconds their worker group took last time, longest first (a file's own order
+    kept; unknown files after the known ones, in collection order). Every worker sorts alike."""
+    import json
+
+    try:
+        seconds: dict[str, float] = json.loads(FILE_SECONDS.read_text())
+    except (OSError, ValueError):
+        return
+    groups = {_group(item.nodeid) for item in items}
+    weight = {g: sum(v for f, v in seconds.items() if _group(f + "::") == g) for g in groups}
+    items.sort(key=lambda item: -weight[_group(item.nodeid)])
 
 
 # The files that change the stack's sample tables (or start the standalone cluster) and compare whole tables
@@ -114,10 +135,15 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:  # noqa
 
     class FileGroups(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            path = nodeid.split("::", 1)[0]
-            return "shared_sample_tables" if path in SHARED_SAMPLE_TABLES else path
+            return _group(nodeid)
 
     return FileGroups(config, log)
+
+
+def _group(nodeid: str) -> str:
+    """The unit a worker takes: a test file, or all of the ``SHARED_SAMPLE_TABLES`` files."""
+    path = nodeid.split("::", 1)[0]
+    return "shared_sample_tables" if path in SHARED_SAMPLE_TABLES else path
 
 
 def _needs_stack(mine: list[pytest.Item]) -> None:
