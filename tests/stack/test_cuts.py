@@ -41,7 +41,9 @@ RUN = f"cut_{uuid.uuid4().hex[:6]}"
 PREFIX = f"cuts{RUN[4:]}"
 
 
-def _pipeline(tmp_path: Path, topics: str = f"{PREFIX}.inventory.{RUN}_*", flavor: str = "postgres") -> Path:
+def _pipeline(
+    tmp_path: Path, topics: str = f"{PREFIX}.inventory.{RUN}_*", flavor: str = "postgres", run: str = RUN
+) -> Path:
     path = tmp_path / "cuts.toml"
     path.write_text(
         f"""
@@ -61,7 +63,7 @@ min_sync_interval_seconds = 1
 # on a slow run the defaults (10) cleaned the oldest cut's files before the test read it.
 hoodie_conf = {{ "hoodie.cleaner.commits.retained" = "300", "hoodie.keep.min.commits" = "310", "hoodie.keep.max.commits" = "320" }}
 
-[tables."inventory.{RUN}_acct_b"]
+[tables."inventory.{run}_acct_b"]
 table_type = "cow"
 
 [run]
@@ -186,7 +188,8 @@ def test_mariadb_cuts_keep_the_invariants_too(spark, tmp_path: Path) -> None:  #
     with mariadb.connect() as conn:
         workload.create(conn)
     try:
-        path = _pipeline(tmp_path, f"mariadb1.inventory.{tag}_*", "mysql")
+        # Its acct_b section names its own table: the Postgres run's name matched nothing (now refused).
+        path = _pipeline(tmp_path, f"mariadb1.inventory.{tag}_*", "mysql", tag)
         state, log = tmp_path / "cuts.state", tmp_path / "runner.log"
         with mariadb.connect() as conn:
             workload.start(conn)
