@@ -17,6 +17,7 @@ __all__ = [
     "config_options",
     "option_settings",
     "options_config",
+    "options_config_with_origins",
     "parse_hoodie_conf",
     "password_options",
     "setting_option",
@@ -135,6 +136,18 @@ def options_config(
 ) -> IngestConfig:
     """The ingest settings of a command with :func:`config_options`: the built-in defaults, then the
     file, then the environment, then the options; an error names the flag a value came from."""
+    return options_config_with_origins(props_file, config_file, hoodie_conf, options, config_class=config_class)[0]
+
+
+def options_config_with_origins(
+    props_file: str | None,
+    config_file: str | None,
+    hoodie_conf: tuple[str, ...],
+    options: dict[str, Any],
+    *,
+    config_class: type | None = None,
+) -> tuple[IngestConfig, dict[str, str]]:
+    """:func:`options_config`, and where each setting came from (``config show``)."""
     from hudi_cdc.config import load_config_with_origins
 
     flags: dict[str, str] = {}
@@ -147,7 +160,7 @@ def options_config(
         argument_place="cli",
         config_class=config_class,
         **settings,
-    )[0]
+    )
 
 
 def option_settings(

@@ -77,20 +77,9 @@ def show(
 def _ingest(
     props_file: str | None, config_file: str | None, hoodie_conf: tuple[str, ...], options: dict[str, Any]
 ) -> tuple[IngestConfig, dict[str, str]]:
-    from hudi_cdc.cli._common import option_settings, parse_hoodie_conf
-    from hudi_cdc.config import load_config_with_origins
-    from hudi_cdc.settings import flag_name
+    from hudi_cdc.cli._common import options_config_with_origins
 
-    flags: dict[str, str] = {}
-    settings = option_settings(options, flags=flags)
-    return load_config_with_origins(
-        config_file=config_file,
-        props_file=props_file,
-        hoodie_conf=parse_hoodie_conf(hoodie_conf),
-        argument_origin=lambda name: flags.get(name, flag_name(name)),
-        argument_place="cli",
-        **settings,
-    )
+    return options_config_with_origins(props_file, config_file, hoodie_conf, options)
 
 
 def effective(settings: IngestConfig, origins: Mapping[str, str]) -> dict[str, dict[str, Any]]:
