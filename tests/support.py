@@ -238,3 +238,27 @@ def tamper(
             spark.createDataFrame(list(records), schema=schema).write.format("hudi").options(
                 **{**options, opt.OPERATION: operation, opt.COMPACT_INLINE: "false"}
             ).mode("append").save(base)
+
+
+def files_pipeline(tmp_path: Path, sections: str = "", *, folders: Sequence[str] = (), defaults: str = "") -> Path:
+    """``tmp_path/acc.toml``: a pipeline of the files source ``tmp_path/landing`` (tables ``acc.*``, the folders
+    made), keyed by ``id``, lake ``tmp_path/lake/{table}``; ``defaults`` adds lines to [defaults], then ``sections``."""
+    for folder in folders:
+        (tmp_path / "landing" / folder).mkdir(parents=True, exist_ok=True)
+    path = tmp_path / "acc.toml"
+    path.write_text(
+        f"""
+[source]
+source = "files"
+source_path = "{tmp_path / "landing"}"
+tables = "acc.*"
+
+[defaults]
+target_base_path = "{tmp_path / "lake"}/{{table}}"
+target_table = "{{table}}"
+record_key_fields = "id"
+{defaults}
+"""
+        + sections
+    )
+    return path

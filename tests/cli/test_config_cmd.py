@@ -13,6 +13,7 @@ from click.testing import CliRunner, Result
 
 from hudi_cdc.cli import main
 from hudi_cdc.config import IngestConfig
+from tests.support import files_pipeline
 
 
 def _show(*args: str, env: dict[str, str] | None = None) -> Result:
@@ -21,37 +22,22 @@ def _show(*args: str, env: dict[str, str] | None = None) -> Result:
 
 @pytest.fixture
 def pipeline(tmp_path: Path) -> Path:
-    (tmp_path / "landing" / "acc.public.customers").mkdir(parents=True)
-    path = tmp_path / "acc.toml"
-    path.write_text(
-        f"""
-[source]
-source = "files"
-source_path = "{tmp_path / "landing"}"
-tables = "acc.*"
-
-[defaults]
-target_base_path = "{tmp_path / "lake"}/{{table}}"
-target_table = "{{table}}"
-record_key_fields = "id"
-table_type = "mor"
-
+    sections = """
 [lineage]
 lineage_transport = "http"
 lineage_url = "http://ol:s3cr3t@marquez:5000"
 
 [tables."*.customers"]
 source_limit = 10
-masks = {{ email = "redact" }}
+masks = { email = "redact" }
 [tables."*.customers".hoodie_conf]
 "hoodie.x.password" = "hunter2"
 "hoodie.parquet.max.file.size" = "1024"
 
 [tables."public.customers"]
-masks = {{ name = "redact" }}
+masks = { name = "redact" }
 """
-    )
-    return path
+    return files_pipeline(tmp_path, sections, folders=["acc.public.customers"], defaults='table_type = "mor"')
 
 
 def test_a_pipeline_tables_settings_with_their_origins(pipeline: Path) -> None:

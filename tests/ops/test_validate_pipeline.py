@@ -14,7 +14,7 @@ from click.testing import CliRunner, Result
 from hudi_cdc.cli import main
 from hudi_cdc.service import run_pipeline
 from hudi_cdc.testing.samples import SampleCustomers
-from tests.support import read_rows
+from tests.support import files_pipeline, read_rows
 
 pytestmark = pytest.mark.hudi
 
@@ -105,23 +105,7 @@ def test_a_section_one_letter_short_is_refused_by_validate_and_run_before_anythi
     # The issue's reproduction: the folder acc.public.customers, a mask in [tables."public.customer"].
     sample = SampleCustomers(tmp_path / "landing", keys=5, topic="acc.public.customers")
     sample.snapshot(5)
-    path = tmp_path / "acc.toml"
-    path.write_text(
-        f"""
-[source]
-source = "files"
-source_path = "{tmp_path / "landing"}"
-tables = "acc.*"
-
-[defaults]
-target_base_path = "{tmp_path / "lake"}/{{table}}"
-target_table = "{{table}}"
-record_key_fields = "id"
-
-[tables."public.customer"]
-masks = {{ name = "redact" }}
-"""
-    )
+    path = files_pipeline(tmp_path, '[tables."public.customer"]\nmasks = { name = "redact" }\n')
     checked = _validate("--pipeline", str(path))
     assert checked.exit_code == 2, checked.output
     assert '[tables."public.customer"] matches no table of the source; did you mean public.customers?' in checked.output

@@ -15,27 +15,11 @@ from hudi_cdc.errors import ConfigError
 from hudi_cdc.ops.validate_pipeline import validate_pipeline
 from hudi_cdc.service.discovery import discover
 from hudi_cdc.service.spec import TableRef, load_pipeline
+from tests.support import files_pipeline
 
 
 def _pipeline(tmp_path: Path, sections: str, *, folders: tuple[str, ...] = ("acc.public.customers",)) -> Path:
-    for folder in folders:
-        (tmp_path / "landing" / folder).mkdir(parents=True, exist_ok=True)
-    path = tmp_path / "acc.toml"
-    path.write_text(
-        f"""
-[source]
-source = "files"
-source_path = "{tmp_path / "landing"}"
-tables = "acc.*"
-
-[defaults]
-target_base_path = "{tmp_path / "lake"}/{{table}}"
-target_table = "{{table}}"
-record_key_fields = "id"
-"""
-        + sections
-    )
-    return path
+    return files_pipeline(tmp_path, sections, folders=folders)
 
 
 def test_a_section_one_letter_short_is_refused_with_the_table_it_meant(tmp_path: Path) -> None:
