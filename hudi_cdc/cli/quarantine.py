@@ -7,13 +7,16 @@ table (``--pipeline FILE --table schema.table``).
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from hudi_cdc.cli._common import config_options, options_config
 from hudi_cdc.cli._pipeline import TableOption, ingest_option_names, lazy_session, pipeline_table_options
 from hudi_cdc.cli.wrappers import Invocation, OnFailure, command
+
+if TYPE_CHECKING:
+    from hudi_cdc.config import IngestConfig
 
 
 @click.group()
@@ -41,11 +44,7 @@ def list_(
     from hudi_cdc.ops.quarantine import quarantine_report
 
     session = lazy_session(run)
-    config = (
-        pipeline_table.resolve(session).config
-        if pipeline_table is not None
-        else options_config(props_file, config_file, hoodie_conf, kw)
-    )
+    config = _table_config(session, pipeline_table, props_file, config_file, hoodie_conf, kw)
     report = quarantine_report(session(), config, limit=limit)
     click.echo(json.dumps(report.to_dict(), sort_keys=True, default=str) if as_json else report.describe())
 
@@ -73,10 +72,20 @@ def reapply(
     from hudi_cdc.ops.quarantine import reapply as reapply_events
 
     session = lazy_session(run)
-    config = (
-        pipeline_table.resolve(session).config
-        if pipeline_table is not None
-        else options_config(props_file, config_file, hoodie_conf, kw)
-    )
+    config = _table_config(session, pipeline_table, props_file, config_file, hoodie_conf, kw)
     result = reapply_events(session(), config, ids=ids)
     click.echo(json.dumps(result.to_dict(), sort_keys=True) if as_json else result.describe())
+
+
+def _table_config(
+    session: Any,  # noqa: ANN401 - the command's lazy session
+    pipeline_table: TableOption | None,
+    props_file: str | None,
+    config_file: str | None,
+    hoodie_conf: tuple[str, ...],
+    options: dict[str, Any],
+) -> IngestConfig:
+    """The table's settings: its pipeline's (--pipeline/--table), else its ingest's options."""
+    if pipeline_table is not None:
+        return pipeline_table.resolve(session).config
+    return options_config(props_file, config_file, hoodie_conf, options)
