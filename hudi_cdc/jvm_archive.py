@@ -181,7 +181,8 @@ _NO_GET_SUBJECT = "getSubject is not supported"
 
 
 def _training_failed(what: str, done: subprocess.CompletedProcess[str]) -> ConfigError:
-    lines = (done.stderr or "").splitlines()
+    # Not the JVM's echo of JAVA_TOOL_OPTIONS: a whole class path, and options may hold a secret.
+    lines = [line for line in (done.stderr or "").splitlines() if not line.startswith("Picked up ")]
     thrown = next((line.strip() for line in lines if "Exception" in line and ": " in line), None)
     message = f"{what} for the JVM archive failed (exit {done.returncode})"
     if _NO_GET_SUBJECT in (done.stderr or ""):

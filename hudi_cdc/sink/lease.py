@@ -76,6 +76,10 @@ log = logging.getLogger("hudi_cdc.lease")
 
 LEASE_FOLDER = ".hudi_cdc/lease"
 DEFAULT_EXPIRY_S = 60.0
+# A holder on this machine whose Python process is gone while its driver JVM still runs: the JVM exits on its
+# own once its Python parent's pipe closes (after Spark's shutdown hooks), so a writer waits this long for it
+# before it refuses; the JVM may still be finishing a commit, so it is never taken over while it runs.
+ORPHAN_JVM_GRACE_S = 30.0
 _KEEP_GENERATIONS = 2  # the current one and the one before (who held it last), for a reader's questions
 _WANT_PREFIX = "want-"
 _LOCAL_SCHEMES = ("", "file")
@@ -141,6 +145,15 @@ class LeaseOwner:
         if _process_start(self.pid) == self.started:
             return False
         return self.jvm_pid is None or _process_start(self.jvm_pid) != self.jvm_started
+
+    def orphaned(self) -> bool:
+        """Whether this owner's process is gone from this machine while its driver JVM still runs (it is exiting:
+        a killed driver's JVM ends when it sees its parent's pipe close)."""
+        if not self.machine or self.machine != _machine() or self.host != socket.gethostname():
+            return False
+        if self.jvm_pid is None or _process_start(self.pid) == self.started:
+            return False
+        return _process_start(self.jvm_pid) == self.jvm_started
 
     def describe(self) -> str:
         what = f"host {self.host}, pid {self.pid}, `{self.command}`"
@@ -499,15 +512,19 @@ class TableLease:
     def acquire(self, wait_s: float = 0.0, *, what: str = "write") -> TableLease:
         """Take the lease, waiting up to ``wait_s`` for a live holder to let go; else :class:`LeaseHeldError`
         naming the holder and what to do."""
-        deadline = time.monotonic() + wait_s
+        started = time.monotonic()
+        deadline = started + wait_s
         while True:
             holder = self.try_acquire()
             if holder is None:
                 return self
+            if holder.owner.orphaned():  # its process was killed a moment ago: its JVM is on its way out
+                deadline = max(deadline, started + ORPHAN_JVM_GRACE_S)
             left = deadline - time.monotonic()
             if left <= 0:
-                raise LeaseHeldError(refusal(self.base_path, holder, what, waited_s=wait_s))
-            time.sleep(min(left, max(0.2, min(holder.expires_in() + 0.05, self.expiry_s / 8))))
+                raise LeaseHeldError(refusal(self.base_path, holder, what, waited_s=time.monotonic() - started))
+            pause = 0.2 if holder.owner.orphaned() else max(0.2, min(holder.expires_in() + 0.05, self.expiry_s / 8))
+            time.sleep(min(left, pause))
 
     def want(self) -> None:
         """Say that this process wants the table (a runner refused by another runner: see ``waiters``)."""
@@ -570,7 +587,13 @@ class TableLease:
 def refusal(base_path: str, holder: LeaseRecord, what: str = "write", *, waited_s: float = 0.0) -> str:
     """What a second writer is told: who holds the table, and what to do."""
     now = time.time()
-    waited = f" (waited {waited_s:g} s)" if waited_s else ""
+    waited = f" (waited {waited_s:.0f} s)" if waited_s >= 1 else ""
+    if holder.owner.orphaned():
+        return (
+            f"{base_path}: another process's Spark driver JVM still runs (pid {holder.owner.jvm_pid}) though its "
+            f"Python process is gone{waited}: {holder.describe(now)}. It may still be finishing a commit, so nothing "
+            "was written. Wait for that JVM to exit, or stop it, then start this again"
+        )
     return (
         f"{base_path}: another process writes this table{waited}: {holder.describe(now)}. One writer per table: "
         f"nothing was written. Stop that process, or wait: if it died, its lease expires {holder.expiry_s:g} s "
@@ -719,15 +742,19 @@ def _let_go(key: str, entry: _Held) -> None:
         entry.lease.release()
 
 
+_PF_EXITING = 0x4  # the kernel's flag on a task that is being torn down (a SIGKILL delivered, say)
+
+
 def _process_start(pid: int) -> str | None:
-    """A process's start time (clock ticks since boot, from /proc); None if it is gone (or a zombie), or
-    when /proc cannot say."""
+    """A process's start time (clock ticks since boot, from /proc); None if it is gone, a zombie or on its way
+    out, or when /proc cannot say."""
     try:
         with open(f"/proc/{pid}/stat") as stat:
             fields = stat.read().rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
+        exiting = int(fields[6]) & _PF_EXITING
+    except (OSError, IndexError, ValueError):
         return None
-    return None if fields[0] in ("Z", "X") else fields[19]
+    return None if exiting or fields[0] in ("Z", "X") else fields[19]
 
 
 _MACHINE: str | None = None

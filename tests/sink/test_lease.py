@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 
@@ -187,6 +188,46 @@ def test_a_killed_holder_on_this_machine_is_taken_over_at_once(tmp_path: Path) -
     taker = _start(base, 30, 0)
     assert _answer(taker)["took"]  # long before the 30 s expiry: its process is known dead
     assert taker.wait(timeout=60) == 0
+
+
+def _orphaned_owner(jvm: subprocess.Popen[str]) -> LeaseOwner:
+    """A holder on this machine whose process is gone (a finished child) while ``jvm`` (its "driver JVM") runs."""
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    started = lease_mod._process_start(gone.pid)
+    gone.wait(timeout=30)
+    here = LeaseOwner.here()
+    return LeaseOwner(
+        here.host, gone.pid, "id-killed", "hudi-cdc ingest", machine=here.machine, started=started or "x",
+        jvm_pid=jvm.pid, jvm_started=lease_mod._process_start(jvm.pid) or "",
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("jvm_exits", [True, False])
+def test_a_killed_holder_whose_jvm_still_runs_is_waited_for_not_taken_over(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, jvm_exits: bool
+) -> None:
+    """A killed driver's JVM may still finish a commit: a writer waits for it to exit (a short grace), and
+    refuses, naming it, if it does not."""
+    monkeypatch.setattr(lease_mod, "ORPHAN_JVM_GRACE_S", 3.0)
+    base = str(tmp_path / "t")
+    jvm = subprocess.Popen([sys.executable, "-c", f"import time; time.sleep({1.0 if jvm_exits else 60})"], text=True)
+    try:
+        owner = _orphaned_owner(jvm)
+        assert TableLease(base, owner=owner).try_acquire() is None
+        assert owner.orphaned() and not owner.gone()
+        threading.Thread(target=jvm.wait, daemon=True).start()  # reaped once it exits, as init would
+        started = time.monotonic()
+        if jvm_exits:
+            taker = TableLease(base, owner=_owner("b")).acquire(0)  # no wait asked for: the grace alone
+            assert taker.held and 0.5 < time.monotonic() - started < 3.0
+            assert lease_holder(base).owner.id == "id-b"  # type: ignore[union-attr]
+        else:
+            with pytest.raises(LeaseHeldError, match=f"driver JVM still runs \\(pid {jvm.pid}\\)"):
+                TableLease(base, owner=_owner("b")).acquire(0)
+            assert time.monotonic() - started >= 3.0
+            assert lease_holder(base).owner.id == "id-killed"  # type: ignore[union-attr]
+    finally:
+        jvm.kill()
 
 
 def test_a_paused_holder_is_taken_over_after_its_expiry_and_knows_it_lost(tmp_path: Path) -> None:

@@ -17,7 +17,12 @@ import pytest
 
 from chaos.run import run_chaos
 
-pytestmark = [pytest.mark.kafka, pytest.mark.postgres, pytest.mark.hudi, pytest.mark.exclusive]  # exclusive: it stops a service the other tests use
+pytestmark = [
+    pytest.mark.kafka,
+    pytest.mark.postgres,
+    pytest.mark.hudi,
+    pytest.mark.exclusive,
+]  # exclusive: it stops a service the other tests use
 
 
 def test_kills_and_a_broker_restart_lose_and_double_nothing(tmp_path: Path) -> None:

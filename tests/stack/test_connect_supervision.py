@@ -37,7 +37,11 @@ from hudi_cdc.ops.connect import (
 from hudi_cdc.testing.postgres import connect
 from tests.stack.conftest import BOOTSTRAP
 
-pytestmark = [pytest.mark.kafka, pytest.mark.postgres, pytest.mark.exclusive]  # exclusive: it stops a service the other tests use
+pytestmark = [
+    pytest.mark.kafka,
+    pytest.mark.postgres,
+    pytest.mark.exclusive,
+]  # exclusive: it stops a service the other tests use
 
 REPO = Path(__file__).resolve().parents[2]
 STACK = Path(os.environ.get("HUDI_CDC_STACK_DIR", REPO / ".stack"))
