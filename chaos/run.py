@@ -25,7 +25,6 @@ import argparse
 import json
 import os
 import random
-import string
 import subprocess
 import sys
 import threading
@@ -33,116 +32,24 @@ import time
 import uuid
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
-from decimal import Decimal
 from pathlib import Path
-from typing import Any
 
+from chaos.common import (
+    BOOTSTRAP,
+    PASSWORD_ENV,
+    REGISTRY,
+    REPO,
+    SOURCE_URL,
+    Workload,
+    append_rows,
+    git_commit,
+    latest_checkpoint,
+)
 from hudi_cdc.ops.verify import checkpoint_covers, kafka_end_offsets
-from hudi_cdc.sink.options import CHECKPOINT_KEY
 from hudi_cdc.testing.faults import kill_group, pending_instants, restart_service, timeline_of
 from hudi_cdc.testing.postgres import connect, wait_for_stream
 
-REPO = Path(__file__).resolve().parent.parent
-BOOTSTRAP = "127.0.0.1:59092"
-REGISTRY = "http://127.0.0.1:58080/apis/ccompat/v7"
-SOURCE_URL = "postgresql://debezium@127.0.0.1:55432/inventory"
 SERVICES = {"kafka": "kafka", "registry": "apicurio", "connect": "connect"}
-_LETTERS = string.ascii_letters + string.digits
-
-
-# --- the workload ------------------------------------------------------------------------------------
-
-
-class Workload(threading.Thread):
-    """Random transactions on one table until stopped; the only writer of that table."""
-
-    def __init__(self, table: str, seed: int, pause_s: float) -> None:
-        super().__init__(daemon=True, name="workload")
-        self.table = table
-        self.rng = random.Random(seed)
-        self.pause_s = pause_s
-        self.changes = 0
-        self.transactions = 0
-        self.error: BaseException | None = None
-        self._halt = threading.Event()
-        self._live: list[int] = []
-        self._deleted: list[int] = []
-        self._next_id = 1
-
-    def create(self) -> None:
-        with connect() as conn:
-            conn.execute(
-                f"create table inventory.{self.table} (id bigint primary key, version int not null, name text not null,"
-                " amount numeric(12,2), body text, updated_at timestamptz not null default now());"
-                f" alter table inventory.{self.table} alter column body set storage external"
-            )
-
-    def stop(self) -> None:
-        self._halt.set()
-        self.join(60)
-        if self.error is not None:
-            raise RuntimeError(f"the workload failed: {self.error}") from self.error
-
-    def _body(self) -> str | None:
-        roll = self.rng.random()
-        if roll < 0.6:  # out of line (TOAST): updates that leave it alone carry Debezium's placeholder
-            return "".join(self.rng.choices(_LETTERS, k=self.rng.randint(3_000, 9_000)))
-        return None if roll < 0.8 else f"short {self.rng.random():.6f}"
-
-    def _take(self, pool: list[int]) -> int:
-        i = self.rng.randrange(len(pool))
-        pool[i], pool[-1] = pool[-1], pool[i]
-        return pool.pop()
-
-    def _one(self, cur: Any) -> None:  # noqa: ANN401
-        t, roll = f"inventory.{self.table}", self.rng.random()
-        amount = Decimal(self.rng.randint(-(10**7), 10**7)) / 100
-        if roll < 0.40 or len(self._live) < 20:
-            key, self._next_id = self._next_id, self._next_id + 1
-            cur.execute(f"insert into {t} (id, version, name, amount, body) values (%s, 1, %s, %s, %s)",
-                        (key, f"n{key}", amount, self._body()))  # fmt: skip
-            self._live.append(key)
-        elif roll < 0.65:
-            key = self.rng.choice(self._live)
-            cur.execute(f"update {t} set version = version + 1, name = %s, amount = %s, updated_at = now()"
-                        " where id = %s", (f"u{self.changes}", amount, key))  # fmt: skip
-        elif roll < 0.73:
-            key = self.rng.choice(self._live)
-            cur.execute(f"update {t} set body = %s, version = version + 1 where id = %s", (self._body(), key))
-        elif roll < 0.85:
-            key = self._take(self._live)
-            cur.execute(f"delete from {t} where id = %s", (key,))
-            self._deleted.append(key)
-        elif roll < 0.93 and self._deleted:
-            key = self._take(self._deleted)  # a key deleted before comes back
-            cur.execute(f"insert into {t} (id, version, name, amount, body) values (%s, 1, %s, %s, %s)",
-                        (key, f"again{key}", amount, self._body()))  # fmt: skip
-            self._live.append(key)
-        else:
-            key, new = self._take(self._live), self._next_id  # a primary-key change: delete + create in Debezium
-            self._next_id += 1
-            cur.execute(f"update {t} set id = %s, version = version + 1 where id = %s", (new, key))
-            self._deleted.append(key)
-            self._live.append(new)
-
-    def run(self) -> None:
-        try:
-            with connect() as conn:
-                while not self._halt.is_set():
-                    live, deleted, next_id = list(self._live), list(self._deleted), self._next_id
-                    try:
-                        with conn.transaction(), conn.cursor() as cur:
-                            for _ in range(self.rng.randint(1, 6)):
-                                self._one(cur)
-                                self.changes += 1
-                        self.transactions += 1
-                    except Exception:
-                        # The transaction rolled back: so does our picture of the table.
-                        self._live, self._deleted, self._next_id = live, deleted, next_id
-                        raise
-                    time.sleep(self.pause_s)
-        except BaseException as exc:  # noqa: BLE001 - reported by stop()
-            self.error = exc
 
 
 # --- one ingest --------------------------------------------------------------------------------------
@@ -266,32 +173,12 @@ def _catch_up(ingest: Ingest, topic: str, timeout_s: float) -> float:
     started = time.monotonic()
     ends = kafka_end_offsets(topic, BOOTSTRAP)
     while time.monotonic() - started < timeout_s:
-        if checkpoint_covers(_latest_checkpoint(ingest.timeline), ends):
+        if checkpoint_covers(latest_checkpoint(ingest.timeline), ends):
             return time.monotonic() - started
         if not ingest.alive():
             raise RuntimeError(f"{ingest.table_type} ingest ended during the catch-up: {ingest.last_exit()}")
         time.sleep(1)
     raise TimeoutError(f"{ingest.table_type} ingest did not reach {topic} offsets {ends} within {timeout_s:.0f}s")
-
-
-def _latest_checkpoint(timeline: Path) -> str | None:
-    """The checkpoint in the newest completed commit that has one.
-
-    Read from the timeline's files (Hudi 1.x writes commit metadata as Avro data
-    files) rather than through Spark: the harness runs no JVM while it watches.
-    """
-    import fastavro
-
-    if not timeline.is_dir():
-        return None
-    done = sorted(n for n in os.listdir(timeline) if n.endswith((".commit", ".deltacommit")))
-    for name in reversed(done):
-        with open(timeline / name, "rb") as f:
-            meta = next(iter(fastavro.reader(f)), None)
-        checkpoint = ((meta or {}).get("extraMetadata") or {}).get(CHECKPOINT_KEY)
-        if checkpoint:
-            return str(checkpoint)
-    return None
 
 
 # --- the run -----------------------------------------------------------------------------------------
@@ -332,7 +219,7 @@ def run_chaos(
     rng = random.Random(seed)
     table = f"chaos_{uuid.uuid4().hex[:8]}"
     topic = f"dbserver1.inventory.{table}"
-    report = ChaosReport(datetime.now(UTC).strftime("%Y-%m-%d %H:%M"), _git_commit(), table)
+    report = ChaosReport(datetime.now(UTC).strftime("%Y-%m-%d %H:%M"), git_commit(), table)
     started = time.monotonic()
     workload = Workload(table, seed, pause_s)
     workload.create()
@@ -371,8 +258,8 @@ def run_chaos(
         for ingest in ingests:
             ingest.kill()
         spark = spark_session(app_name="hudi-cdc-chaos", jvm_log=work / "logs" / "verify-jvm.log")
-        os.environ.setdefault("HUDI_CDC_CHAOS_PASSWORD", "dbz")
-        database = SourceDatabase(SOURCE_URL, password_env="HUDI_CDC_CHAOS_PASSWORD")
+        os.environ.setdefault(PASSWORD_ENV, "dbz")
+        database = SourceDatabase(SOURCE_URL, password_env=PASSWORD_ENV)
         for ingest in ingests:
             result = verify(spark, ingest.base_path, database, f"inventory.{table}")
             run = runs[ingest.table_type]
@@ -389,14 +276,6 @@ def run_chaos(
     report.tables = [runs[t] for t in table_types]
     report.duration_s = round(time.monotonic() - started, 1)
     return report
-
-
-def _git_commit() -> str:
-    try:
-        out = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
-        return out.stdout.strip() or "unknown"
-    except OSError:
-        return "unknown"
 
 
 def markdown_rows(report: ChaosReport) -> list[str]:
@@ -433,15 +312,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(json.dumps(asdict(report), indent=2, default=str))
     if args.markdown:
-        _append(args.markdown, markdown_rows(report))
+        append_rows(args.markdown, markdown_rows(report), "<!-- chaos results end -->")
     return 0 if report.ok else 1
-
-
-def _append(path: Path, rows: list[str]) -> None:
-    """Add rows at the end of the results table (the table is the last thing in its section)."""
-    text = path.read_text()
-    marker = "<!-- chaos results end -->"
-    path.write_text(text.replace(marker, "\n".join(rows) + "\n" + marker))
 
 
 if __name__ == "__main__":
