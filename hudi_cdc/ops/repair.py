@@ -849,7 +849,7 @@ def repair_through_runner(
     state = ((status or {}).get("tables", {}).get(name) or {}).get("state")
     if not (status or {}).get("continuous") or state not in _RUNNABLE:
         return None
-    request_id = control.request_repair(state_dir, name, request)
+    request_id = _request_or_join(state_dir, name, request)
     log.info("%s: repair %s handed to the runner writing it (%s)", name, request_id, holder.owner.describe())
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
@@ -861,10 +861,25 @@ def repair_through_runner(
             raise TransientError(
                 f"{name}: the runner writing the table stopped (or gave the table up) before repair {request_id} "
                 f"finished; the request stays in {state_dir}/control/ and runs when that runner holds the table "
-                "again"
+                "again (the same command run again waits for it there)"
             )
         time.sleep(poll_s)
     raise TransientError(f"{name}: repair {request_id} not finished by the runner within {timeout_s:.0f}s; it goes on")
+
+
+def _request_or_join(state_dir: str, name: str, request: dict[str, Any]) -> str:
+    """Leave the request in the runner's control folder, or join the same repair already asked for there: a try
+    before this one whose runner was killed while it ran it (exit 75) left it, and that runner, restarted and
+    holding the table again, runs it. Refused (a request is there) only when that one asks for another repair."""
+    from hudi_cdc.service import control
+
+    pending = control.pending_repair(state_dir, name)
+    if pending is not None and {k: v for k, v in pending.items() if k != "id"} == json.loads(
+        json.dumps(request, default=str)
+    ):
+        log.info("%s: repair %s, asked for before, is still pending there: waiting for it", name, pending["id"])
+        return str(pending["id"])
+    return control.request_repair(state_dir, name, request)
 
 
 _RUNNABLE = ("waiting", "running", "retrying")
