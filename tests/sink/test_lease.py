@@ -208,23 +208,27 @@ def test_a_killed_holder_whose_jvm_still_runs_is_waited_for_not_taken_over(
 ) -> None:
     """A killed driver's JVM may still finish a commit: a writer waits for it to exit (a short grace), and
     refuses, naming it, if it does not."""
-    monkeypatch.setattr(lease_mod, "ORPHAN_JVM_GRACE_S", 3.0)
+    grace = 4.0
+    monkeypatch.setattr(lease_mod, "ORPHAN_JVM_GRACE_S", grace)
     base = str(tmp_path / "t")
-    jvm = subprocess.Popen([sys.executable, "-c", f"import time; time.sleep({1.0 if jvm_exits else 60})"], text=True)
+    # The "JVM" ends when its stdin closes, as PySpark's gateway JVM does when its Python parent is gone.
+    jvm = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
     try:
         owner = _orphaned_owner(jvm)
         assert TableLease(base, owner=owner).try_acquire() is None
         assert owner.orphaned() and not owner.gone()
+        if jvm_exits:
+            threading.Timer(1.0, jvm.stdin.close).start()  # type: ignore[union-attr]
         threading.Thread(target=jvm.wait, daemon=True).start()  # reaped once it exits, as init would
         started = time.monotonic()
         if jvm_exits:
             taker = TableLease(base, owner=_owner("b")).acquire(0)  # no wait asked for: the grace alone
-            assert taker.held and 0.5 < time.monotonic() - started < 3.0
+            assert taker.held and 0.9 < time.monotonic() - started < grace
             assert lease_holder(base).owner.id == "id-b"  # type: ignore[union-attr]
         else:
             with pytest.raises(LeaseHeldError, match=f"driver JVM still runs \\(pid {jvm.pid}\\)"):
                 TableLease(base, owner=_owner("b")).acquire(0)
-            assert time.monotonic() - started >= 3.0
+            assert time.monotonic() - started >= grace
             assert lease_holder(base).owner.id == "id-killed"  # type: ignore[union-attr]
     finally:
         jvm.kill()
