@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import random
 import subprocess
 import time
@@ -59,6 +60,33 @@ def ingest_args(
 def read_rows(spark: Any, base: str, columns: Sequence[str], *, query_type: str = "snapshot") -> list[tuple]:
     frame = spark.read.format("hudi").option("hoodie.datasource.query.type", query_type).load(base)
     return sorted(tuple(r) for r in frame.select(*columns).collect())
+
+
+class CommittedRows:
+    """A table's rows as of its newest completed instant, read through Spark only when the timeline has a new
+    one: a test polling a table another process writes asks often, and each read is a Spark job that would
+    take CPU from the writer it waits for. ``None`` while the table has no completed commit or is unreadable
+    (read while a writer cleans: asked again at the next change)."""
+
+    def __init__(self, spark: Any, base: str | Path, columns: Sequence[str]) -> None:  # noqa: ANN401
+        self._spark, self._base, self._columns = spark, str(base), tuple(columns)
+        self._seen: tuple[str, ...] | None = None
+        self._rows: list[tuple] | None = None
+
+    def _completed(self) -> tuple[str, ...]:
+        folder = Path(self._base) / ".hoodie" / "timeline"
+        names = os.listdir(folder) if folder.is_dir() else []
+        return tuple(sorted(n for n in names if "_" in n and n.rsplit(".", 1)[-1] in ("commit", "deltacommit")))
+
+    def rows(self) -> list[tuple] | None:
+        completed = self._completed()
+        if completed and completed != self._seen:
+            try:
+                self._rows = read_rows(self._spark, self._base, self._columns)
+                self._seen = completed
+            except Exception:  # noqa: BLE001 - read while a writer commits or cleans: read at the next poll
+                self._rows = None
+        return self._rows
 
 
 def expected_rows(state: dict[Any, dict[str, Any]], columns: Sequence[str]) -> list[tuple]:

@@ -26,7 +26,16 @@ from hudi_cdc.cli import main
 from hudi_cdc.sink.lease import LeaseRecord, lease_holder
 from hudi_cdc.testing import envelope_schema, write_events
 from hudi_cdc.testing.samples import SampleCustomers
-from tests.support import CUSTOMERS, apply_events, expected_rows, ingest_args, random_history, read_rows, run_cli
+from tests.support import (
+    CUSTOMERS,
+    CommittedRows,
+    apply_events,
+    expected_rows,
+    ingest_args,
+    random_history,
+    read_rows,
+    run_cli,
+)
 
 pytestmark = pytest.mark.hudi
 
@@ -152,16 +161,15 @@ def _sample(tmp_path: Path, table: str, seed: int) -> SampleCustomers:
     return sample
 
 
+_COLUMNS = ("id", "name", "email", "notes")
+_watches: dict[str, CommittedRows] = {}
+
+
 def _equal(spark, tmp_path: Path, table: str, sample: SampleCustomers) -> bool:  # noqa: ANN001
-    base = tmp_path / "lake" / table
-    if not _completed(str(base)):
-        return False
-    columns = ("id", "name", "email", "notes")
-    try:
-        rows = read_rows(spark, str(base), columns)
-    except Exception:  # noqa: BLE001 - read while a runner commits and cleans: asked again
-        return False
-    return rows == sorted(tuple(r[c] for c in columns) for r in sample.state.values())
+    """The table, as of its newest commit, equals the sample's state (read again only after a new commit)."""
+    base = str(tmp_path / "lake" / table)
+    watch = _watches.get(base) or _watches.setdefault(base, CommittedRows(spark, base, _COLUMNS))
+    return watch.rows() == sorted(tuple(r[c] for c in _COLUMNS) for r in sample.state.values())
 
 
 def test_two_runners_split_a_pipeline_and_one_takes_over_when_the_other_is_killed(spark, tmp_path: Path) -> None:  # noqa: ANN001

@@ -30,6 +30,7 @@ from hudi_cdc.testing.postgres import connect
 from hudi_cdc.upstream.database import SourceDatabase
 from tests.stack.conftest import BOOTSTRAP, REGISTRY, wait_until
 from tests.stack.connectors import postgres_connector
+from tests.support import CommittedRows
 
 pytestmark = [pytest.mark.kafka, pytest.mark.postgres, pytest.mark.hudi]
 
@@ -67,14 +68,14 @@ def _union(conn: Any, shops: int) -> list[tuple]:  # noqa: ANN401
     return sorted(rows)
 
 
+_watches: dict[tuple[str, tuple[str, ...]], CommittedRows] = {}
+
+
 def _read(spark: Any, base: Path, columns: list[str]) -> list[tuple]:  # noqa: ANN401
-    """The table's rows, read every 2 s at most (a poll); none while it does not exist or a commit is moving."""
-    time.sleep(2)
-    try:
-        frame = spark.read.format("hudi").load(str(base))
-        return sorted(tuple(r) for r in frame.select(*columns).collect())
-    except Exception:  # noqa: BLE001 - not there yet, or read while the runner cleans: the next poll
-        return []
+    """The table's rows as of its newest commit (read again only after a new one); none before its first."""
+    key = (str(base), tuple(columns))
+    watch = _watches.get(key) or _watches.setdefault(key, CommittedRows(spark, base, columns))
+    return watch.rows() or []
 
 
 def _lake(spark: Any, base: Path) -> list[tuple]:  # noqa: ANN401
@@ -181,7 +182,10 @@ def test_sixteen_shards_merged_a_shard_joining_a_kill_and_a_key_clash(spark, tmp
             wait_until("the table equal to the union of the shards", lambda: _lake(spark, orders) == expected, 240)
             users = tmp_path / "lake" / "users"
             wait_until("the users' move applied", lambda: _users(spark, users) == _USERS, timeout_s=120)
-            reasons = _quarantined(spark, Path(f"{users}_hudi_cdc_quarantine"))
+            quarantine = Path(f"{users}_hudi_cdc_quarantine")
+            reasons = wait_until(
+                "the clash quarantined", lambda: len(r := _quarantined(spark, quarantine)) >= 2 and r, 60
+            )
             assert len(reasons) == 2, reasons
             assert all("cross-shard key clash" in r and f"{RUN}_hub_a and {RUN}_hub_b" in r for r in reasons)
             assert _status(state)["orders"]["state"] != "failed" and _status(state)["users"]["state"] != "failed"
