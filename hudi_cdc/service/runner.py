@@ -371,6 +371,9 @@ class Runner:
                         self._cutter.release(self.tables.values())  # a cut not whole is not recorded
                     return
                 timeout = self._sleep_for(now, workers - len(running)) if not self._stop.is_set() else None
+                if not running:  # wait() on no futures returns at once: an idle runner would spin on a core
+                    self._stop.wait(timeout)
+                    continue
                 done, _ = wait(list(running), timeout=timeout, return_when=FIRST_COMPLETED)
                 for future in done:
                     self._finish(running.pop(future), future)

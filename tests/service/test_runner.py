@@ -389,3 +389,33 @@ def test_a_listing_that_fails_because_the_jvm_is_gone_stops_the_run_as_the_jvm_c
     monkeypatch.setattr("hudi_cdc._jvm.jvm_alive", lambda spark: False)
     with pytest.raises(TerminalError, match="the Spark driver's JVM is gone"):
         run_pipeline(path, spark=spark, continuous=True)
+
+
+def test_an_idle_continuous_runner_sleeps_between_its_passes(spark, tmp_path: Path) -> None:  # noqa: ANN001
+    # With no round under way the loop waits for its next event (a due table, discovery, a control file);
+    # concurrent.futures.wait on no futures returns at once, and the loop spun on a core for as long as it
+    # was idle, taking that core from the rounds of any other process on the machine (a second runner).
+    import threading
+
+    from hudi_cdc.service.runner import Runner
+
+    path = _pipeline(tmp_path, sections="")
+    text = path.read_text().replace("discovery_interval_seconds = 0", "discovery_interval_seconds = 60")
+    path.write_text(text.replace('table_type = "cow"', 'table_type = "cow"\nmin_sync_interval_seconds = 60'))
+    _sample(tmp_path, "t1", seed=5)
+    runner = Runner(load_pipeline(path), spark, continuous=True)
+    thread = threading.Thread(target=runner.run, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 240
+        while not list((tmp_path / "lake").glob("t1/.hoodie/timeline/*.commit")):
+            assert thread.is_alive() and time.monotonic() < deadline, "no first round"
+            time.sleep(0.2)
+        time.sleep(1.0)  # its round's end; then nothing is due for a minute
+        cpu, wall = time.process_time(), time.monotonic()
+        time.sleep(4.0)
+        busy = (time.process_time() - cpu) / (time.monotonic() - wall)
+    finally:
+        runner.stop()
+        thread.join(60)
+    assert busy < 0.25, f"this process used {busy:.0%} of a core while its runner was idle"
