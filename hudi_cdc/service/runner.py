@@ -669,7 +669,8 @@ class Runner:
     def _repair_round(self, table: TableState, request: dict[str, Any]) -> IngestResult:
         """Run a repair request as the table's writer: its recheck catches the table up with rounds of its own,
         where another process would wait for the runner. A failed repair leaves its error in the outcome, and
-        the table goes on; a killed one runs again at the next start (the request stays until settled)."""
+        the table goes on; one killed, or cut short by the runner's stop, runs again at the next start (the request
+        stays until settled)."""
         from hudi_cdc.pipeline import IngestResult, ingest_once
 
         assert table.config is not None and self.repairer is not None
@@ -683,6 +684,11 @@ class Runner:
         except Exception as exc:  # noqa: BLE001 - a repair's failure is its outcome, not the table's
             from hudi_cdc._jvm import java_message
 
+            if self._shutting_down():  # not the repair's failure: it runs again at the next start
+                raise TransientError(
+                    f"{table.name}: repair {request['id']} interrupted by the runner's stop; its request stays in "
+                    f"{self.state_dir}/control/ and runs at the next start"
+                ) from exc
             outcome = {"error": java_message(exc), "error_kind": type(exc).__name__}
             log.error("%s: repair %s failed: %s", table.name, request["id"], outcome["error"])
         control.settle_repair(self.state_dir, table.name, request["id"], outcome)
@@ -695,6 +701,18 @@ class Runner:
             checkpoint=None,
             details={"repair": request["id"]},
         )
+
+    def _shutting_down(self) -> bool:
+        """A stop asked for (SIGTERM reaches the JVM too: it shuts its SparkContext down), or the driver JVM or
+        its context gone: whatever fails now failed for that."""
+        from hudi_cdc._jvm import jvm_alive
+
+        if self._stop.is_set() or not jvm_alive(self.spark):
+            return True
+        try:
+            return bool(self.spark.sparkContext._jsc.sc().isStopped())
+        except Exception:  # noqa: BLE001 - a context that cannot say is going away
+            return True
 
     def _bounded_round(self, table: TableState, until: dict[int, int]) -> IngestResult:
         """Rounds of ``table`` that end exactly at a consistent cut's offsets (more than one with

@@ -419,3 +419,31 @@ def test_an_idle_continuous_runner_sleeps_between_its_passes(spark, tmp_path: Pa
         runner.stop()
         thread.join(60)
     assert busy < 0.25, f"this process used {busy:.0%} of a core while its runner was idle"
+
+
+def test_a_repair_cut_short_by_a_stop_is_left_for_the_next_start(spark, tmp_path: Path) -> None:  # noqa: ANN001
+    # SIGTERM to a runner's process group stops its JVM's SparkContext under a repair: that failure is the
+    # stop's, not the repair's, so the request stays (not settled as failed and deleted) and runs next start.
+    import threading
+
+    from hudi_cdc.service import control
+    from hudi_cdc.service.runner import Runner
+
+    path = _pipeline(tmp_path, sections="")
+    _sample(tmp_path, "t1", seed=6)
+    spec = load_pipeline(path)
+    request_id = control.request_repair(spec.run.state_dir, "public.t1", {"source_table": "public.t1"})
+    calls: list[str] = []
+
+    def repairer(spark, config, request, catch_up):  # noqa: ANN001, ANN202
+        calls.append(request["id"])
+        runner.stop()  # what the SIGTERM handler does; the JVM's own shutdown then fails the repair's job
+        raise RuntimeError("Cannot call methods on a stopped SparkContext")
+
+    runner = Runner(spec, spark, continuous=True, repairer=repairer)
+    thread = threading.Thread(target=runner.run, daemon=True)
+    thread.start()
+    thread.join(240)
+    assert not thread.is_alive() and calls == [request_id]
+    assert control.pending_repair(spec.run.state_dir, "public.t1")["id"] == request_id  # type: ignore[index]
+    assert control.repair_outcome(spec.run.state_dir, "public.t1", request_id) is None
