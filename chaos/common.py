@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import random
+import re
 import string
 import subprocess
 import threading
@@ -27,6 +28,7 @@ __all__ = [
     "SOURCE_URL",
     "Workload",
     "append_rows",
+    "exit_report",
     "git_commit",
     "latest_checkpoint",
 ]
@@ -175,3 +177,62 @@ def append_rows(path: Path, rows: list[str], marker: str) -> None:
     """Add rows at the end of a results table, before its end marker (the table is the last thing in its section)."""
     text = path.read_text()
     path.write_text(text.replace(marker, "\n".join(rows) + "\n" + marker))
+
+
+# --- how a process that ended by itself ended -------------------------------------------------------
+
+
+# The line a hudi-cdc command prints when it fails (hudi_cdc/cli/wrappers.py): "<prefix>: <kind>: <message>",
+# the prefix "hudi-cdc" (ingest) or "hudi-cdc <command>" ("hudi-cdc run: error: ..."); click's usage error
+# ("Error: ...") for a bad command line.
+_ERROR_LINE = re.compile(r"^(hudi-cdc(?: [a-z][a-z -]*)?: |Error: )")
+# What a JVM says before it goes: HotSpot's warnings and crash report, Spark's handler of a fatal error.
+_JVM_LAST_WORDS = (
+    "CodeCache is full",
+    "VirtualMachineError",
+    "OutOfMemoryError",
+    "SparkUncaughtExceptionHandler",
+    "A fatal error has been detected",
+    "hs_err_pid",
+)
+_LOG_TIME = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} ")  # Python logging's asctime
+_SECRET_SETTING = re.compile(r"(?i)\b(password|passwd|secret|token|sasl\.jaas\.config)(\s*[=:]\s*)\S+")
+
+
+def exit_report(log: Path, code: int | None, *, lines: int = 30, secret_envs: tuple[str, ...] = (PASSWORD_ENV,)) -> str:
+    """How a hudi-cdc process that ended by itself ended, from its log (its stdout and stderr): the exit code,
+    its error line, the JVM's first words of a fatal error, and the log's last ``lines`` lines (a line repeated
+    is shown once, with its count). Secrets are masked: the values of ``secret_envs`` and any
+    ``password=...``-like setting."""
+    try:
+        text = log.read_text(errors="replace")
+    except OSError as exc:
+        return f"exit {code}: (its log {log} could not be read: {exc})"
+    secrets = [v for v in (os.environ.get(e) for e in secret_envs) if v]
+
+    def clean(line: str) -> str:
+        for value in secrets:
+            line = line.replace(value, "***")
+        line = _SECRET_SETTING.sub(r"\1\2***", line)
+        return line if len(line) <= 300 else line[:300] + " [...]"
+
+    all_lines = text.splitlines()
+    errors = [ln for ln in all_lines if _ERROR_LINE.match(ln)]
+    report = [f"exit {code}: {clean(errors[-1]) if errors else '(no error line)'} (log: {log})"]
+    jvm = [ln for ln in all_lines if any(w in ln for w in _JVM_LAST_WORDS)]
+    seen: set[str] = set()
+    for line in jvm:
+        key = line.split("]")[-1].strip()
+        if key not in seen and len(seen) < 6:
+            seen.add(key)
+            report.append(f"  the JVM: {clean(line.strip())}")
+    tail: list[list[Any]] = []  # [line, times]: a line repeated (its time aside) is shown once
+    for line in all_lines:
+        if tail and _LOG_TIME.sub("", tail[-1][0]) == _LOG_TIME.sub("", line):
+            tail[-1][1] += 1
+        else:
+            tail.append([line, 1])
+    report.append(f"  its last {lines} lines:" if len(tail) > lines else "  its log:")
+    for line, times in tail[-lines:]:
+        report.append(f"    {clean(line)}" + (f"  [x{times}]" if times > 1 else ""))
+    return "\n".join(report)

@@ -45,6 +45,7 @@ from chaos.common import (
     SOURCE_URL,
     Workload,
     append_rows,
+    exit_report,
     git_commit,
     latest_checkpoint,
 )
@@ -161,7 +162,8 @@ class RunnerProcess:
         self.life: Life | None = None
         self.starts = 0
         self.killed = False  # by the harness: not an exit of its own
-        self.exits: list[str] = []  # it ended by itself (it must not)
+        self.exits: list[str] = []  # it ended by itself (it must not): how (chaos.common.exit_report)
+        self.started_at = 0.0
 
     @property
     def pid(self) -> int:
@@ -180,6 +182,7 @@ class RunnerProcess:
                 stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True,
             )  # fmt: skip
         self.life, self.killed = self.lives.born(f"runner {self.name}", self.process.pid), False
+        self.started_at = time.monotonic()
 
     def alive(self) -> bool:
         return self.process is not None and self.process.poll() is None
@@ -211,11 +214,14 @@ class RunnerProcess:
         return code
 
     def revive(self) -> None:
-        """Start it again if it ended by itself, noting how it ended."""
+        """Start it again if it ended by itself, noting how it ended: its error line, the JVM's last words and the
+        end of its log (the log of that start: each start writes a file of its own)."""
         if self.process is None or self.alive() or self.killed:
             return
-        lines = [ln for ln in self._log().read_text(errors="replace").splitlines() if "hudi-cdc:" in ln]
-        self.exits.append(f"exit {self.process.returncode}: {lines[-1] if lines else '(no error line)'}")
+        lived = time.monotonic() - self.started_at
+        how = exit_report(self._log(), self.process.returncode)
+        self.exits.append(f"runner {self.name}, start {self.starts}, after {lived:.0f} s: {how}")
+        print(f"chaos-runners: runner {self.name} ended by itself: {self.exits[-1]}", file=sys.stderr)
         if self.life is not None:
             self.life.ended = time.time()
         self.start()
@@ -368,15 +374,18 @@ def _restart_and_take_over(
     """Start the victim again ``restart_after_s`` after its kill; the seconds until each table it held had a
     live writer again (the other runner, or the victim restarted)."""
     taken: float | None = None
+    restarted = False
     while time.time() - killed_at < 240:
-        if not victim.alive() and time.time() - killed_at >= restart_after_s:
+        if not restarted and time.time() - killed_at >= restart_after_s:
             victim.start()
+            restarted = True
+        fleet.revive()  # a runner that ended by itself (the victim once restarted, or the other) is noted
         if taken is None and all(_live_holder_pid(fleet.bases[t]) not in (None, dead_pid) for t in held):
             taken = round(time.time() - killed_at, 1)
         if taken is not None and victim.alive():
             return taken
         time.sleep(0.1)
-    if not victim.alive():
+    if not restarted:
         victim.start()
     return taken
 
