@@ -57,7 +57,13 @@ def java_feature_version(java: str | None = None) -> int | None:
 JIT_ENV = "HUDI_CDC_JIT"
 """``quick``: the JVMs compile with the JIT's first tier only (``-XX:TieredStopAtLevel=1``); ``full`` (the
 default): Java's own tiered compilation. See :func:`jit_options`."""
-_JIT_MODES = {"full": (), "quick": ("-XX:TieredStopAtLevel=1",)}
+# With the first tier alone Java reserves 48 MB of code cache, not the 240 MB of its tiered JIT. A continuous
+# runner's Spark and Hudi code filled it in one to two minutes; then compiling stops and, worse, the JVM cannot
+# make a method handle's adapter: a task fails with VirtualMachineError ("Out of space in CodeCache"), which
+# Spark takes as fatal and ends the driver JVM (the run exits 2, "the Spark driver's JVM is gone"). Reserved
+# address space only: the JVM commits what it fills.
+QUICK_CODE_CACHE = "240m"
+_JIT_MODES = {"full": (), "quick": ("-XX:TieredStopAtLevel=1", f"-XX:ReservedCodeCacheSize={QUICK_CODE_CACHE}")}
 
 
 def jit_options() -> tuple[str, ...]:
@@ -65,7 +71,8 @@ def jit_options() -> tuple[str, ...]:
 
     A short-lived JVM on few cores spends much of its CPU in the optimizing compiler (C2) on code it
     will not run long enough to gain from: ``quick`` leaves C2 out, for one-shot rounds of small
-    batches and test suites. A long or large run wants C2's code: ``full``.
+    batches and test suites. A long or large run wants C2's code: ``full``. ``quick`` keeps the code
+    cache of the full JIT (``QUICK_CODE_CACHE``): Java's own for the first tier alone is too small for Spark.
     """
     mode = os.environ.get(JIT_ENV, "full").strip().lower() or "full"
     if mode not in _JIT_MODES:

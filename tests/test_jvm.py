@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
 
-from hudi_cdc._jvm import GC_LOCKER_RETRIES, JIT_ENV, java_feature_version, jvm_options
+from hudi_cdc._jvm import GC_LOCKER_RETRIES, JIT_ENV, java_binary, java_feature_version, jvm_options
 from hudi_cdc.errors import ConfigError
 
 
@@ -50,9 +51,31 @@ def test_quick_jit_leaves_the_optimizing_compiler_out_and_a_wrong_mode_is_refuse
 ) -> None:
     java = _jdk(tmp_path, "17.0.15")
     monkeypatch.setenv(JIT_ENV, "quick")
-    assert jvm_options(java).split()[-1] == "-XX:TieredStopAtLevel=1"
+    assert jvm_options(java).split()[-2:] == ["-XX:TieredStopAtLevel=1", "-XX:ReservedCodeCacheSize=240m"]
     monkeypatch.setenv(JIT_ENV, "Full")
-    assert "TieredStopAtLevel" not in jvm_options(java)
+    assert "TieredStopAtLevel" not in jvm_options(java) and "ReservedCodeCacheSize" not in jvm_options(java)
     monkeypatch.setenv(JIT_ENV, "fast")
     with pytest.raises(ConfigError, match=r"HUDI_CDC_JIT='fast': expected one of full, quick"):
         jvm_options(java)
+
+
+def _code_cache_bytes(java: str, options: str) -> int:
+    """The code cache the real ``java`` reserves with ``options`` (as HotSpot reports its flags)."""
+    done = subprocess.run(
+        [java, *options.split(), "-XX:+PrintFlagsFinal", "-version"], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    line = next(ln for ln in done.stdout.splitlines() if ln.split()[1:2] == ["ReservedCodeCacheSize"])
+    return int(line.split()[3])
+
+
+def test_quick_jit_keeps_the_code_cache_the_full_jit_has(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The first tier alone gets a 48 MB code cache from Java: a continuous runner on quick filled it in one to
+    # two minutes, and the JVM then died of "Out of space in CodeCache" (the two-runner chaos run's exit 2).
+    java = java_binary()
+    assert java is not None, "the tests need the java Spark starts"
+    full = _code_cache_bytes(java, jvm_options(java))
+    monkeypatch.setenv(JIT_ENV, "quick")
+    quick = _code_cache_bytes(java, jvm_options(java))
+    assert full >= 240 * 1024 * 1024
+    assert quick >= full, f"quick reserves {quick >> 20} MB of code cache, the full JIT {full >> 20} MB"

@@ -60,6 +60,7 @@ bean = jvm.java.lang.management.ManagementFactory.getPlatformMXBean(
 print("PROBE " + json.dumps({
     "retries": bean.getVMOption("GCLockerRetryAllocationCount").getValue(),
     "jit_top_tier": bean.getVMOption("TieredStopAtLevel").getValue(),
+    "code_cache": bean.getVMOption("ReservedCodeCacheSize").getValue(),
     "user": jvm.java.lang.System.getProperty("hudi.cdc.probe"),
     "rows": spark.range(3).count(),
 }))
@@ -78,8 +79,9 @@ def test_a_session_hudi_cdc_starts_waits_out_the_gc_locker_and_keeps_the_users_j
         [sys.executable, "-c", OPTIONS_PROBE, conf], capture_output=True, text=True, timeout=300, env=env
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    expected = {"retries": str(GC_LOCKER_RETRIES), "jit_top_tier": "1", "user": "kept", "rows": 3}
-    assert _probe_output(done.stdout) == expected
+    # quick keeps the full JIT's 240 MB code cache (Java's own for the first tier, 48 MB, ran out: hudi_cdc._jvm)
+    expected = {"retries": str(GC_LOCKER_RETRIES), "jit_top_tier": "1", "code_cache": str(240 << 20)}
+    assert _probe_output(done.stdout) == {**expected, "user": "kept", "rows": 3}
 
 
 def test_the_spark_submit_line_of_the_readme_gives_the_driver_the_same_options(tmp_path: Path) -> None:
@@ -97,5 +99,7 @@ def test_the_spark_submit_line_of_the_readme_gives_the_driver_the_same_options(t
     done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     top_tier = "1" if "-XX:TieredStopAtLevel=1" in java_options else "4"  # as HUDI_CDC_JIT says (make test: quick)
+    probe = _probe_output(done.stdout)
+    assert int(probe.pop("code_cache")) >= 240 << 20  # quick's own option, or the full JIT's default
     expected = {"retries": str(GC_LOCKER_RETRIES), "jit_top_tier": top_tier, "user": "kept", "rows": 3}
-    assert _probe_output(done.stdout) == expected
+    assert probe == expected
