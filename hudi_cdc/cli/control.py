@@ -22,8 +22,11 @@ def _command(name: str, doc: str) -> click.Command:
 
         spec = service.load_pipeline(pipeline_file)
         for table in tables:
-            getattr(service, name)(spec, table)
-            click.echo(f"{table}: {name} asked for ({spec.run.state_dir}/control)")
+            base_path = getattr(service, name)(spec, table)
+            click.echo(
+                f"{table}: {name} asked for ({spec.run.state_dir}/control and {base_path}/.hudi_cdc/control: "
+                "every runner of the pipeline)"
+            )
 
     return steer
 

@@ -248,6 +248,11 @@ def _table(
         config = spec.table_config(ref)
     except HudiCdcError as exc:  # its settings are refused: reported, the other tables still are
         return TableStatus(ref.name, ref.topic, "?", "failed", last_error=str(exc)), None
+    try:  # the table's own folder: a pause or remove given through another runner's state folder counts too
+        found = control.table_flags(config.target_base_path, spark=spark)
+        flags = (flags - control.stale_flags(spec.run.state_dir, ref.name, flags, found)) | found.flags
+    except (HudiCdcError, OSError):
+        pass  # shown as this state folder says
     if control.REMOVED in flags:
         state = control.REMOVED
     elif control.PAUSED in flags and state != "running":

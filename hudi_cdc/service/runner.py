@@ -12,6 +12,9 @@ freshness of the others, and keeps per-table state:
   for ``hudi-cdc resume`` (or a restart).
 - pause, resume and remove come from :mod:`hudi_cdc.service.control`, read
   before every scheduling decision; a paused table's round under way finishes.
+  A table's own folder keeps its pause and remove too, for runners sharing the
+  pipeline: read when this runner takes the table's lease (before its first
+  round under it) and at every discovery.
 - a new topic (or folder) matching the patterns is picked up at the next
   discovery, without a restart.
 - with ``[source] schema_change_topic``, a table dropped at the source is
@@ -133,6 +136,9 @@ class Runner:
         self._wanting: dict[str, float] = {}  # another runner's owner id -> when it was last seen waiting
         self._refused_since: dict[str, float] = {}  # one-shot runs: since when a table's lease was refused
         self._me: leases.LeaseOwner | None = None  # this runner as the owner of its leases
+        # What the tables' own folders say (pause, remove, last resume: control.table_flags), for the tables it
+        # holds and those its state folder pauses or removes; read at a lease's taking and at every discovery.
+        self._table_flags: dict[str, control.TableFlags] = {}
         self.lease_expiry_s = float(spec.defaults.get("lease_expiry_seconds", leases.DEFAULT_EXPIRY_S))
         self.metrics = PipelineMetrics(spec.name)
         self.backlog = BacklogWatch(
@@ -356,6 +362,7 @@ class Runner:
                 if now >= self._next_discovery and (self.continuous or not self._discovered_once):
                     self._discover()
                     self._next_discovery = now + self.spec.run.discovery_interval_seconds
+                    self._read_table_flags()
                 self._apply_control()
                 self._check_jvm(now)
                 self._take_sightings()
@@ -444,7 +451,7 @@ class Runner:
         lease = self._leases.get(table.name)
         if lease is not None:
             if lease.held:
-                return True
+                return self._flags_allow(table, fresh=False)
             self._drop_lease(table.name)  # taken over while this process did not renew it (paused)
         holder = leases.lease_holder(table.target, spark=self.spark)
         mine = holder is not None and holder.owner.id == leases.process_owner_id() and holder.live()
@@ -466,7 +473,69 @@ class Runner:
         self._refused_since.pop(table.name, None)
         table.writer = "this runner"
         log.info("%s: writer lease taken (%s)", table.name, table.target)
-        return True
+        return self._flags_allow(table, fresh=True)
+
+    def _flags_allow(self, table: TableState, *, fresh: bool) -> bool:
+        """Whether the table's own folder lets a round start: read when the lease was just taken (``fresh``: a
+        pause or remove given through another runner's state folder, or while another runner held the table,
+        holds before this runner's first round), else as last read (at the last discovery)."""
+        assert table.config is not None
+        if fresh or table.name not in self._table_flags:
+            self._table_flags[table.name] = control.table_flags(table.target, spark=self.spark)
+        found = self._table_flags[table.name]
+        flag = control.REMOVED if found.removed is not None else control.PAUSED if found.paused is not None else None
+        if flag is None:
+            return True
+        table.state = REMOVED if flag == control.REMOVED else PAUSED
+        log.info(
+            "%s: %s in the table's own folder (%s/%s): no round until `hudi-cdc resume`",
+            table.name,
+            found.describe(flag),
+            table.target,
+            control.TABLE_CONTROL_FOLDER,
+        )
+        return False
+
+    def _read_table_flags(self) -> None:
+        """At each discovery: read again the own folders of the tables this runner holds, and of those its state
+        folder pauses or removes (a resume given through another runner's state folder makes those stale). A
+        pause or remove found only in the state folder (a file made by hand) is carried to the table's folder."""
+        local = control.instructions(self.state_dir)
+        for table in list(self.tables.values()):
+            own = local.get(table.name, set()) & {control.PAUSED, control.REMOVED}
+            if table.config is None or (table.name not in self._leases and not own):
+                continue
+            before = self._table_flags.get(table.name)
+            try:
+                found = control.table_flags(table.target, spark=self.spark)
+                carried = False
+                for flag in sorted(own - found.flags):
+                    since = control.flag_time(self.state_dir, table.name, flag)
+                    if since is not None and (found.resumed_at is None or since >= found.resumed_at):
+                        control.carry_flag(
+                            table.target, flag, table=table.name, state_dir=self.state_dir, spark=self.spark
+                        )
+                        log.info(
+                            "%s: %s in this runner's state folder: carried to the table's folder", table.name, flag
+                        )
+                        carried = True
+                if carried:
+                    found = control.table_flags(table.target, spark=self.spark)
+            except (HudiCdcError, OSError) as exc:
+                log.warning(
+                    "%s: its control flags in %s/%s could not be read (%s): read again at the next discovery",
+                    table.name,
+                    table.target,
+                    control.TABLE_CONTROL_FOLDER,
+                    exc,
+                )
+                continue
+            self._table_flags[table.name] = found
+            resumed = before is not None and found.resumed_at != before.resumed_at
+            if resumed and table.state == FAILED and table.config is not None:
+                log.info("%s: resumed through another state folder: trying again", table.name)
+                table.state, table.failures, table.failing_since, table.failing_since_s = WAITING, 0, None, None
+                table.due = 0.0
 
     def _held_elsewhere(self, table: TableState, holder: leases.LeaseRecord, now: float) -> bool:
         """Another live process writes the table: note who (status shows it) and ask again later; a one-shot
@@ -536,6 +605,7 @@ class Runner:
         log.info("%s: handed over to a runner waiting for it (this one held more than its share)", table.name)
 
     def _drop_lease(self, name: str) -> None:
+        self._table_flags.pop(name, None)  # read again when this runner takes the table next
         lease = self._leases.pop(name, None)
         if lease is not None:
             leases.unregister(lease)
@@ -617,6 +687,9 @@ class Runner:
         flags = control.instructions(self.state_dir)
         for table in self.tables.values():
             own = flags.get(table.name, set())
+            found = self._table_flags.get(table.name)
+            if found is not None:
+                own = self._with_table_flags(table, own, found)
             if control.RETRY in own and control.take_retry(self.state_dir, table.name) and table.state == FAILED:
                 if table.config is None:  # its settings were refused: only a restart re-reads the file
                     log.error("%s: cannot retry: fix its settings in %s and restart", table.name, self.spec.origin)
@@ -635,6 +708,23 @@ class Runner:
             elif table.state in (PAUSED, REMOVED):
                 log.info("%s: resumed", table.name)
                 table.state = WAITING if not self._done_rounds(table) else DONE
+
+    def _with_table_flags(self, table: TableState, own: set[str], found: control.TableFlags) -> set[str]:
+        """The state folder's flags with the table folder's: a pause or remove in the state folder older than the
+        table's last resume (given through another runner's state folder) is stale, and deleted."""
+        for flag in sorted(control.stale_flags(self.state_dir, table.name, own, found)):
+            since = control.flag_time(self.state_dir, table.name, flag)
+            control.drop_flag(self.state_dir, table.name, flag)
+            log.info(
+                "%s: %s in this runner's state folder since %s, resumed since (the table's folder, %s): no longer %s",
+                table.name,
+                flag,
+                control.iso_time(since or 0.0),
+                control.iso_time(found.resumed_at or 0.0),
+                flag,
+            )
+            own = own - {flag}
+        return own | found.flags
 
     def _take_repair(self, table: TableState) -> None:
         """A repair request becomes the table's next round, now (a settings-refused table cannot run one)."""
@@ -679,18 +769,23 @@ class Runner:
         def catch_up() -> None:
             ingest_once(config, spark=self.spark, steps=table.steps)
 
-        try:
-            outcome = self.repairer(self.spark, config, request, catch_up)
-        except Exception as exc:  # noqa: BLE001 - a repair's failure is its outcome, not the table's
-            from hudi_cdc._jvm import java_message
+        outcome = self._repaired_elsewhere(table, request)
+        if outcome is None:
+            started = time.time()
+            try:
+                outcome = self.repairer(self.spark, config, request, catch_up)
+            except Exception as exc:  # noqa: BLE001 - a repair's failure is its outcome, not the table's
+                from hudi_cdc._jvm import java_message
 
-            if self._shutting_down():  # not the repair's failure: it runs again at the next start
-                raise TransientError(
-                    f"{table.name}: repair {request['id']} interrupted by the runner's stop; its request stays in "
-                    f"{self.state_dir}/control/ and runs at the next start"
-                ) from exc
-            outcome = {"error": java_message(exc), "error_kind": type(exc).__name__}
-            log.error("%s: repair %s failed: %s", table.name, request["id"], outcome["error"])
+                if self._shutting_down():  # not the repair's failure: it runs again at the next start
+                    raise TransientError(
+                        f"{table.name}: repair {request['id']} interrupted by the runner's stop; its request stays "
+                        f"in {self.state_dir}/control/ and runs at the next start"
+                    ) from exc
+                outcome = {"error": java_message(exc), "error_kind": type(exc).__name__}
+                log.error("%s: repair %s failed: %s", table.name, request["id"], outcome["error"])
+            else:
+                self._record_repair(table, request, outcome, started)
         control.settle_repair(self.state_dir, table.name, request["id"], outcome)
         table.repair = None
         commits = outcome.get("commits") or []
@@ -701,6 +796,35 @@ class Runner:
             checkpoint=None,
             details={"repair": request["id"]},
         )
+
+    def _repaired_elsewhere(self, table: TableState, request: dict[str, Any]) -> dict[str, Any] | None:
+        """The outcome of the same repair done on the table since this request was written (a request left by
+        this runner's killed run, the repair asked for again and done by the runner holding the table then);
+        None: it runs. A table folder that cannot be read runs it (a repair is idempotent)."""
+        assert table.config is not None
+        requested_at = control.repair_requested_at(self.state_dir, table.name)
+        try:
+            done = control.repair_done_elsewhere(table.target, request, requested_at, spark=self.spark)
+        except (HudiCdcError, OSError) as exc:
+            log.warning(
+                "%s: whether repair %s was done elsewhere is unknown (%s): it runs", table.name, request["id"], exc
+            )
+            return None
+        if done is not None:
+            log.info("%s: repair %s %s", table.name, request["id"], done["described"])
+        return done
+
+    def _record_repair(
+        self, table: TableState, request: dict[str, Any], outcome: dict[str, Any], started: float
+    ) -> None:
+        """Keep the repair in the table's folder, so the same request left in another runner's state folder is
+        settled as done there rather than run again."""
+        try:
+            control.record_repair(
+                table.target, request, outcome, started_at=started, by=self._owner(table).describe(), spark=self.spark
+            )
+        except (HudiCdcError, OSError) as exc:
+            log.warning("%s: repair %s not recorded in the table's folder (%s)", table.name, request["id"], exc)
 
     def _shutting_down(self) -> bool:
         """A stop asked for (SIGTERM reaches the JVM too: it shuts its SparkContext down), or the driver JVM or

@@ -68,6 +68,7 @@ __all__ = [
     "process_owner_id",
     "refusal",
     "register",
+    "table_store",
     "unregister",
     "waiters",
 ]
@@ -227,8 +228,9 @@ class _Store(Protocol):
 class _LocalStore:
     """A local folder, by the operating system's calls: no JVM needed."""
 
-    def __init__(self, folder: str) -> None:
+    def __init__(self, folder: str, what: str = "the table's writer lease") -> None:
         self.folder = folder
+        self.what = what  # for errors: what the folder holds
 
     def _tmp(self, data: bytes) -> str:
         tmp = os.path.join(self.folder, f".tmp-{process_owner_id()}-{uuid.uuid4().hex[:8]}")
@@ -241,7 +243,7 @@ class _LocalStore:
         except OSError as exc:  # a full disk, a read-only mount: as any write of the table would fail
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
-            raise SinkError(f"{self.folder}: the table's writer lease cannot be written: {exc}") from exc
+            raise SinkError(f"{self.folder}: {self.what} cannot be written: {exc}") from exc
         return tmp
 
     def names(self) -> list[str]:
@@ -264,7 +266,7 @@ class _LocalStore:
         except FileExistsError:
             return False
         except OSError as exc:
-            raise SinkError(f"{self.folder}: the table's writer lease cannot be written: {exc}") from exc
+            raise SinkError(f"{self.folder}: {self.what} cannot be written: {exc}") from exc
         finally:
             os.unlink(tmp)
         return True
@@ -281,10 +283,18 @@ class _HadoopStore:
     """A folder on a Hadoop file system: HDFS, whose rename is atomic and refuses an existing target; or, with
     ``by_rename=False``, an object store, where a created object appears whole when its stream closes."""
 
-    def __init__(self, spark: Any, folder: str, *, by_rename: bool = True) -> None:  # noqa: ANN401
+    def __init__(
+        self,
+        spark: Any,  # noqa: ANN401
+        folder: str,
+        *,
+        by_rename: bool = True,
+        what: str = "the table's writer lease",
+    ) -> None:
         from hudi_cdc._jvm import hadoop_conf, jvm
 
         self._by_rename = by_rename
+        self.what = what
         self._jvm = jvm(spark)
         self._gateway = spark.sparkContext._gateway
         conf = hadoop_conf(spark)
@@ -323,7 +333,7 @@ class _HadoopStore:
             if "FileNotFoundException" in str(exc):
                 return None
             # Never read as "no holder": that would take a live lease over.
-            raise SinkError(f"{path}: the table's writer lease cannot be read: {java_message(exc)}") from exc
+            raise SinkError(f"{path}: {self.what} cannot be read: {java_message(exc)}") from exc
         try:
             out = self._jvm.java.io.ByteArrayOutputStream()
             self._jvm.org.apache.hadoop.io.IOUtils.copyBytes(stream, out, 4096, False)
@@ -368,16 +378,34 @@ class _HadoopStore:
 
 
 def _store(base_path: str, spark: Any | None) -> _Store:  # noqa: ANN401
-    folder = base_path.rstrip("/") + "/" + LEASE_FOLDER
+    return table_store(base_path, LEASE_FOLDER, spark=spark)
+
+
+def table_store(
+    base_path: str,
+    folder: str,
+    *,
+    spark: Any | None = None,  # noqa: ANN401
+    what: str = "the table's writer lease",
+) -> _Store:
+    """A folder of the table's own (``folder`` under its base path: the lease's, the control flags'), reached
+    as the lease reaches its folder: a local path by the operating system's calls (no JVM), any other scheme
+    through Spark's Hadoop file system (``spark`` needed: else :class:`ConfigError`). ``what``: what the
+    folder holds, for errors."""
+    path = base_path.rstrip("/") + "/" + folder
     scheme = urlsplit(base_path).scheme.lower()
     if len(scheme) == 1:  # a Windows drive letter, not a scheme
         scheme = ""
     if scheme in _LOCAL_SCHEMES:
-        return _LocalStore(urlsplit(folder).path if scheme else folder)
+        return _LocalStore(urlsplit(path).path if scheme else path, what)
     if spark is None:
-        raise ConfigError(f"{base_path}: the table's writer lease on {scheme}:// is taken through Spark's JVM")
+        raise ConfigError(
+            f"{base_path}: {what} on {scheme}:// is reached through Spark's JVM, and no Spark session was given"
+        )
     if scheme in _HADOOP_ATOMIC_SCHEMES:
-        return _HadoopStore(spark, folder)
+        return _HadoopStore(spark, path, what=what)
+    if folder != LEASE_FOLDER:  # the best-effort warning is the lease's: other files are written whole
+        return _HadoopStore(spark, path, by_rename=False, what=what)
     if scheme not in _warned:
         _warned.add(scheme)
         log.warning(
@@ -385,7 +413,7 @@ def _store(base_path: str, spark: Any | None) -> _Store:  # noqa: ANN401
             "processes taking an expired lease in the same instant could both win (docs/many-processes.md)",
             scheme,
         )
-    return _HadoopStore(spark, folder, by_rename=False)
+    return _HadoopStore(spark, path, by_rename=False, what=what)
 
 
 _warned: set[str] = set()

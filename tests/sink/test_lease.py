@@ -129,7 +129,7 @@ def test_waiters_are_recorded(tmp_path: Path) -> None:
 def test_a_store_reached_through_the_jvm_needs_a_session(tmp_path: Path) -> None:
     from hudi_cdc.errors import ConfigError
 
-    with pytest.raises(ConfigError, match="hdfs:// is taken through Spark's JVM"):
+    with pytest.raises(ConfigError, match="hdfs:// is reached through Spark's JVM"):
         TableLease("hdfs://namenode/lake/t")
 
 
