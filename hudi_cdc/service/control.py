@@ -152,7 +152,8 @@ def resume(
     """Undo pause and remove, and retry the table if it had failed: in the state folder and, given the table's
     ``base_path``, in the table's own folder (every runner sharing the pipeline then resumes it)."""
     _marker(state_dir, table, RETRY)  # the name checked before anything is written
-    if base_path is not None:
+    # A table no writer, pause or remove ever reached has no folder of hudi-cdc's: none is made (a misspelt name)
+    if base_path is not None and table_store(base_path, _TABLE_FOLDER, spark=spark, what="the table's folder").names():
         store = _table_store(base_path, spark)
         store.replace(_RESUMED_FILE, _record(table, state_dir))
         for flag in (PAUSED, REMOVED):
@@ -177,7 +178,8 @@ def drop_flag(state_dir: str | os.PathLike[str], table: str, flag: str) -> None:
 
 # --- the table's own folder ----------------------------------------------------------------------------------
 
-TABLE_CONTROL_FOLDER = ".hudi_cdc/control"
+_TABLE_FOLDER = ".hudi_cdc"
+TABLE_CONTROL_FOLDER = _TABLE_FOLDER + "/control"
 _RESUMED_FILE, _REPAIRED_FILE = "resumed.json", "repaired.json"
 
 

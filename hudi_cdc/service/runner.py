@@ -502,40 +502,40 @@ class Runner:
         pause or remove found only in the state folder (a file made by hand) is carried to the table's folder."""
         local = control.instructions(self.state_dir)
         for table in list(self.tables.values()):
-            own = local.get(table.name, set()) & {control.PAUSED, control.REMOVED}
-            if table.config is None or (table.name not in self._leases and not own):
-                continue
-            before = self._table_flags.get(table.name)
-            try:
+            own = local.get(table.name, set())
+            if table.config is not None and (table.name in self._leases or own & {control.PAUSED, control.REMOVED}):
+                self._read_flags_of(table, own)
+
+    def _read_flags_of(self, table: TableState, own: set[str]) -> control.TableFlags | None:
+        """Read the table's own folder now (``own``: the state folder's flags of it); None if it cannot be read."""
+        before = self._table_flags.get(table.name)
+        try:
+            found = control.table_flags(table.target, spark=self.spark)
+            carried = False
+            for flag in sorted(own & {control.PAUSED, control.REMOVED} - found.flags):
+                since = control.flag_time(self.state_dir, table.name, flag)
+                if since is not None and (found.resumed_at is None or since >= found.resumed_at):
+                    control.carry_flag(table.target, flag, table=table.name, state_dir=self.state_dir, spark=self.spark)
+                    log.info("%s: %s in this runner's state folder: carried to the table's folder", table.name, flag)
+                    carried = True
+            if carried:
                 found = control.table_flags(table.target, spark=self.spark)
-                carried = False
-                for flag in sorted(own - found.flags):
-                    since = control.flag_time(self.state_dir, table.name, flag)
-                    if since is not None and (found.resumed_at is None or since >= found.resumed_at):
-                        control.carry_flag(
-                            table.target, flag, table=table.name, state_dir=self.state_dir, spark=self.spark
-                        )
-                        log.info(
-                            "%s: %s in this runner's state folder: carried to the table's folder", table.name, flag
-                        )
-                        carried = True
-                if carried:
-                    found = control.table_flags(table.target, spark=self.spark)
-            except (HudiCdcError, OSError) as exc:
-                log.warning(
-                    "%s: its control flags in %s/%s could not be read (%s): read again at the next discovery",
-                    table.name,
-                    table.target,
-                    control.TABLE_CONTROL_FOLDER,
-                    exc,
-                )
-                continue
-            self._table_flags[table.name] = found
-            resumed = before is not None and found.resumed_at != before.resumed_at
-            if resumed and table.state == FAILED and table.config is not None:
-                log.info("%s: resumed through another state folder: trying again", table.name)
-                table.state, table.failures, table.failing_since, table.failing_since_s = WAITING, 0, None, None
-                table.due = 0.0
+        except (HudiCdcError, OSError) as exc:
+            log.warning(
+                "%s: its control flags in %s/%s could not be read (%s): read again at the next discovery",
+                table.name,
+                table.target,
+                control.TABLE_CONTROL_FOLDER,
+                exc,
+            )
+            return None
+        self._table_flags[table.name] = found
+        resumed = before is not None and found.resumed_at != before.resumed_at
+        if resumed and table.state == FAILED and control.RETRY not in own:
+            log.info("%s: resumed through another state folder: trying again", table.name)
+            table.state, table.failures, table.failing_since, table.failing_since_s = WAITING, 0, None, None
+            table.due = 0.0
+        return found
 
     def _held_elsewhere(self, table: TableState, holder: leases.LeaseRecord, now: float) -> bool:
         """Another live process writes the table: note who (status shows it) and ask again later; a one-shot
@@ -688,6 +688,8 @@ class Runner:
         for table in self.tables.values():
             own = flags.get(table.name, set())
             found = self._table_flags.get(table.name)
+            if found is not None and control.RETRY in own and table.config is not None:
+                found = self._read_flags_of(table, own) or found  # a resume through this folder: now, not later
             if found is not None:
                 own = self._with_table_flags(table, own, found)
             if control.RETRY in own and control.take_retry(self.state_dir, table.name) and table.state == FAILED:

@@ -63,6 +63,8 @@ def test_pause_remove_resume_write_beside_the_table_as_well_as_in_the_state_fold
         control.PAUSED,
         control.REMOVED,
     }
+    control.resume(state_b, "inventory.custmers", base_path=str(tmp_path / "lake" / "custmers"))
+    assert not (tmp_path / "lake" / "custmers").exists()  # a misspelt name makes no folder in the lake
     control.pause(state_a, table)  # a pause after the resume (a file made by hand, say) is not stale
     os.utime(control._marker(state_a, table, control.PAUSED), (found.resumed_at + 1, found.resumed_at + 1))
     assert control.stale_flags(state_a, table, {control.PAUSED}, found) == set()

@@ -94,8 +94,7 @@ def test_a_pause_given_through_the_killed_holders_folder_holds_for_the_runner_th
         assert service.pause(spec_a, TABLE) == base  # where it was written (the CLI prints it)
 
         service.resume(spec_b, TABLE)  # through b's folder this time: clears the table's folder too
-        b._read_table_flags()  # b's next discovery
-        assert _pass(b) == [TABLE] and b.tables[TABLE].state == WAITING
+        assert _pass(b) == [TABLE] and b.tables[TABLE].state == WAITING  # at once: no wait for b's discovery
     finally:
         b._release_leases()
 
