@@ -30,6 +30,10 @@ absent" is, per storage:
   (a warning says so). S3's conditional write (``If-None-Match: *``; s3a's
   ``fs.s3a.create.conditional.enabled`` from Hadoop 3.4.2 on) makes the same call atomic, with no change here.
 
+The same storage calls reach the table's other hudi-cdc folders (``table_store``): the control flags a pause,
+remove or resume leaves for every runner sharing a pipeline (``hudi_cdc.service.control``) are written whole, by
+``replace``, with no compare-and-swap needed.
+
 A process holds a lease once (``hold`` inside ``hold`` is the same lease, counted): a runner that holds a
 table runs its rounds, repairs and compactions under it.
 
