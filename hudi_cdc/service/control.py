@@ -49,18 +49,19 @@ table's folder. A round under way finishes either way.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import tempfile
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from hudi_cdc.errors import ConfigError
+from hudi_cdc.errors import ConfigError, HudiCdcError, SinkError
 from hudi_cdc.sink.lease import LeaseOwner, table_store
 
 __all__ = [
@@ -153,11 +154,13 @@ def resume(
     ``base_path``, in the table's own folder (every runner sharing the pipeline then resumes it)."""
     _marker(state_dir, table, RETRY)  # the name checked before anything is written
     # A table no writer, pause or remove ever reached has no folder of hudi-cdc's: none is made (a misspelt name)
-    if base_path is not None and table_store(base_path, _TABLE_FOLDER, spark=spark, what="the table's folder").names():
-        store = _table_store(base_path, spark)
-        store.replace(_RESUMED_FILE, _record(table, state_dir))
-        for flag in (PAUSED, REMOVED):
-            store.delete(flag + ".json")
+    if base_path is not None:
+        with _reaching(base_path, "resumed"):
+            if table_store(base_path, _TABLE_FOLDER, spark=spark, what="the table's folder").names():
+                store = _table_store(base_path, spark)
+                store.replace(_RESUMED_FILE, _record(table, state_dir))
+                for flag in (PAUSED, REMOVED):
+                    store.delete(flag + ".json")
     for flag in (PAUSED, REMOVED):
         _marker(state_dir, table, flag).unlink(missing_ok=True)
     _touch(_marker(state_dir, table, RETRY))
@@ -206,6 +209,24 @@ def _table_store(base_path: str, spark: Any | None) -> Any:  # noqa: ANN401 - si
     return table_store(base_path, TABLE_CONTROL_FOLDER, spark=spark, what="the table's control flags")
 
 
+@contextlib.contextmanager
+def _reaching(base_path: str, doing: str) -> Iterator[None]:
+    """A table folder that does not answer (a Hadoop store's exception through py4j, a local OSError) is a
+    transient :class:`SinkError` naming the folder and what to do; hudi-cdc's own errors pass as they are."""
+    try:
+        yield
+    except HudiCdcError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - py4j's wrapper of Hadoop's exceptions, or an OSError
+        from hudi_cdc._jvm import java_message
+
+        raise SinkError(
+            f"{base_path}/{TABLE_CONTROL_FOLDER}: the table's control flags could not be {doing}: "
+            f"{java_message(exc)}. Check that the store answers and that this user may read and write there "
+            "(its credentials: Spark's Hadoop settings, --hoodie-conf), then try again"
+        ) from exc
+
+
 def _record(table: str, state_dir: str | os.PathLike[str] | None) -> bytes:
     """Who sets a flag, and when: this process, and the state folder it was given through."""
     by = LeaseOwner.here().describe()
@@ -231,9 +252,10 @@ def _read_json(store: Any, name: str) -> dict[str, Any] | None:  # noqa: ANN401
 
 def table_flags(base_path: str, *, spark: Any | None = None) -> TableFlags:  # noqa: ANN401
     """The table's pause, remove and last resume, from its own folder (a listing, then a read of each file)."""
-    store = _table_store(base_path, spark)
-    names = set(store.names())
-    found = {n: _read_json(store, n) for n in (PAUSED + ".json", REMOVED + ".json", _RESUMED_FILE) if n in names}
+    with _reaching(base_path, "read"):
+        store = _table_store(base_path, spark)
+        names = set(store.names())
+        found = {n: _read_json(store, n) for n in (PAUSED + ".json", REMOVED + ".json", _RESUMED_FILE) if n in names}
     resumed = found.get(_RESUMED_FILE)
     return TableFlags(
         paused=found.get(PAUSED + ".json"),
@@ -264,7 +286,8 @@ def carry_flag(
     """Set ``flag`` (paused or removed) in the table's own folder."""
     if flag not in (PAUSED, REMOVED):
         raise ConfigError(f"{flag!r} is not a flag of a table's folder (paused, removed)")
-    _table_store(base_path, spark).replace(flag + ".json", _record(table, state_dir))
+    with _reaching(base_path, "written"):
+        _table_store(base_path, spark).replace(flag + ".json", _record(table, state_dir))
 
 
 def instructions(state_dir: str | os.PathLike[str]) -> dict[str, set[str]]:
@@ -354,7 +377,9 @@ def record_repair(
         "by": by,
         "outcome": dict(outcome),
     }
-    _table_store(base_path, spark).replace(_REPAIRED_FILE, json.dumps(value, sort_keys=True, default=str).encode())
+    with _reaching(base_path, "written"):
+        store = _table_store(base_path, spark)
+        store.replace(_REPAIRED_FILE, json.dumps(value, sort_keys=True, default=str).encode())
 
 
 def repair_done_elsewhere(
@@ -367,7 +392,8 @@ def repair_done_elsewhere(
     """The outcome to settle ``request`` with, when a repair asking the same was done on the table after the
     request was written (by another runner, or an earlier run of this one): that repair's outcome, marked
     ``already_done_by``; None when the request must run."""
-    done = _read_json(_table_store(base_path, spark), _REPAIRED_FILE)
+    with _reaching(base_path, "read"):
+        done = _read_json(_table_store(base_path, spark), _REPAIRED_FILE)
     if not done or requested_at is None:
         return None
     if done.get("request") != request_fields(request) or float(done.get("started_at") or 0.0) < requested_at:
