@@ -42,9 +42,10 @@ system), where every runner that takes the table reads them:
 A runner reads the table's flags when it takes the table's lease, before its
 first round under it, and again at every discovery
 (``[run] discovery_interval_seconds``) for the tables it holds and those its
-own state folder pauses or removes; it also carries a pause or remove found only
-in its state folder (a file made by hand, or before this existed) to the
-table's folder. A round under way finishes either way.
+own state folder pauses or removes (at once for a resume given through its own
+state folder). A round under way finishes either way. A pause made by hand in a
+state folder alone (or by ``pause`` without ``base_path``) stays that runner's:
+it is not carried to the table's folder, so deleting the file resumes it.
 """
 
 from __future__ import annotations

@@ -498,8 +498,7 @@ class Runner:
 
     def _read_table_flags(self) -> None:
         """At each discovery: read again the own folders of the tables this runner holds, and of those its state
-        folder pauses or removes (a resume given through another runner's state folder makes those stale). A
-        pause or remove found only in the state folder (a file made by hand) is carried to the table's folder."""
+        folder pauses or removes (a resume given through another runner's state folder makes those stale)."""
         local = control.instructions(self.state_dir)
         for table in list(self.tables.values()):
             own = local.get(table.name, set())
@@ -507,19 +506,13 @@ class Runner:
                 self._read_flags_of(table, own)
 
     def _read_flags_of(self, table: TableState, own: set[str]) -> control.TableFlags | None:
-        """Read the table's own folder now (``own``: the state folder's flags of it); None if it cannot be read."""
+        """Read the table's own folder now (``own``: the state folder's flags of it); None if it cannot be read.
+
+        A pause or remove found only in the state folder (a file made by hand, or by ``control.pause`` without the
+        table's folder) is not carried to the table's folder: it stays this runner's, and so does its resume."""
         before = self._table_flags.get(table.name)
         try:
             found = control.table_flags(table.target, spark=self.spark)
-            carried = False
-            for flag in sorted(own & {control.PAUSED, control.REMOVED} - found.flags):
-                since = control.flag_time(self.state_dir, table.name, flag)
-                if since is not None and (found.resumed_at is None or since >= found.resumed_at):
-                    control.carry_flag(table.target, flag, table=table.name, state_dir=self.state_dir, spark=self.spark)
-                    log.info("%s: %s in this runner's state folder: carried to the table's folder", table.name, flag)
-                    carried = True
-            if carried:
-                found = control.table_flags(table.target, spark=self.spark)
         except (HudiCdcError, OSError) as exc:
             log.warning(
                 "%s: its control flags in %s/%s could not be read (%s): read again at the next discovery",

@@ -126,16 +126,22 @@ def test_a_remove_reaches_the_holder_at_its_next_discovery_and_a_resume_elsewher
         b._release_leases()
 
 
-def test_a_pause_made_by_hand_in_a_state_folder_is_carried_to_the_table(tmp_path: Path) -> None:
+def test_a_pause_and_resume_in_a_state_folder_alone_stay_that_runners_own(tmp_path: Path) -> None:
+    # A file made by hand (or control.pause without the table's folder) is the runner's own, as before: it is
+    # not carried to the table, so its resume (the file deleted, or control.resume alone) ends it at once.
     spec_a, spec_b = _spec(tmp_path, "a"), _spec(tmp_path, "b")
     a = _runner(spec_a)
     try:
         assert _pass(a) == [TABLE]
-        control.pause(spec_a.run.state_dir, TABLE)  # a file in a's folder only (made by hand, or by an old release)
-        a._read_table_flags()
-        a._release_leases()  # a stops (or dies): b takes the table and finds it paused
+        control.pause(spec_a.run.state_dir, TABLE)
+        a._read_table_flags()  # a's next discovery
+        assert _pass(a) == [] and a.tables[TABLE].state == PAUSED
+        assert control.table_flags(str(tmp_path / "lake" / "customers")).flags == set()
+        control.resume(spec_a.run.state_dir, TABLE)
+        assert _pass(a) == [TABLE] and a.tables[TABLE].state == WAITING
+        a._release_leases()
         b = _runner(spec_b)
-        assert _pass(b) == [] and b.tables[TABLE].state == PAUSED
+        assert _pass(b) == [TABLE]
         b._release_leases()
     finally:
         a._release_leases()
