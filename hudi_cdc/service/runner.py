@@ -174,7 +174,7 @@ class Runner:
             return None
         from hudi_cdc.service.cutter import Cutter
 
-        return Cutter(self.spec, self.spark, interval, self.clock())
+        return Cutter(self.spec, self.spark, interval, self.clock(), metrics=self.metrics)
 
     def _offset_watch(self) -> OffsetWatch | None:
         """A continuous Kafka run's watch on its tables' end offsets (other sources: every table every round)."""
@@ -783,7 +783,7 @@ class Runner:
                 self._record_repair(table, request, outcome, started)
         control.settle_repair(self.state_dir, table.name, request["id"], outcome)
         table.repair = None
-        commits = outcome.get("commits") or []
+        commits = [] if "already_done_by" in outcome else outcome.get("commits") or []  # none of this round's
         return IngestResult(
             table=config.target_table,
             base_path=config.target_base_path,
@@ -843,13 +843,15 @@ class Runner:
 
         assert table.config is not None
         table.cut_commit = None
+        quarantined = 0  # by every round of it: those events are missing from the cut
         while True:
             source = KafkaSource(self.spark, table.config, reader_schema=reader_schema, until=until)
             result = ingest_once(table.config, spark=self.spark, source=source, steps=table.steps)
+            quarantined += result.quarantined
             head = head_commit(self.spark, table.config.target_base_path)
             if head is not None and head[1] == until:
                 table.cut_commit = head[0]
-                return result
+                return dataclasses.replace(result, quarantined=quarantined)
             if head is None or result.events == 0 or any(head[1].get(p, 0) > o for p, o in until.items()):
                 raise TransientError(
                     f"{table.name}: a round bounded at {until} for a consistent cut committed "
@@ -872,7 +874,7 @@ class Runner:
                 self.on_round(table, None)
             return
         if self._cutter is not None and table.until is not None:
-            self._cutter.round_done(table, table.cut_commit, now)
+            self._cutter.round_done(table, table.cut_commit, now, quarantined=result.quarantined)
         table.rounds += 1
         table.failures, table.failing_since, table.failing_since_s, table.last_error_kind = 0, None, None, None
         merged = table.config.shard_sources
@@ -995,9 +997,11 @@ class Runner:
         for table in self.tables.values():
             self._freshness_now(table, now, wall)
         cut = self._cutter.underway_now() if self._cutter is not None else None
+        cut_blocked = self._cutter.blocked_now() if self._cutter is not None else None
         seen = (
             ended,
             repr(cut),
+            repr(cut_blocked),
             tuple(
                 (
                     n,
@@ -1036,6 +1040,7 @@ class Runner:
                 "ended": ended,
                 "tables": {n: t.to_dict() for n, t in sorted(self.tables.items())},
                 "cut_underway": cut,
+                "cut_blocked": cut_blocked,
             },
         )
 

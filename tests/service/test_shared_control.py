@@ -164,8 +164,9 @@ def test_a_repair_left_by_a_killed_runner_is_settled_as_done_by_the_runner_that_
     assert calls == [again]
 
     a = _runner(spec_a, repairer=repairer)  # a, restarted, holds the table again
-    a._repair_round(a.tables[TABLE], control.pending_repair(spec_a.run.state_dir, TABLE))  # type: ignore[arg-type]
+    result = a._repair_round(a.tables[TABLE], control.pending_repair(spec_a.run.state_dir, TABLE))  # type: ignore[arg-type]
     assert calls == [again]  # not run again
+    assert result.commit_time is None  # b's commit is not counted as a's
     outcome = control.repair_outcome(spec_a.run.state_dir, TABLE, left)
     assert outcome is not None and outcome["already_done_in"] == again and outcome["applied"] is True
     assert f"pid {os.getpid()}" in outcome["already_done_by"] and "state folder" in outcome["already_done_by"]
