@@ -147,6 +147,22 @@ def test_a_pause_and_resume_in_a_state_folder_alone_stay_that_runners_own(tmp_pa
         a._release_leases()
 
 
+def test_a_resume_given_through_another_runners_folder_retries_the_table_where_it_failed(tmp_path: Path) -> None:
+    from hudi_cdc.errors import TerminalError
+
+    spec_a, spec_b = _spec(tmp_path, "a"), _spec(tmp_path, "b")
+    b = _runner(spec_b)
+    try:
+        assert _pass(b) == [TABLE]  # b holds the table
+        b._failed(b.tables[TABLE], TerminalError("an incompatible schema change"), b.clock())
+        assert _pass(b) == [] and b.tables[TABLE].state == "failed"
+        service.resume(spec_a, TABLE)  # through a's folder: b's own has no retry file
+        b._read_table_flags()  # b's next discovery
+        assert _pass(b) == [TABLE] and b.tables[TABLE].state == WAITING
+    finally:
+        b._release_leases()
+
+
 def test_a_repair_left_by_a_killed_runner_is_settled_as_done_by_the_runner_that_did_it(tmp_path: Path) -> None:
     spec_a, spec_b = _spec(tmp_path, "a"), _spec(tmp_path, "b")
     request = {"source_url": "postgresql://debezium@db/inventory", "source_table": TABLE, "apply": True}
