@@ -121,6 +121,12 @@ class PipelineStatus:
                 if underway["transaction"]
                 else "  a consistent cut is under way: waiting for the rounds under way to finish"
             )
+        blocked = (self.runner or {}).get("cut_blocked")
+        if blocked:
+            lines.append(
+                f"  consistent cuts not made since {blocked['since']} ({blocked['failed_plans']} plan(s) in a row): "
+                f"{blocked['reason']}; next attempt at {blocked['next_attempt_at']}"
+            )
         return "\n".join(lines)
 
 
@@ -130,6 +136,10 @@ def _cut_line(cut: dict[str, Any]) -> str:
     line += f"{cut['transaction']}): the tables' heads are past it by (messages) {behind}"
     if cut.get("left_out"):
         line += "; left out: " + ", ".join(f"{n} ({why})" for n, why in sorted(cut["left_out"].items()))
+    if cut.get("partial"):
+        line += "; PARTIAL, events quarantined: " + ", ".join(
+            f"{n} {p['quarantined']}" for n, p in sorted(cut["partial"].items())
+        )
     return line
 
 
@@ -151,7 +161,7 @@ def _newest_cut(spec: PipelineSpec, statuses: Sequence[TableStatus]) -> dict[str
         at = {int(p): int(o) for p, o in table["offsets"].items()}
         behind[name] = None if head is None else sum(max(0, head.get(p, 0) - o) for p, o in at.items())
     commits = {n: t["commit"] for n, t in cut["tables"].items()}
-    keys = ("id", "at", "transaction", "transaction_offset", "left_out")
+    keys = ("id", "at", "transaction", "transaction_offset", "left_out", "partial")
     age_s = round((datetime.now(UTC) - datetime.fromisoformat(cut["at"])).total_seconds(), 1)
     return {**{k: cut.get(k) for k in keys}, "age_s": age_s, "commits": commits, "behind": behind}
 
@@ -229,6 +239,7 @@ def _runner(written: dict[str, Any] | None) -> dict[str, Any] | None:
         "updated_at": written["updated_at"],
         "ended": bool(written.get("ended")),
         "cut_underway": written.get("cut_underway") if alive else None,  # a dead runner's cut is not recorded
+        "cut_blocked": written.get("cut_blocked") if alive else None,
     }
 
 

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 
     from hudi_cdc.service.spec import PipelineSpec
 
-__all__ = ["CutPlan", "CutStore", "TableScan", "plan_cut", "read_consistent"]
+__all__ = ["CutPlan", "CutStore", "TableScan", "collections_of", "plan_cut", "plan_or_why", "read_consistent"]
 
 CUTS_FILE = "cuts.json"
 KEPT_CUTS = 500
@@ -50,13 +50,23 @@ class TableScan:
     """What a cut's plan needs of one table: the offsets its newest commit holds, and its messages since the
     previous cut (``events``, read from ``start`` to ``end`` per partition)."""
 
-    name: str  # schema.table: the data collection of the transaction topic's END events
+    name: str  # the table's name in the pipeline
     head: Mapping[int, int]
     events: Sequence[TableEvent]
     end: Mapping[int, int]
     ended_before: int = -1
     """Transactions whose END is at or before this transaction-topic offset wrote to the table before
     ``events`` start (they were in the previous cut): complete whatever ``events`` holds of them."""
+    collections: frozenset[str] = frozenset()
+    """The data collections (source tables, as the END events name them) its events come from: more than
+    its name for a route or a renamed topic, several for a merge. Those its events name are added; none at
+    all: ``name``."""
+
+
+def collections_of(table: TableScan) -> frozenset[str]:
+    """The data collections whose END counts the table's events are matched against (summed)."""
+    named = table.collections | {e.collection for e in table.events if e.collection is not None}
+    return named or frozenset({table.name})
 
 
 @dataclass(frozen=True)
@@ -68,77 +78,142 @@ class CutPlan:
 
 
 def plan_cut(ends: Sequence[TransactionEnd], tables: Sequence[TableScan]) -> CutPlan | None:
-    """The newest transaction boundary every table can be cut at, or None.
+    """The newest transaction boundary every table can be cut at, or None (:func:`plan_or_why` says why)."""
+    found = plan_or_why(ends, tables)
+    return found if isinstance(found, CutPlan) else None
+
+
+def plan_or_why(ends: Sequence[TransactionEnd], tables: Sequence[TableScan]) -> CutPlan | str:
+    """The newest transaction boundary every table can be cut at, or why there is none.
 
     A table can be cut after the ``i``-th END when its topic holds every event the
-    transactions up to it wrote to the table (the END's ``data_collections`` counts),
+    transactions up to it wrote to the table (the END's ``data_collections`` counts of the
+    table's collections, each event counted once by its ``data_collection_order``),
     those events come first in each partition (commit order), and its newest commit
     holds none of a later transaction (its head is not past the boundary).
     """
+    if not ends:
+        return "no transaction END on the transaction topic since the previous cut"
     order: dict[str, int] = {}
     for i, end in enumerate(ends):
-        order.setdefault(end.match, i)
+        if not end.undecodable:
+            order.setdefault(end.match, i)
     ranked = {t.name: _ranked(t, order) for t in tables}
-    newest = min([len(ends) - 1, *(_complete_until(t, ends) for t in tables)])
+    newest, why = len(ends) - 1, ""
+    for table in tables:
+        until, reason = _complete_until(table, ends)
+        if until < newest:
+            newest, why = until, reason
     for i in range(newest, -1, -1):
-        if order[ends[i].match] != i:
+        if ends[i].undecodable or order[ends[i].match] != i:
             continue  # a redelivered END: its transaction was ranked where it first ended
         offsets = {}
         for table in tables:
             boundary = _boundary(table, ranked[table.name], i)
-            if boundary is None:
+            if isinstance(boundary, str):
+                why = why or boundary
                 break
             if any(boundary[p] < table.head.get(p, 0) for p in boundary):
-                return None  # a table already holds a later transaction: an older boundary would be worse
+                # A table already holds a later transaction: an older boundary would be worse.
+                return why or (
+                    f"{table.name}'s newest commit holds events after transaction {ends[i].id} of a transaction "
+                    "whose END was not read yet"
+                )
             offsets[table.name] = boundary
         else:
             return CutPlan(ends[i], offsets)
-    return None
+    return why or "no transaction boundary every table can end at"
 
 
-def _complete_until(table: TableScan, ends: Sequence[TransactionEnd]) -> int:
-    """The last END index up to which the table's topic holds every event of every transaction."""
-    seen: dict[str, int] = {}
+def _complete_until(table: TableScan, ends: Sequence[TransactionEnd]) -> tuple[int, str]:
+    """The last END index up to which the table's topic holds every event of every transaction, and why
+    not further."""
+    collections = collections_of(table)
+    seen: dict[str, set[tuple[object, ...]]] = {}
     for event in table.events:
         if event.transaction is not None and not event.tombstone:
-            seen[event.transaction] = seen.get(event.transaction, 0) + 1
+            # A message delivered twice (a producer's resend, a connector restart) is one event.
+            one = (event.collection, event.order) if event.order is not None else (event.partition, event.offset)
+            seen.setdefault(event.transaction, set()).add(one)
     for i, end in enumerate(ends):
-        if end.offset > table.ended_before and seen.get(end.match, 0) < end.counts.get(table.name, 0):
-            return i - 1
-    return len(ends) - 1
+        if end.undecodable:
+            return i - 1, f"the transaction topic's message at offset {end.offset} does not decode"
+        needed = sum(end.counts.get(c, 0) for c in collections)
+        got = len(seen.get(end.match, ()))
+        if end.offset > table.ended_before and got < needed:
+            return i - 1, (
+                f"{table.name} holds {got} of the {needed} events transaction {end.id} wrote to "
+                f"{', '.join(sorted(collections))}"
+            )
+    return len(ends) - 1, ""
 
 
-def _ranked(table: TableScan, order: Mapping[str, int]) -> dict[int, list[tuple[int, int]]]:
-    """Partition -> ``(offset, rank)`` of its events: the END index of their transaction; -1 for an event of
-    no transaction (a snapshot read); ``_LATER`` for one whose END was not read, whether it has not ended
-    yet or ended before the transaction topic was read from (a redelivery of an old one: the runner then
-    reads that topic from its start); a tombstone ranks with the delete before it."""
-    ranked: dict[int, list[tuple[int, int]]] = {}
+def _ranked(table: TableScan, order: Mapping[str, int]) -> dict[int, list[tuple[int, int, TableEvent]]]:
+    """Partition -> ``(offset, rank, event)`` of its events, rank being the END index of their transaction;
+    -1 for an event of no transaction (a snapshot read); ``_LATER`` for one whose END was not read, whether
+    it has not ended yet or ended before the transaction topic was read from (a redelivery of an old one:
+    the runner then reads that topic from its start), and for one that does not decode; a tombstone ranks
+    with the delete before it."""
+    ranked: dict[int, list[tuple[int, int, TableEvent]]] = {}
     for event in sorted(table.events, key=lambda e: (e.partition, e.offset)):
         events = ranked.setdefault(event.partition, [])
         if event.tombstone:
             rank = events[-1][1] if events else -1
+        elif event.undecodable:
+            rank = _LATER
         elif event.transaction is None:
             rank = -1
         else:
             rank = order.get(event.transaction, _LATER)
-        events.append((event.offset, rank))
+        events.append((event.offset, rank, event))
     return ranked
 
 
-def _boundary(table: TableScan, ranked: Mapping[int, list[tuple[int, int]]], i: int) -> dict[int, int] | None:
-    """Per partition, the offset after the events of transactions up to END ``i``; None when those are not
-    a prefix of the partition (a redelivered transaction after a later one)."""
+def _boundary(
+    table: TableScan, ranked: Mapping[int, list[tuple[int, int, TableEvent]]], i: int
+) -> dict[int, int] | str:
+    """Per partition, the offset after the events of transactions up to END ``i``; why not when those are
+    not a prefix of the partition."""
     boundary = {}
     for partition, end in table.end.items():
         events = ranked.get(partition, [])
         k = 0
         while k < len(events) and events[k][1] <= i:
             k += 1
-        if any(rank <= i for _, rank in events[k:]):
-            return None
+        if any(rank <= i for _, rank, _ in events[k:]):
+            offset, rank, event = events[k]
+            if event.undecodable:
+                what = "does not decode"
+            elif rank == _LATER:
+                what = (
+                    f"is of transaction {event.transaction}, whose END was not read (not ended yet, expired from "
+                    "the transaction topic, or a redelivery)"
+                )
+            else:
+                what = f"is of transaction {event.transaction}, redelivered after a later one"
+            where = f"{table.name}'s message at partition {partition} offset {offset}"
+            return f"{where} {what}, before events of ended transactions"
         boundary[partition] = events[k][0] if k < len(events) else end
     return boundary
+
+
+def restarted(previous: Mapping[str, Any], low: int, high: int, ends: Sequence[TransactionEnd]) -> str | None:
+    """Why the transaction topic is not the one the ``previous`` cut was taken on (recreated, or truncated and
+    written again: its offsets restarted), from its ``low``/``high`` watermarks and the ENDs read from the
+    previous cut's offset on; None when it is, or cannot be told (that END expired by retention)."""
+    offset, transaction = int(previous["transaction_offset"]), previous["transaction"]
+    if high <= offset:
+        return (
+            f"its offsets end at {high}, at or below offset {offset}, the END of transaction {transaction} "
+            "the last cut was taken at"
+        )
+    if low > offset:
+        return None
+    at = next((e for e in ends if e.offset == offset), None)
+    if at is None or at.id != transaction:
+        found = "no END" if at is None else f"the END of transaction {at.id or '(undecodable)'}"
+        return f"offset {offset} holds {found}, not the END of transaction {transaction} the last cut was taken at"
+    return None
 
 
 # -- the record ---------------------------------------------------------------
@@ -159,6 +234,10 @@ class CutStore:
         except (OSError, ValueError, KeyError) as exc:
             raise ConfigError(f"cannot read the pipeline's cuts from {path}: {exc}") from None
         return cls(state_dir, list(cuts))
+
+    @property
+    def path(self) -> Path:
+        return Path(self.state_dir) / CUTS_FILE
 
     @property
     def newest(self) -> dict[str, Any] | None:
@@ -198,8 +277,10 @@ class CutStore:
 
 
 def new_cut(plan: CutPlan, topic: str, tables: Mapping[str, dict[str, Any]], left_out: Mapping[str, str],
-            number: int) -> dict[str, Any]:  # fmt: skip
-    """The record of a cut whose tables all committed: ``tables`` name -> {path, commit, offsets}."""
+            number: int, *, partial: Mapping[str, dict[str, Any]] | None = None) -> dict[str, Any]:  # fmt: skip
+    """The record of a cut whose tables all committed: ``tables`` name -> {path, commit, offsets, collections};
+    ``partial``: name -> {quarantined: n} for the tables whose rounds since their previous cut set events aside
+    (those events, of transactions up to the cut, are missing from it)."""
     return {
         "id": number,
         "at": datetime.now(UTC).isoformat(timespec="milliseconds"),
@@ -209,6 +290,7 @@ def new_cut(plan: CutPlan, topic: str, tables: Mapping[str, dict[str, Any]], lef
         "source_ts_ms": plan.end.ts_ms,
         "tables": dict(tables),
         "left_out": dict(left_out),
+        "partial": dict(partial or {}),
     }
 
 

@@ -41,6 +41,11 @@ Pushgateway after a one-shot run (``[run] pushgateway_url``). Per table:
   column_dropped, type_widened, type_changed, column_renamed; envelope.evolution).
 - ``hudi_cdc_java_writer_fallbacks_total{table}``: rounds Hudi's Java write client failed before its
   commit and Spark's datasource wrote instead (sink.small_write; the round's ``java_failed`` says why).
+
+Per pipeline, with consistent cuts on (docs/consistent-cuts.md): ``hudi_cdc_cuts_total{result}`` (recorded,
+partial: recorded with quarantined events missing, no_cut: a plan found no boundary or was abandoned, error:
+a plan failed) and ``hudi_cdc_cut_failed_plans``: plans in a row that made no cut (0 after a cut; status.json's
+``cut_blocked`` says why).
 """
 
 from __future__ import annotations
@@ -120,6 +125,19 @@ class PipelineMetrics:
             labels,
             registry=r,
         )
+
+        self.cuts = Counter("hudi_cdc_cuts", "Consistent cuts planned, by result", ["result"], registry=r)
+        self.cut_failed_plans = Gauge(
+            "hudi_cdc_cut_failed_plans", "Consistent-cut plans in a row that made no cut", registry=r
+        )
+
+    def cut_recorded(self, *, partial: bool) -> None:
+        self.cuts.labels("partial" if partial else "recorded").inc()
+        self.cut_failed_plans.set(0)
+
+    def cut_missed(self, *, error: bool, in_a_row: int) -> None:
+        self.cuts.labels("error" if error else "no_cut").inc()
+        self.cut_failed_plans.set(in_a_row)
 
     def observe(self, table: TableState, result: IngestResult | None, *, now: float | None = None) -> None:
         """Record one finished round (``result`` None: it failed, ``table.last_error_kind`` says how)."""

@@ -25,7 +25,17 @@ from hudi_cdc.errors import SourceError, TransientError
 from hudi_cdc.sources.kafka import OffsetRange, new_consumer, read_ranges, request_timeout_s
 from hudi_cdc.sources.registry import SchemaRegistry
 
-__all__ = ["TableEvent", "TransactionEnd", "TransactionReader", "transaction_key"]
+__all__ = [
+    "TableEvent",
+    "TransactionEnd",
+    "TransactionReader",
+    "data_collection",
+    "table_event",
+    "topic_collection",
+    "topic_server",
+    "transaction_end",
+    "transaction_key",
+]
 
 
 @dataclass(frozen=True)
@@ -38,6 +48,8 @@ class TransactionEnd:
     ts_ms: int | None = None
     key: str = ""
     """What the change events' ``transaction.id`` is matched on (:func:`transaction_key`); "": ``id``."""
+    undecodable: bool = False
+    """A message of the transaction topic that does not decode: it may have been an END, so no cut passes it."""
 
     @property
     def match(self) -> str:
@@ -54,6 +66,20 @@ def transaction_key(raw: str, flavor: str) -> str:
     return raw.split(":", 1)[0] if flavor == "postgres" else raw
 
 
+def transaction_end(record: Any, offset: int, flavor: str) -> TransactionEnd | None:  # noqa: ANN401
+    """The END event a decoded transaction-topic message is (``record`` None: it did not decode); None for a
+    BEGIN."""
+    if not isinstance(record, dict):
+        return TransactionEnd(offset, "", undecodable=True)
+    if record.get("status") != "END":
+        return None
+    counts: dict[str, int] = {}
+    for c in record.get("data_collections") or []:
+        counts[str(c["data_collection"])] = counts.get(str(c["data_collection"]), 0) + int(c["event_count"])
+    raw = str(record["id"])
+    return TransactionEnd(offset, raw, counts, record.get("ts_ms"), transaction_key(raw, flavor))
+
+
 @dataclass(frozen=True)
 class TableEvent:
     """One message of a table's topic: where it is, and the transaction it belongs to."""
@@ -62,6 +88,70 @@ class TableEvent:
     offset: int
     transaction: str | None  # its transaction_key; None: no transaction block (a snapshot read), a tombstone
     tombstone: bool = False
+    collection: str | None = None
+    """The data collection it is a change of, named as the END events name it (:func:`data_collection`);
+    None: not known (no ``source`` block)."""
+    order: int | None = None
+    """Its ``data_collection_order``: its place among its transaction's events of its collection, so a
+    message delivered twice counts once."""
+    undecodable: bool = False
+    """A message that does not decode: its transaction is not known."""
+
+
+_COLLECTION_FIELDS = {"postgres": ("schema", "table"), "mysql": ("db", "table")}
+"""What names a data collection in the END events, per connector: Debezium's table id (catalog, schema,
+table, whichever the connector fills), from the change event's ``source`` block. SQL Server and Oracle:
+``db.schema.table``."""
+
+
+def data_collection(source: Any, flavor: str) -> str | None:  # noqa: ANN401 - a decoded Avro record
+    """The data collection a change event's ``source`` block names, as its transaction's END counts it."""
+    if not isinstance(source, dict):
+        return None
+    parts = [source.get(f) for f in _COLLECTION_FIELDS.get(flavor, ("db", "schema", "table"))]
+    return ".".join(str(p) for p in parts) if all(parts) else None
+
+
+def _name_pieces(flavor: str) -> int:
+    return 3 if flavor == "sqlserver" else 2  # SQL Server's topics are <topic.prefix>.<db>.<schema>.<table>
+
+
+def topic_server(topic: str, flavor: str) -> str:
+    """The ``topic.prefix`` of the connector a table's topic comes from, as Debezium names its topics."""
+    return ".".join(topic.split(".")[: -_name_pieces(flavor)])
+
+
+def topic_collection(topic: str, flavor: str) -> str:
+    """The data collection a table's topic is named after (what follows the ``topic.prefix``); a topic
+    renamed by a transform is matched by its events' ``source`` block instead (:func:`data_collection`)."""
+    return ".".join(topic.split(".")[-_name_pieces(flavor) :])
+
+
+def table_event(
+    record: Any,  # noqa: ANN401 - a decoded Avro record
+    partition: int,
+    offset: int,
+    flavor: str,
+    *,
+    tombstone: bool = False,
+) -> TableEvent:
+    """What a cut needs of one decoded message of a table's topic (``record`` None: it did not decode)."""
+    if tombstone:
+        return TableEvent(partition, offset, None, tombstone=True)
+    if not isinstance(record, dict):
+        return TableEvent(partition, offset, None, undecodable=True)
+    block = record.get("transaction")
+    raw = block.get("id") if isinstance(block, dict) else None
+    if raw is None or not isinstance(block, dict):
+        return TableEvent(partition, offset, None, collection=data_collection(record.get("source"), flavor))
+    order = block.get("data_collection_order")
+    return TableEvent(
+        partition,
+        offset,
+        transaction_key(str(raw), flavor),
+        collection=data_collection(record.get("source"), flavor),
+        order=None if order is None else int(order),
+    )
 
 
 class TransactionReader:
@@ -107,12 +197,8 @@ class TransactionReader:
         found = []
         for _, value, _, offset in read_ranges(self._bootstrap, topic, [OffsetRange(0, start, high)], self._conf,
                                                what=topic):  # fmt: skip
-            record = self._decode(value)
-            if not isinstance(record, dict) or record.get("status") != "END":
-                continue
-            counts = {str(c["data_collection"]): int(c["event_count"]) for c in record.get("data_collections") or []}
-            raw = str(record["id"])
-            found.append(TransactionEnd(offset, raw, counts, record.get("ts_ms"), transaction_key(raw, self._flavor)))
+            if value and (end := transaction_end(self._decode(value), offset, self._flavor)) is not None:
+                found.append(end)
         return found
 
     def events(self, topic: str, starts: Mapping[int, int]) -> tuple[list[TableEvent], dict[int, int]]:
@@ -123,10 +209,7 @@ class TransactionReader:
         found = []
         for _, value, partition, offset in read_ranges(self._bootstrap, topic, ranges, self._conf, what=topic):
             record = self._decode(value) if value else None
-            block = record.get("transaction") if isinstance(record, dict) else None
-            raw = block.get("id") if isinstance(block, dict) else None
-            transaction = None if raw is None else transaction_key(str(raw), self._flavor)
-            found.append(TableEvent(partition, offset, transaction, tombstone=not value))
+            found.append(table_event(record, partition, offset, self._flavor, tombstone=not value))
         return found, {r.partition: r.end for r in ranges}
 
     def _decode(self, value: bytes | None) -> Any:  # noqa: ANN401 - a decoded Avro value

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from hudi_cdc.errors import ConfigError
-from hudi_cdc.service.cuts import CutPlan, CutStore, TableScan, new_cut, plan_cut
+from hudi_cdc.service.cuts import CutPlan, CutStore, TableScan, new_cut, plan_cut, plan_or_why
 from hudi_cdc.service.spec import TableRef
 from hudi_cdc.sources.transactions import TableEvent, TransactionEnd
 
@@ -81,6 +81,75 @@ def test_a_table_joining_a_cut_reads_all_ends_and_the_others_skip_those_before_t
 
 def test_nothing_ended_means_no_cut() -> None:
     assert plan_cut([], [_scan("a", ["t1"])]) is None
+
+
+def test_counts_are_matched_by_the_source_collections_a_table_reads_summed_over_a_merge() -> None:
+    # A table fed by two source collections (a merge, or a topic renamed by a transform), named after neither:
+    # matched by the collections its events' source blocks name. t1 wrote 2 events to shop_1.orders.
+    ends = [TransactionEnd(1, "t1", {"shop_1.orders": 2})]
+    half = [TableEvent(0, 0, "t1", collection="shop_1.orders", order=1)]
+    assert plan_or_why(ends, [TableScan("orders", {0: 0}, half, {0: 1})]) == (
+        "orders holds 1 of the 2 events transaction t1 wrote to shop_1.orders"
+    )
+    # Collections known from the topic's name or the previous cut count even when no event names them yet;
+    # a merge's are summed: t1 wrote 1 event to each of two.
+    ends = [TransactionEnd(1, "t1", {"shop_1.orders": 1, "shop_2.orders": 1})]
+    known = frozenset({"shop_1.orders", "shop_2.orders"})
+    assert plan_or_why(ends, [TableScan("orders", {0: 0}, half, {0: 1}, -1, known)]) == (
+        "orders holds 1 of the 2 events transaction t1 wrote to shop_1.orders, shop_2.orders"
+    )
+    whole = [*half, TableEvent(0, 1, "t1", collection="shop_2.orders", order=1)]
+    plan = plan_cut(ends, [TableScan("orders", {0: 0}, whole, {0: 2})])
+    assert plan is not None and plan.offsets == {"orders": {0: 2}}
+
+
+def test_a_message_delivered_twice_counts_once() -> None:
+    # t1 wrote e1 and e2 to s.a; e1 came twice (a producer's resend) and e2 not yet: t1 is not complete.
+    ends = [TransactionEnd(1, "t1", {"s.a": 2})]
+    e1 = TableEvent(0, 0, "t1", collection="s.a", order=1)
+    twice = TableScan("s.a", {0: 0}, [e1, TableEvent(0, 1, "t1", collection="s.a", order=1)], {0: 2})
+    assert plan_cut(ends, [twice]) is None
+    assert plan_or_why(ends, [twice]) == "s.a holds 1 of the 2 events transaction t1 wrote to s.a"
+    e2 = TableEvent(0, 2, "t1", collection="s.a", order=2)
+    plan = plan_cut(ends, [TableScan("s.a", {0: 0}, [*twice.events, e2], {0: 3})])
+    assert plan is not None and plan.end.id == "t1" and plan.offsets == {"s.a": {0: 3}}
+
+
+def test_a_message_that_does_not_decode_is_no_snapshot_read_and_a_cut_never_passes_it() -> None:
+    # t2 has not ended; the message at 1 does not decode (it may be t2's): a cut at t1 ends before it, where
+    # ranking it as a snapshot read put it in the cut.
+    bad = TableEvent(0, 1, None, undecodable=True)
+    a = TableScan("s.a", {0: 0}, [TableEvent(0, 0, "t1"), bad, TableEvent(0, 2, "t2")], {0: 3})
+    plan = plan_cut([_end(1, "t1", a=1)], [a])
+    assert plan is not None and plan.offsets == {"s.a": {0: 1}}
+    # Once t2 ends, the cut still ends before it; a message that does not decode before every ended one
+    # leaves no boundary, and the plan says so.
+    plan = plan_cut([_end(1, "t1", a=1), _end(2, "t2", a=1)], [a])
+    assert plan is not None and plan.offsets == {"s.a": {0: 1}}
+    first = TableScan("s.a", {0: 0}, [bad, TableEvent(0, 2, "t1")], {0: 3})
+    assert plan_or_why([_end(1, "t1", a=1)], [first]) == (
+        "s.a's message at partition 0 offset 1 does not decode, before events of ended transactions"
+    )
+
+
+def test_why_no_cut_names_what_blocks_it() -> None:
+    assert plan_or_why([], [_scan("a", ["t1"])]) == "no transaction END on the transaction topic since the previous cut"
+    # An END that does not decode: no cut at or past it.
+    ends = [_end(1, "t1", a=1), TransactionEnd(2, "", undecodable=True), _end(3, "t3", a=1)]
+    plan = plan_or_why(ends, [_scan("a", ["t1", "t2", "t3"])])
+    assert isinstance(plan, CutPlan) and plan.end.id == "t1"
+    assert plan_or_why(ends[1:], [_scan("a", ["t2", "t3"])]) == (
+        "the transaction topic's message at offset 2 does not decode"
+    )
+    # An event whose END was not read (expired by retention) before events of an ended transaction.
+    assert plan_or_why([_end(7, "t5", a=1)], [_scan("a", ["t4", "t5"], start=10)]) == (
+        "s.a's message at partition 0 offset 10 is of transaction t4, whose END was not read (not ended yet, "
+        "expired from the transaction topic, or a redelivery), before events of ended transactions"
+    )
+    # A head already past the newest possible boundary.
+    assert plan_or_why([_end(1, "t1", a=1)], [_scan("a", ["t1", "t2"], head=2)]) == (
+        "s.a's newest commit holds events after transaction t1 of a transaction whose END was not read yet"
+    )
 
 
 def test_cuts_are_kept_atomically_and_picked_by_latest_transaction_offset_or_time(tmp_path: Path) -> None:

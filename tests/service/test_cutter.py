@@ -1,0 +1,252 @@
+"""The runner's cutter (no Kafka, no Spark): which transaction topic and counts a cut is checked against, what
+it refuses, how a cut that cannot be made says why and backs off, and a cut marked partial by quarantine."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hudi_cdc.ops.status import PipelineStatus
+from hudi_cdc.service import cutter
+from hudi_cdc.service.cuts import CutStore
+from hudi_cdc.service.metrics import PipelineMetrics
+from hudi_cdc.service.spec import TableRef, load_pipeline
+from hudi_cdc.service.states import TableState
+from hudi_cdc.sources.transactions import TableEvent, TransactionEnd
+
+
+class _Topics:
+    """A fake Kafka of one connector: its transaction topic's ENDs (each at its offset) and each table topic's
+    messages (their transaction ids). Records which transaction topics were read."""
+
+    def __init__(self, ends: list[TransactionEnd], topics: dict[str, list[str | None]], *, low: int = 0) -> None:
+        self.ends_, self.topics, self.low = ends, topics, low
+        self.read: list[str] = []
+
+    def watermarks(self, topic: str) -> dict[int, tuple[int, int]]:
+        return {0: (self.low, max((e.offset for e in self.ends_), default=-1) + 1)}
+
+    def ends(self, topic: str, after: int | None) -> list[TransactionEnd]:
+        self.read.append(topic)
+        return [e for e in self.ends_ if after is None or e.offset > after]
+
+    def events(self, topic: str, starts: dict[int, int]) -> tuple[list[TableEvent], dict[int, int]]:
+        txs = self.topics[topic]
+        return [TableEvent(0, k, tx) for k, tx in enumerate(txs) if k >= starts.get(0, 0)], {0: len(txs)}
+
+
+def _setup(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    topics: list[str],
+    heads: dict[str, int],
+    extra: str = "",
+) -> tuple[cutter.Cutter, dict[str, TableState]]:
+    """A cutter over ``topics`` (routed as ``extra``'s [[routes]] say), whose tables' heads are at
+    ``heads`` (table name -> offset); cuts every 10 s."""
+    path = tmp_path / "p.toml"
+    path.write_text(
+        "[source]\nsource = 'kafka'\nbootstrap_servers = 'x:1'\nschema_registry_url = 'http://x:2'\ntables = '*'\n"
+        f"{extra}\n[defaults]\ntarget_base_path = '/lake/{{table}}'\ntarget_table = '{{table}}'\n"
+        "[run]\nconsistent_cut_interval_seconds = 10\n"
+    )
+    spec = load_pipeline(path)
+    refs, refused = spec.routed([TableRef(t) for t in topics])
+    assert not refused
+    tables = {}
+    for ref in refs:
+        config = spec.table_config(ref)
+        tables[ref.name] = TableState(ref.name, ref.source_topic, config.target_base_path, config=config)
+    by_path = {t.target: heads[n] for n, t in tables.items() if n in heads}
+    monkeypatch.setattr(
+        cutter,
+        "head_commit",
+        lambda spark, base: (f"c{by_path[base]}", {0: by_path[base]}) if base in by_path else None,
+    )
+    return cutter.Cutter(spec, None, 10, now=0.0, metrics=PipelineMetrics("p")), tables  # type: ignore[arg-type]
+
+
+def _recorded(cut: cutter.Cutter) -> list[dict[str, Any]]:
+    return CutStore.load(cut.spec.run.state_dir).cuts
+
+
+# -- item 2: counts by source collection ----------------------------------------------------------------------
+def test_a_routed_table_is_checked_against_its_source_collections_count(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # crm.customers is routed to crm_customers: t2 wrote 2 events to it, one has arrived. A count looked up by
+    # the target's name reads 0 and lets t2 through, half of it in crm_customers.
+    routes = "[[routes]]\ntables = ['crm.customers']\ntarget = 'crm_customers'\n"
+    cut, tables = _setup(
+        tmp_path, monkeypatch, ["srv.crm.customers", "srv.s.orders"], {"crm_customers": 1, "s.orders": 1}, routes
+    )
+    assert set(tables) == {"crm_customers", "s.orders"} and tables["crm_customers"].topic == "srv.crm.customers"
+    cut.reader = _Topics(  # type: ignore[assignment]
+        [
+            TransactionEnd(1, "t1", {"crm.customers": 1, "s.orders": 1}),
+            TransactionEnd(2, "t2", {"crm.customers": 2, "s.orders": 1}),
+        ],
+        {"srv.crm.customers": ["t1", "t2"], "srv.s.orders": ["t1", "t2"]},
+    )
+    cut.step(10.0, tables.values())
+    assert tables["crm_customers"].until is None  # no bounded round into t2
+    [recorded] = _recorded(cut)
+    assert recorded["transaction"] == "t1"
+    assert recorded["tables"]["crm_customers"]["collections"] == ["crm.customers"]
+    assert recorded["tables"]["crm_customers"]["offsets"] == {"0": 1}
+
+
+def test_sql_server_tables_use_the_prefix_transaction_topic_and_db_schema_table_counts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    text = "flavor = 'sqlserver'\n"
+    cut, tables = _setup(tmp_path, monkeypatch, ["srv.testDB.dbo.orders"], {"dbo.orders": 1}, "")
+    spec_file = tmp_path / "p.toml"
+    spec_file.write_text(spec_file.read_text().replace("tables = '*'\n", "tables = '*'\n" + text))
+    cut.spec = load_pipeline(spec_file)
+    assert cut.spec.source.flavor == "sqlserver"
+    topics = _Topics(
+        [TransactionEnd(1, "t1", {"testDB.dbo.orders": 1}), TransactionEnd(2, "t2", {"testDB.dbo.orders": 2})],
+        {"srv.testDB.dbo.orders": ["t1", "t2"]},  # one of t2's two events has arrived
+    )
+    cut.reader = topics  # type: ignore[assignment]
+    cut.step(10.0, tables.values())
+    assert topics.read == ["srv.transaction"]  # Debezium's <topic.prefix>.transaction, not srv.testDB.transaction
+    [recorded] = _recorded(cut)
+    assert recorded["transaction"] == "t1" and recorded["tables"]["dbo.orders"]["collections"] == ["testDB.dbo.orders"]
+
+
+# -- item 3: one server per cut -----------------------------------------------------------------------------------
+def test_tables_of_two_servers_are_refused_with_the_fix_and_no_transaction_topic_is_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cut, tables = _setup(tmp_path, monkeypatch, ["one.s.a", "two.s.b"], {"s.a": 1, "s.b": 1})
+    # Postgres txids are small integers: srv two's t1 matches srv one's END by accident.
+    topics = _Topics([TransactionEnd(1, "t1", {"s.a": 1, "s.b": 1})], {"one.s.a": ["t1"], "two.s.b": ["t1"]})
+    cut.reader = topics  # type: ignore[assignment]
+    cut.step(10.0, tables.values())
+    assert _recorded(cut) == [] and topics.read == []
+    blocked = cut.blocked_now()
+    assert blocked is not None
+    assert "2 Debezium servers (one: one.s.a; two: two.s.b)" in blocked["reason"]
+    assert "one pipeline per server" in blocked["reason"] and "consistent_cut_interval_seconds = 0" in blocked["reason"]
+
+
+# -- item 5: a recreated transaction topic ------------------------------------------------------------------------
+def _one_cut_then(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, after: list[TransactionEnd], low: int = 0
+) -> tuple[cutter.Cutter, dict[str, TableState], _Topics]:
+    """A cutter whose first cut is at t5 (transaction-topic offset 10); then the topic holds ``after``."""
+    heads = {"s.a": 1}
+    cut, tables = _setup(tmp_path, monkeypatch, ["srv.s.a"], heads)
+    events: list[str | None] = ["t5"]
+    cut.reader = _Topics([TransactionEnd(10, "t5", {"s.a": 1})], {"srv.s.a": events})  # type: ignore[assignment]
+    cut.step(10.0, tables.values())
+    assert [c["transaction"] for c in _recorded(cut)] == ["t5"]
+    events += ["n1", "n2"]  # n2's event for s.a has not arrived (it wrote 2)
+    topics = _Topics(after, {"srv.s.a": events}, low=low)
+    cut.reader = topics  # type: ignore[assignment]
+    return cut, tables, topics
+
+
+def test_a_recreated_transaction_topic_is_refused_with_the_topic_and_the_fix(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The topic was recreated: its new ENDs are at offsets 1 and 3, below the last cut's 10. Their counts must
+    # not be skipped as "ended before the previous cut", which would record n2 with half its events.
+    cut, tables, _ = _one_cut_then(
+        tmp_path, monkeypatch, [TransactionEnd(1, "n1", {"s.a": 1}), TransactionEnd(3, "n2", {"s.a": 2})]
+    )
+    now = 10.0
+    for _ in range(cutter.MISSES_BEFORE_FULL_READ + 2):  # past the plans after which the whole topic is read
+        now = max(now, cut.next_at)
+        cut.step(now, tables.values())
+    assert tables["s.a"].until is None  # no bounded round into n2, half of which has arrived
+    assert [c["transaction"] for c in _recorded(cut)] == ["t5"]
+    blocked = cut.blocked_now()
+    assert blocked is not None and blocked["failed_plans"] == cutter.MISSES_BEFORE_FULL_READ + 2
+    assert "the transaction topic srv.transaction was recreated or truncated" in blocked["reason"]
+    assert "offsets end at 4, at or below offset 10, the END of transaction t5" in blocked["reason"]
+    assert f"move {cut.store.path} aside" in blocked["reason"]
+
+
+def test_a_recreated_topic_grown_past_the_last_cut_is_refused_and_an_expired_end_is_not(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    grown = [TransactionEnd(k, f"x{k}", {"other.t": 1}) for k in range(12)]
+    cut, tables, _ = _one_cut_then(tmp_path, monkeypatch, grown)
+    cut.step(20.0, tables.values())
+    blocked = cut.blocked_now()
+    assert (
+        blocked is not None
+        and "offset 10 holds the END of transaction x10, not the END of transaction t5" in (blocked["reason"])
+    )
+    # The same topic, its old messages expired by retention (oldest retained 11): nothing to compare, no refusal.
+    (tmp_path / "b").mkdir()
+    cut, tables, _ = _one_cut_then(tmp_path / "b", monkeypatch, [TransactionEnd(12, "n1", {"s.a": 1})], low=11)
+    cut.step(20.0, tables.values())
+    assert tables["s.a"].until == {0: 2} and cut.blocked_now() is None
+    cut.round_done(tables["s.a"], "c2", 21.0)
+    assert [c["transaction"] for c in _recorded(cut)] == ["t5", "n1"]
+
+
+# -- item 7: quarantine makes a cut partial -----------------------------------------------------------------------
+def test_events_quarantined_before_a_cut_mark_it_partial_with_the_tables_and_counts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cut, tables = _setup(tmp_path, monkeypatch, ["srv.s.a", "srv.s.b"], {"s.a": 1, "s.b": 2})
+    ends = [TransactionEnd(1, "t1", {"s.a": 1, "s.b": 1}), TransactionEnd(2, "t2", {"s.a": 1, "s.b": 1})]
+    cut.reader = _Topics(ends, {"srv.s.a": ["t1", "t2"], "srv.s.b": ["t1", "t2"]})  # type: ignore[assignment]
+    cut.step(1.0, tables.values())  # the cutter first sees the tables: what they quarantined so far is old
+    tables["s.b"].quarantined += 3  # its own round since then set 3 events aside, up to its head (t2)
+    cut.step(10.0, tables.values())
+    assert tables["s.a"].until == {0: 2}
+    cut.round_done(tables["s.a"], "c2a", 11.0, quarantined=1)  # its bounded round set 1 aside
+    [recorded] = _recorded(cut)
+    assert recorded["transaction"] == "t2"
+    assert recorded["partial"] == {"s.a": {"quarantined": 1}, "s.b": {"quarantined": 3}}
+    text = PipelineStatus("p", None, [], {**recorded, "behind": {}, "age_s": 0.0}).describe()
+    assert "PARTIAL, events quarantined: s.a 1, s.b 3" in text
+    # The next cut holds only what was quarantined since this one: none.
+    tables["s.a"].quarantined += 1  # the runner counts the bounded round's after round_done
+    ends.append(TransactionEnd(3, "t3", {"s.a": 1}))
+    cut.reader.topics["srv.s.a"].append("t3")  # type: ignore[attr-defined]
+    monkeypatch.setattr(cutter, "head_commit", lambda spark, base: ("c", {0: 3 if base == "/lake/a" else 2}))
+    cut.step(cut.next_at, tables.values())
+    assert [(c["transaction"], c["partial"]) for c in _recorded(cut)][-1] == ("t3", {})
+
+
+# -- item 8: a cut that cannot be made says why and backs off -----------------------------------------------------
+def test_a_cut_that_cannot_be_made_says_why_in_status_and_metrics_and_backs_off(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cut, tables = _setup(tmp_path, monkeypatch, ["srv.s.a"], {"s.a": 0})
+    # t1 wrote 2 events to s.a and one will never come (its END expired, a lost message): no cut, ever.
+    cut.reader = _Topics([TransactionEnd(1, "t1", {"s.a": 2})], {"srv.s.a": ["t1"]})  # type: ignore[assignment]
+    now, waits = 10.0, []
+    for _ in range(9):
+        cut.step(now, tables.values())
+        assert cut.underway is None  # not left draining: the tables go on with their rounds
+        waits.append(cut.next_at - now)
+        now = cut.next_at
+    assert waits == [2, 4, 8, 16, 32, 64, 80, 80, 80]  # doubling, up to 8 cut intervals
+    blocked = cut.blocked_now()
+    assert blocked is not None and blocked["failed_plans"] == 9
+    assert blocked["reason"] == "s.a holds 1 of the 2 events transaction t1 wrote to s.a"
+    assert cut.metrics is not None
+    registry = cut.metrics.registry
+    assert registry.get_sample_value("hudi_cdc_cut_failed_plans") == 9
+    assert registry.get_sample_value("hudi_cdc_cuts_total", {"result": "no_cut"}) == 9
+    runner = {"pid": 1, "alive": True, "updated_at": "-", "cut_underway": None, "cut_blocked": blocked}
+    text = PipelineStatus("p", runner, [], None).describe()
+    assert "consistent cuts not made since" in text and "(9 plan(s) in a row): s.a holds 1 of the 2 events" in text
+    # The missing event arrives: the next plan records the cut, and the status and gauge are cleared.
+    cut.reader.topics["srv.s.a"].append("t1")  # type: ignore[attr-defined]
+    cut.step(now, tables.values())
+    assert tables["s.a"].until == {0: 2}
+    cut.round_done(tables["s.a"], "c1", now)
+    assert [c["transaction"] for c in _recorded(cut)] == ["t1"] and cut.blocked_now() is None
+    assert registry.get_sample_value("hudi_cdc_cut_failed_plans") == 0
+    assert registry.get_sample_value("hudi_cdc_cuts_total", {"result": "recorded"}) == 1
