@@ -321,7 +321,7 @@ class Cutter:
         if partial:
             log.warning(
                 "consistent cut %d is partial: %s quarantined events of transactions up to it "
-                "(hudi-cdc quarantine list; docs/consistent-cuts.md#quarantined-events)",
+                "(hudi-cdc quarantine list; docs/consistent-cuts.md#quarantined-events-partial-cuts)",
                 number,
                 ", ".join(f"{n} {p['quarantined']}" for n, p in partial.items()),
             )
