@@ -202,6 +202,8 @@ class Cutter:
                 f"{n} ({w})" for n, w in sorted(underway.left_out.items())
             )
             return
+        # Refused before any topic is read: tables of several servers share no transaction order.
+        underway.topic = self.transaction_topic(t.topic for t, _, _ in heads.values())
         scans = {s.name: s for s in self._scans(heads)}
         plan = plan_or_why(self._ends(heads), list(scans.values()))
         if isinstance(plan, str):
@@ -253,7 +255,7 @@ class Cutter:
         # found no boundary, the whole retained topic is read.
         joining = joining or self.misses >= MISSES_BEFORE_FULL_READ
         assert self.underway is not None
-        topic = self.underway.topic = self.transaction_topic(t.topic for t, _, _ in heads.values())
+        topic = self.underway.topic
         if previous is None or previous.get("transaction_topic") != topic:
             return self.reader.ends(topic, None if joining or previous is None else int(previous["transaction_offset"]))
         # Read from the previous cut's END on, to see it is still there: a topic recreated (its offsets restarted)

@@ -19,11 +19,12 @@ from hudi_cdc.sources.transactions import TableEvent, TransactionEnd
 
 class _Topics:
     """A fake Kafka of one connector: its transaction topic's ENDs (each at its offset) and each table topic's
-    messages (their transaction ids). Records which transaction topics were read."""
+    messages (their transaction ids). Records which topics were read."""
 
     def __init__(self, ends: list[TransactionEnd], topics: dict[str, list[str | None]], *, low: int = 0) -> None:
         self.ends_, self.topics, self.low = ends, topics, low
-        self.read: list[str] = []
+        self.read: list[str] = []  # transaction topics
+        self.scanned: list[str] = []  # table topics
 
     def watermarks(self, topic: str) -> dict[int, tuple[int, int]]:
         return {0: (self.low, max((e.offset for e in self.ends_), default=-1) + 1)}
@@ -33,6 +34,7 @@ class _Topics:
         return [e for e in self.ends_ if after is None or e.offset > after]
 
     def events(self, topic: str, starts: dict[int, int]) -> tuple[list[TableEvent], dict[int, int]]:
+        self.scanned.append(topic)
         txs = self.topics[topic]
         return [TableEvent(0, k, tx) for k, tx in enumerate(txs) if k >= starts.get(0, 0)], {0: len(txs)}
 
@@ -127,7 +129,7 @@ def test_tables_of_two_servers_are_refused_with_the_fix_and_no_transaction_topic
     topics = _Topics([TransactionEnd(1, "t1", {"s.a": 1, "s.b": 1})], {"one.s.a": ["t1"], "two.s.b": ["t1"]})
     cut.reader = topics  # type: ignore[assignment]
     cut.step(10.0, tables.values())
-    assert _recorded(cut) == [] and topics.read == []
+    assert _recorded(cut) == [] and topics.read == [] and topics.scanned == []  # refused before reading
     blocked = cut.blocked_now()
     assert blocked is not None
     assert "2 Debezium servers (one: one.s.a; two: two.s.b)" in blocked["reason"]
