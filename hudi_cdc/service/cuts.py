@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hudi_cdc.errors import ConfigError
+from hudi_cdc.service.cut_retention import refuse_unreadable
 from hudi_cdc.sources.transactions import TableEvent, TransactionEnd
 
 if TYPE_CHECKING:
@@ -40,7 +41,8 @@ __all__ = ["CutPlan", "CutStore", "TableScan", "collections_of", "plan_cut", "pl
 
 CUTS_FILE = "cuts.json"
 KEPT_CUTS = 500
-"""Cuts kept in ``cuts.json``, newest last; a cut older than the tables' cleaner retention cannot be read anyway."""
+"""Cuts kept in ``cuts.json`` by default, newest last; the runner keeps ``[run] cut_retention`` (their commits
+pinned: :mod:`hudi_cdc.service.cut_retention`)."""
 
 _LATER = 1 << 62  # the order of a transaction whose END has not been seen: after every candidate
 
@@ -243,9 +245,10 @@ class CutStore:
     def newest(self) -> dict[str, Any] | None:
         return self.cuts[-1] if self.cuts else None
 
-    def record(self, cut: dict[str, Any]) -> None:
-        """Append ``cut``; written to a new file then renamed over the old one, so a kill leaves either."""
-        self.cuts = [*self.cuts, cut][-KEPT_CUTS:]
+    def record(self, cut: dict[str, Any], *, keep: int = KEPT_CUTS) -> None:
+        """Append ``cut``, keeping the newest ``keep``; written to a new file then renamed over the old one, so a
+        kill leaves either."""
+        self.cuts = [*self.cuts, cut][-keep:]
         folder = Path(self.state_dir)
         folder.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile("w", dir=folder, prefix=".cuts-", delete=False) as out:
@@ -301,12 +304,15 @@ def read_consistent(
 
     ``at``: "latest" (the newest cut), a transaction id a cut was taken at, a transaction-topic offset (the
     newest cut at or before it) or a ``datetime`` (the newest cut taken at or before it). Tables left out of
-    the cut (paused, failed, new: see docs/consistent-cuts.md) are not in the result.
+    the cut (paused, failed, new: see docs/consistent-cuts.md) are not in the result. A cut a table's cleaner
+    has passed (files of its commit removed, or the commit archived) is refused with
+    :class:`~hudi_cdc.errors.TerminalSinkError` naming the cut, the table and why, never read in part.
     """
     from hudi_cdc.service.spec import PipelineSpec, load_pipeline
 
     spec = pipeline if isinstance(pipeline, PipelineSpec) else load_pipeline(pipeline)
     cut = CutStore.load(spec.run.state_dir).pick(at)
+    refuse_unreadable(spark, cut, spec.name)  # a cleaned cut would fail to read, or read some file groups only
     return {
         name: spark.read.format("hudi").option("as.of.instant", table["commit"]).load(table["path"])
         for name, table in sorted(cut["tables"].items())

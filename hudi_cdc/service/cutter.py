@@ -18,12 +18,14 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from hudi_cdc.errors import ConfigError, SourceError
+from hudi_cdc.service.cut_retention import PIN_LIFETIME_S, CutPins, oldest_commits
 from hudi_cdc.service.cuts import CutPlan, CutStore, TableScan, collections_of, new_cut, plan_or_why, restarted
 from hudi_cdc.service.schedule import committed_offsets
 from hudi_cdc.service.states import RUNNING, WAITING, TableState
@@ -90,6 +92,8 @@ class Cutter:
         self.spark = spark
         self.interval_s = interval_s
         self.store = CutStore.load(spec.run.state_dir)
+        lifetime = max(PIN_LIFETIME_S, 2 * spec.run.cut_retention * interval_s)
+        self.pins = CutPins(os.path.abspath(spec.run.state_dir), spark, lifetime_s=lifetime)
         self.reader: TransactionReader = TransactionReader(
             str(spec.source.bootstrap_servers),
             str(spec.source.schema_registry_url),
@@ -204,6 +208,8 @@ class Cutter:
             return
         # Refused before any topic is read: tables of several servers share no transaction order.
         underway.topic = self.transaction_topic(t.topic for t, _, _ in heads.values())
+        # Each head pinned before its bounded round: no clean passes the cut's commit before it is recorded.
+        self._pin({table.target: instant for table, instant, _ in heads.values()})
         scans = {s.name: s for s in self._scans(heads)}
         plan = plan_or_why(self._ends(heads), list(scans.values()))
         if isinstance(plan, str):
@@ -228,6 +234,13 @@ class Cutter:
             len(heads),
             len(underway.pending),
         )
+
+    def _pin(self, heads: dict[str, str]) -> None:
+        """Pin every table at the oldest commit of the retained cuts, or at ``heads`` (path -> instant) if older."""
+        wanted = oldest_commits(self.store.cuts)
+        for path, instant in heads.items():
+            wanted[path] = min(wanted.get(path, instant), instant)
+        self.pins.keep(wanted, why=f"consistent cuts of pipeline {self.spec.name}")
 
     def transaction_topic(self, topics: Iterable[str]) -> str:
         """``[source] transaction_topic``, else Debezium's default: ``<topic.prefix>.transaction``; the tables
@@ -315,7 +328,11 @@ class Cutter:
         number = int((self.store.newest or {}).get("id", 0)) + 1
         partial = {n: {"quarantined": q} for n, q in sorted(underway.quarantined.items()) if q}
         cut = new_cut(underway.plan, underway.topic, underway.tables, underway.left_out, number, partial=partial)
-        self.store.record(cut)
+        self.store.record(cut, keep=self.spec.run.cut_retention)
+        try:
+            self._pin({})
+        except Exception as exc:  # noqa: BLE001 - the heads stay pinned since the plan: only older pins linger
+            log.warning("consistent cut %d: the tables' pins were not moved to the retained cuts: %s", number, exc)
         for name, q in underway.quarantined.items():
             self._quarantined_at[name] = self._quarantined_at.get(name, 0) + q
         log.info("consistent cut %d recorded at transaction %s: %s", number, cut["transaction"],

@@ -49,6 +49,7 @@ backlog_interval_seconds = 15                # how often the served backlog gaug
 offset_poll_seconds = 0.5                    # continuous Kafka runs: how often the topics' end offsets are read
 pushgateway_url = "pushgateway:9091"         # one-shot: push them at the end
 consistent_cut_interval_seconds = 60         # continuous Kafka runs: transaction-consistent cuts (0: off)
+cut_retention = 10                           # the cuts kept readable (their commits pinned in each table)
 
 [catalog]                                    # register every table by name (docs/catalog.md)
 catalog = "hms"                              # a Hive Metastore; per table: catalog_table = "..." etc.
@@ -262,6 +263,9 @@ class RunSettings:
     consistent_cut_interval_seconds: float = 0.0
     """Continuous Kafka runs: take a transaction-consistent cut of the tables this often (0: never); the
     connector needs provide.transaction.metadata=true (docs/consistent-cuts.md)."""
+    cut_retention: int = 10
+    """Consistent cuts kept in cuts.json, and readable: each table's cleaner keeps every commit since its
+    oldest kept cut (hoodie.clean.commits.retained raised as needed), so more cuts keep more file versions."""
 
 
 def is_pattern(name: str) -> bool:
@@ -841,6 +845,9 @@ def _run(raw: Any, origin: str, default_state: Path) -> RunSettings:  # noqa: AN
     cut = settings.consistent_cut_interval_seconds
     if isinstance(cut, bool) or not isinstance(cut, (int, float)) or cut < 0:
         raise ConfigError(f"{origin} [run]: consistent_cut_interval_seconds must be a number >= 0 (0: no cuts)")
+    kept = settings.cut_retention
+    if isinstance(kept, bool) or not isinstance(kept, int) or kept < 1:
+        raise ConfigError(f"{origin} [run]: cut_retention must be a whole number >= 1 (the cuts kept readable)")
     for name in ("backlog_interval_seconds", "offset_poll_seconds"):
         interval = getattr(settings, name)
         if isinstance(interval, bool) or not isinstance(interval, (int, float)) or interval <= 0:

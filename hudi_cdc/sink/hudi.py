@@ -221,6 +221,7 @@ class HudiTable:
         the Java client's failure before its commit, when Spark's datasource wrote the round instead, in ``java_failed``.
         """
         before = self._instant_times()
+        options = self._pinned(options)
         # Arrays may hold NULL elements (int[] {1,NULL}); parquet-avro's legacy
         # two-level lists cannot, and a user's own session may not set this.
         hadoop_conf(self._spark).set("parquet.avro.write-old-list-structure", "false")
@@ -243,6 +244,58 @@ class HudiTable:
         if not ours:
             raise SinkError(f"the write to {self.base_path} completed but no new commit carries {marker}")
         return ours[0].instant
+
+    def _pinned(self, options: Mapping[str, str]) -> Mapping[str, str]:
+        """``options`` with a cleaner that keeps every commit since the table's pin (``sink.retention``: the
+        oldest commit of a retained consistent cut) readable, past this write's own commit and clean."""
+        from hudi_cdc.sink import retention
+
+        keep = retention.keep_from(self.base_path, spark=self._spark)
+        if keep is None or not self.exists():
+            return options
+        since = int(self._timeline().findInstantsAfterOrEquals(keep).countInstants())
+        return {**options, **retention.clean_options(options, since)}
+
+    def unreadable_at(self, instant: str) -> str | None:
+        """Why the table can no longer be read as it was at ``instant`` (its commit archived, or files its slices
+        need cleaned), or None. Hudi's time travel checks the newest clean only, and a cleaner that keeps file
+        versions records no retained commit: such a clean may have removed a slice of ``instant`` while a
+        time-travel read still returns the file groups it kept."""
+        client = self._meta_client()
+        active = client.reloadActiveTimeline()
+        commits = active.getCommitsTimeline().filterCompletedInstants()
+        if not commits.containsInstant(instant):
+            first = commits.firstInstant()
+            if first.isPresent() and instant < str(first.get().requestedTime()):
+                return (
+                    f"its commit {instant} was archived (the oldest on the timeline is {first.get().requestedTime()})"
+                )
+            return f"{instant} is not a completed commit of the table"
+        utils = jvm(self._spark).org.apache.hudi.common.util.CleanerUtils
+        cleans = active.getCleanerTimeline().filterCompletedInstants()
+        newest = cleans.lastInstant()
+        if newest.isPresent():
+            kept = utils.getCleanerMetadata(client, newest.get()).getEarliestCommitToRetain()
+            if kept and str(kept) > instant:
+                return (
+                    f"the clean at {newest.get().requestedTime()} removed the files of commits before {kept}, and "
+                    f"{instant} is older"
+                )
+        after = cleans.findInstantsAfter(instant).getInstants().iterator()
+        while after.hasNext():
+            clean = after.next()
+            metadata = utils.getCleanerMetadata(client, clean)
+            if metadata.getEarliestCommitToRetain():
+                continue
+            for partition in dict(metadata.getPartitionMetadata()).values():
+                for path in list(partition.getSuccessDeleteFiles()):
+                    written = _file_instant(str(path))
+                    if written is not None and written <= instant:
+                        return (
+                            f"the clean at {clean.requestedTime()} ({partition.getPolicy()}) deleted {path}, written "
+                            f"at {written}, at or before {instant}: a read as of {instant} could miss its rows"
+                        )
+        return None
 
     def _write_small(
         self, rows: DataFrame, options: Mapping[str, str], metadata: Mapping[str, str], small: SmallWrite | None
@@ -279,6 +332,17 @@ def index_conf(
     recorded = last.extra.get(opt.INDEX_KEY) if last else None
     committed = last is not None or table.has_commits()
     return opt.resolve_index(user_conf, partitioned=partitioned, committed=committed, recorded=recorded, rows=rows)
+
+
+def _file_instant(path: str) -> str | None:
+    """The instant a data file belongs to: a base file's commit (``<id>_<token>_<instant>.parquet``), a log
+    file's base instant (``.<id>_<instant>.log.<n>_<token>``); None for a name of neither shape."""
+    name = path.rsplit("/", 1)[-1]
+    if name.startswith(".") and ".log." in name:
+        instant = name[1:].split(".log.", 1)[0].rsplit("_", 1)[-1]
+    else:
+        instant = name.rsplit(".", 1)[0].rsplit("_", 1)[-1]
+    return instant if instant.isdigit() else None
 
 
 def _requested_times(timeline) -> list[str]:  # noqa: ANN001 - py4j HoodieTimeline
