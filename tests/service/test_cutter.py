@@ -252,3 +252,30 @@ def test_a_cut_that_cannot_be_made_says_why_in_status_and_metrics_and_backs_off(
     assert [c["transaction"] for c in _recorded(cut)] == ["t1"] and cut.blocked_now() is None
     assert registry.get_sample_value("hudi_cdc_cut_failed_plans") == 0
     assert registry.get_sample_value("hudi_cdc_cuts_total", {"result": "recorded"}) == 1
+
+
+def test_a_bounded_round_cut_short_by_source_limit_reports_every_round_s_quarantined_events(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Without Kafka or Spark: the rounds' results are given, each committing part of the way to the cut."""
+    from types import SimpleNamespace
+
+    from hudi_cdc import pipeline
+    from hudi_cdc.pipeline import IngestResult
+    from hudi_cdc.service.runner import Runner
+    from hudi_cdc.sources import kafka
+
+    rounds = iter([(2, {0: 1}), (1, {0: 2})])  # (quarantined, offsets committed): source_limit cut it in two
+    committed: dict[str, Any] = {}
+
+    def one_round(config: Any, **kwargs: Any) -> IngestResult:  # noqa: ANN401
+        quarantined, committed["offsets"] = next(rounds)
+        return IngestResult(table="a", base_path="/lake/a", commit_time="c", checkpoint=None, events=3,
+                            quarantined=quarantined)  # fmt: skip
+
+    monkeypatch.setattr(pipeline, "ingest_once", one_round)
+    monkeypatch.setattr(kafka, "KafkaSource", lambda *args, **kwargs: None)
+    monkeypatch.setattr(cutter, "head_commit", lambda spark, base: ("c", committed["offsets"]))
+    table = TableState("s.a", "srv.s.a", "/lake/a", config=SimpleNamespace(target_base_path="/lake/a"))  # type: ignore[arg-type]
+    result = Runner._bounded_round(SimpleNamespace(spark=None), table, {0: 2})  # type: ignore[arg-type]
+    assert table.cut_commit == "c" and result.quarantined == 3  # the cut lacks all 3, not the last round's 1
