@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from hudi_cdc.config import IngestConfig
 from hudi_cdc.envelope.batch import change_rows
+from hudi_cdc.envelope.events import REPAIR_AT_DETAIL
 from hudi_cdc.envelope.evolution import SchemaChangeLog
 from hudi_cdc.envelope.shape import Shape, shape_plan
 from hudi_cdc.envelope.shape import recorded as recorded_shape
@@ -161,10 +162,17 @@ class _Round:
     purged: int = 0
     truncated_at: str | None = None
     """The newest TRUNCATE the table applied: every commit carries it (see MergePolicy.plan)."""
+    repaired_at: str | None = None
+    """The newest repair's position (``ops.repair``, JSON): every commit carries it, for consistent cuts."""
     checkpoint: dict[str, Any] | None = None
     steps: RoundSteps = field(default_factory=RoundSteps)
     schema_changes: SchemaChangeLog = field(default_factory=SchemaChangeLog)
     """The schema changes the round takes (envelope.evolution), recorded in its commit."""
+
+    def carried_metadata(self) -> dict[str, str]:
+        """What the round's commit carries besides its own: the schema changes it takes, the newest repair."""
+        carried = {opt.REPAIRED_AT_KEY: self.repaired_at} if self.repaired_at else {}
+        return {**carried, **self.schema_changes.metadata()}
 
     def tombstone_store(self, key_fields: tuple[str, ...]) -> TombstoneStore:
         return TombstoneStore(self.spark, self.config.resolved_tombstone_path, key_fields=key_fields)
@@ -264,6 +272,7 @@ def _open_round(config: IngestConfig, spark: SparkSession, started: float) -> tu
         last.extra.get(opt.INDEX_KEY) if last else None, _write_options(config, keys, table), config.target_base_path
     )
     round_.truncated_at = last.extra.get(opt.TRUNCATED_AT_KEY) if last else None
+    round_.repaired_at = last.extra.get(opt.REPAIRED_AT_KEY) if last else None
     round_.schema_changes = SchemaChangeLog.from_metadata(last.extra if last else None)
     return round_, last
 
@@ -428,7 +437,7 @@ def _write(round_: _Round, batch: Batch, plan: WritePlan, committed: bool) -> In
             stats,
             round_.truncated_at,
             operation=operation,
-            extra_metadata=round_.schema_changes.metadata(),
+            extra_metadata=round_.carried_metadata(),
         )
     except SinkError as exc:
         raise failures.judge(exc, start=json.dumps(round_.checkpoint, sort_keys=True)) from exc.__cause__
@@ -587,6 +596,8 @@ def _commit(
     if (shaped := recorded_shape(config)) is not None:
         metadata[opt.SHAPE_KEY] = json.dumps(shaped, sort_keys=True)
     metadata.update(extra_metadata or {})
+    if REPAIR_AT_DETAIL in batch.details:  # a repair's commit: it is now the table's newest repair
+        metadata[opt.REPAIRED_AT_KEY] = json.dumps(batch.details[REPAIR_AT_DETAIL], sort_keys=True)
     small = SmallWrite(
         rows=stats.get("upserts", 0) + stats.get("deletes", 0),
         max_rows=config.java_writer_max_rows,
@@ -631,7 +642,7 @@ def _commit_checkpoint_only(round_: _Round, committed: bool, batch: Batch, quara
             batch,
             stats,
             round_.truncated_at,
-            extra_metadata=round_.schema_changes.metadata(),
+            extra_metadata=round_.carried_metadata(),
         )
     return IngestResult(
         table=config.target_table,

@@ -9,7 +9,11 @@ if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
     from pyspark.sql.types import DataType
 
-__all__ = ["Batch", "BatchPart", "change_events"]
+__all__ = ["REPAIR_AT_DETAIL", "Batch", "BatchPart", "change_events"]
+
+REPAIR_AT_DETAIL = "repair_at"
+"""A repair's batch detail: its position and what passes it; its commit, and every later one of the table,
+carry it (``sink.options.REPAIRED_AT_KEY``) for a consistent cut's planner."""
 
 
 @dataclass(frozen=True)

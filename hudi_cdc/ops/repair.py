@@ -54,6 +54,7 @@ import time
 from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from hudi_cdc.envelope.events import REPAIR_AT_DETAIL
 from hudi_cdc.envelope.shape import recorded as recorded_shape
 from hudi_cdc.errors import ConfigError, SourceError, TransientError
 from hudi_cdc.upstream import canonical
@@ -365,6 +366,13 @@ class _Snapshot:
     rows: DataFrame | None
     present: set[str]
     moved: set[str]
+    passed: dict[str, Any] = field(default_factory=dict)
+    """What a transaction needs to be known as after ``S`` (a consistent cut's planner reads it, with the
+    position, from every later commit of the table): Postgres, a WAL position its END id's LSN is beyond;
+    MariaDB, the GTIDs the server had logged once ``S`` was taken, its END's GTID beyond them."""
+
+    def repaired_at(self) -> dict[str, Any]:
+        return {"position": self.rank.text, **self.passed}
 
 
 def _lsn(text: str) -> int:
@@ -401,7 +409,8 @@ def _read_at_position(
         moved = {t for t in texts if again.get(t) != images.get(t)}
     finally:
         conn.close()
-    return _Snapshot(_Rank("postgres", _lsn(lsn)), rows, set(images), moved)
+    # Every transaction S holds wrote its commit below P; one that wrote WAL beyond P committed after S.
+    return _Snapshot(_Rank("postgres", _lsn(lsn)), rows, set(images), moved, {"lsn": _lsn(lsn)})
 
 
 def _read_at_binlog(
@@ -427,6 +436,9 @@ def _read_at_binlog(
             cur.execute("start transaction with consistent snapshot, read only")
             cur.execute("show status like 'binlog\\_snapshot\\_%'")
             status = {str(k).lower(): v for k, v in cur.fetchall()}
+            # Read after the snapshot began: a transaction with a later GTID committed after it.
+            cur.execute("select @@gtid_binlog_pos")
+            logged = str((cur.fetchone() or ("",))[0] or "")
             if not status.get("binlog_snapshot_file"):
                 conn.rollback()
                 raise ConfigError(
@@ -444,7 +456,7 @@ def _read_at_binlog(
     rank = _Rank("mysql", int(status["binlog_snapshot_position"]), str(status["binlog_snapshot_file"]))
     present = {r[0] for r in fetched}
     rows = _mysql_frame(spark, config, catalog, names, [r[1:] for r in fetched]) if fetched else None
-    return _Snapshot(rank, rows, present, set())
+    return _Snapshot(rank, rows, present, set(), {"gtid": logged})
 
 
 def _mysql_frame(
@@ -781,7 +793,8 @@ class _RepairSource:
             source = self._snap.rank.moved(-1).source()
             parts.append(BatchPart(envelopes=change_events(self._absent, op="d", image=image, source=source,
                                                            where=where), where=where))  # fmt: skip
-        return Batch(parts=parts, next_checkpoint=dict(checkpoint or {}), description=where, details={"repair": True})
+        details = {"repair": True, REPAIR_AT_DETAIL: self._snap.repaired_at()}  # pipeline: REPAIRED_AT_KEY
+        return Batch(parts=parts, next_checkpoint=dict(checkpoint or {}), description=where, details=details)
 
 
 # --- a repair run by a pipeline's runner: the table's one writer, while its stream goes on ---------------------

@@ -25,6 +25,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from hudi_cdc.errors import ConfigError, SourceError
+from hudi_cdc.service.cut_repairs import held_by_repairs
 from hudi_cdc.service.cut_retention import PIN_LIFETIME_S, CutPins, oldest_commits
 from hudi_cdc.service.cuts import CutPlan, CutStore, TableScan, collections_of, new_cut, plan_or_why, restarted
 from hudi_cdc.service.schedule import committed_offsets
@@ -61,8 +62,15 @@ class _Underway:
     quarantined: dict[str, int] = field(default_factory=dict)  # name -> events quarantined since its last cut
 
 
+class _Head(tuple):  # type: ignore[type-arg]
+    """``(instant, offsets)`` of a table's newest checkpoint commit, and the newest repair it carries."""
+
+    repaired: dict[str, Any] | None = None
+
+
 def head_commit(spark: SparkSession, base_path: str) -> tuple[str, dict[int, int]] | None:
-    """The table's newest checkpoint commit and the Kafka offsets it holds; None before its first."""
+    """The table's newest checkpoint commit and the Kafka offsets it holds (with ``.repaired``: the newest repair
+    of the table, :mod:`hudi_cdc.service.cut_repairs`); None before its first."""
     from hudi_cdc.sink import options as opt
     from hudi_cdc.sink.hudi import HudiTable
 
@@ -70,7 +78,12 @@ def head_commit(spark: SparkSession, base_path: str) -> tuple[str, dict[int, int
     if commit is None:
         return None
     offsets = committed_offsets(json.loads(commit.extra[opt.CHECKPOINT_KEY]))
-    return None if offsets is None else (commit.instant, offsets)
+    if offsets is None:
+        return None
+    head = _Head((commit.instant, offsets))
+    if opt.REPAIRED_AT_KEY in commit.extra:
+        head.repaired = json.loads(commit.extra[opt.REPAIRED_AT_KEY])
+    return head
 
 
 class Cutter:
@@ -188,6 +201,7 @@ class Cutter:
         assert self.underway is not None
         underway = self.underway
         heads: dict[str, tuple[TableState, str, dict[int, int]]] = {}
+        repaired: dict[str, dict[str, Any] | None] = {}
         for table in tables:
             # A table done with its rounds (--max-rounds) would never run its bounded round: left out too.
             if table.state != WAITING or table.config is None:
@@ -201,6 +215,7 @@ class Cutter:
                 underway.left_out[table.name] = "new: no commit yet"
                 continue
             heads[table.name] = (table, *head)
+            repaired[table.name] = getattr(head, "repaired", None)
         if not heads:
             underway.why = "no table can take part: " + ", ".join(
                 f"{n} ({w})" for n, w in sorted(underway.left_out.items())
@@ -211,7 +226,14 @@ class Cutter:
         # Each head pinned before its bounded round: no clean passes the cut's commit before it is recorded.
         self._pin({table.target: instant for table, instant, _ in heads.values()})
         scans = {s.name: s for s in self._scans(heads)}
-        plan = plan_or_why(self._ends(heads), list(scans.values()))
+        ends = self._ends(heads)
+        plan = plan_or_why(ends, list(scans.values()))
+        held = {} if isinstance(plan, str) else held_by_repairs(ends, plan.end, repaired, self.store.newest)
+        if held:  # a repaired table waits for a transaction after its repair; the others are cut without it
+            for name, why in held.items():
+                underway.left_out[name] = why
+                del heads[name], scans[name]
+            plan = plan_or_why(ends, list(scans.values())) if heads else "every table waits for its repair"
         if isinstance(plan, str):
             underway.why = plan
             return
@@ -223,6 +245,8 @@ class Cutter:
                 "offsets": until,
                 "collections": sorted(collections_of(scans[name])),
             }
+            if repaired.get(name):
+                underway.tables[name]["repaired"] = repaired[name]
             underway.quarantined[name] = table.quarantined - self._quarantined_at.get(name, table.quarantined)
             if until != {p: offsets.get(p, 0) for p in until}:
                 table.until, table.due = until, 0.0

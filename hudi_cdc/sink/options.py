@@ -66,6 +66,7 @@ SOURCE_KEY = META_PREFIX + "source"
 STATS_KEY = META_PREFIX + "stats"
 CHECKPOINT_RESET_KEY = META_PREFIX + "checkpoint.reset"  # the --checkpoint a run started from
 TRUNCATED_AT_KEY = META_PREFIX + "truncated.at"  # the newest applied TRUNCATE's position, carried by every commit
+REPAIRED_AT_KEY = META_PREFIX + "repaired.at"  # the newest repair's position (JSON), carried by every commit
 QUARANTINE_KEY = META_PREFIX + "quarantine"  # a quarantine table's commits: the batch or re-apply they record
 INDEX_KEY = META_PREFIX + "index"  # where the commit's writer put new keys (index_layout)
 HISTORY_KEY = META_PREFIX + "history"  # the table's history mode (payloads.history), when not "none"
