@@ -445,6 +445,8 @@ def _write(round_: _Round, batch: Batch, plan: WritePlan, committed: bool) -> In
     details["writer"] = round_.table.last_writer
     if round_.table.java_failed:  # the Java client failed before its commit; Spark's datasource wrote the round
         details["java_failed"] = round_.table.java_failed
+    if round_.table.java_declined and round_.table.java_declined != "not a round":
+        details["java_declined"] = round_.table.java_declined  # why the faster path stepped aside: a user can see it
     return _record(round_, batch, plan, commit_time, held=held, details=details, quarantined=quarantined)
 
 

@@ -55,6 +55,7 @@ class HudiTable:
         self._exists = False
         self.last_writer = ""  # who wrote the last write(): "spark" (the datasource) or "java" (sink.small_write)
         self.java_failed: str | None = None  # the Java client's failure the last write() stepped around, if any
+        self.java_declined: str | None = None  # why the last write() was not offered to, or taken by, the Java client
 
     def exists(self) -> bool:
         """Whether the table has its properties, or their backup alone: a writer killed while Hudi
@@ -218,7 +219,8 @@ class HudiTable:
 
         ``small``: the row count, and the most rows Hudi's Java write client may take instead of Spark's
         datasource (``sink.small_write``); which of the two wrote the commit is left in ``last_writer``, and
-        the Java client's failure before its commit, when Spark's datasource wrote the round instead, in ``java_failed``.
+        the Java client's failure before its commit, when Spark's datasource wrote the round instead, in ``java_failed``,
+        and why the Java client did not take it, in ``java_declined``.
         """
         before = self._instant_times()
         options = self._pinned(options)
@@ -232,6 +234,7 @@ class HudiTable:
             outcome = self._write_small(rows, options, extra_metadata, small)
             self.last_writer = "java" if outcome.instant else "spark"
             self.java_failed = outcome.failed
+            self.java_declined = outcome.declined
             if self.last_writer == "spark":
                 rows.write.format("hudi").options(**options).options(**extra_metadata).mode("append").save(
                     self.base_path

@@ -115,6 +115,33 @@ def test_a_bucket_without_a_file_group_goes_to_the_datasource(spark, tmp_path: P
     assert table_state(spark, str(base), COLUMNS) == _source(sample)
 
 
+def test_an_expression_index_in_the_metadata_table_sends_the_round_to_the_datasource(spark, tmp_path: Path) -> None:
+    sample = SampleCustomers(tmp_path / "events", keys=40)
+    sample.snapshot(rows=40)
+    base = tmp_path / "table"
+    _ingest(sample, base, *NO_INLINE_COMPACTION)
+    # A user's index over lower(name), built by Spark SQL (as a single writer: Hudi wants a lock provider named).
+    name = f"t_{uuid.uuid4().hex[:8]}"
+    spark.sql(f"CREATE TABLE {name} USING hudi LOCATION '{base}'")
+    try:
+        spark.sql("SET hoodie.write.lock.provider=org.apache.hudi.client.transaction.lock.InProcessLockProvider")
+        spark.sql(f"CREATE INDEX idx_lower ON {name} USING column_stats(name) OPTIONS(expr='lower')")
+    finally:
+        spark.sql("RESET hoodie.write.lock.provider")
+        spark.sql(f"DROP TABLE IF EXISTS {name}")  # the catalog entry only: the table's files stay
+    properties = (base / ".hoodie" / "hoodie.properties").read_text()
+    assert "expr_index_idx_lower" in properties
+
+    sample.changes(seed=21)
+    (result,) = _ingest(sample, base, *NO_INLINE_COMPACTION)  # the Java client cannot maintain that index
+    assert result["details"]["writer"] == "spark"
+    declined = result["details"]["java_declined"]
+    assert "expr_index_idx_lower" in declined and "does not maintain" in declined, declined
+    assert _writers(spark, base) == ["spark", "spark"]
+    assert table_state(spark, str(base), COLUMNS) == _source(sample)
+    assert "expr_index_idx_lower" in (base / ".hoodie" / "hoodie.properties").read_text()  # still maintained
+
+
 def test_killed_after_the_metadata_tables_delta_commit_a_spark_round_rolls_the_instant_back(
     spark,  # noqa: ANN001
     tmp_path: Path,
