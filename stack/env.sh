@@ -11,6 +11,11 @@ export KAFKA_CTRL_PORT=59093     # KRaft controller listener
 export APICURIO_PORT=58080
 export CONNECT_PORT=58083        # Connect REST
 export METASTORE_PORT=59083      # Hive metastore thrift (listens on all interfaces: HMS 3.1.3 has no bind host)
+# SeaweedFS (`weed mini`: master, volume, filer and S3 gateway in one process) on 127.0.0.1: the S3 endpoint
+# s3a:// tables are tested against, and its inner services' ports (each gRPC port beside its HTTP one).
+export S3_PORT=${HUDI_CDC_S3_PORT:-58333}
+export S3_ENDPOINT=http://127.0.0.1:$S3_PORT
+export SEAWEEDFS_VERSION=v0.0.0-20261109003541-7506e5f91cd6   # the Go module proxy's (a commit of 2026-11-09, weed 4.53)
 export JAVA=${JAVA:-java}
 
 # The databases run as their own users (postgres, mysql), who cannot enter a checkout under a private

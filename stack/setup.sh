@@ -1,5 +1,6 @@
 #!/bin/bash
-# One-time, idempotent: jars from Maven Central, PostgreSQL from Debian, a Postgres cluster and Kafka storage.
+# One-time, idempotent: jars from Maven Central, PostgreSQL from Debian, SeaweedFS from the Go module proxy, a
+# Postgres cluster and Kafka storage.
 set -euo pipefail
 . "$(dirname "$0")/env.sh"
 . "$(dirname "$0")/dbdirs.sh"
@@ -48,6 +49,20 @@ render connect-standalone.properties connect/connect-standalone.properties
 cp "$REPO/stack/conf/inventory-connector.properties" "$REPO/stack/conf/inventory-mariadb-connector.properties" connect/
 cp "$REPO/stack/conf/log4j2.properties" "$REPO/stack/conf/log4j2-quiet.properties" kafka/
 cp "$REPO/stack/conf/log4j2.properties" connect/
+
+# SeaweedFS, the S3 server s3a:// tables are tested against: built from the Go module proxy (its go.mod has a
+# replace directive, so `go install pkg@version` refuses it: built inside the downloaded module instead).
+# Go's module and build caches under $HOME make a rebuild a link step; the first build takes about 8 CPU minutes.
+mkdir -p seaweedfs
+if [ "$(cat seaweedfs/weed.version 2>/dev/null)" != "$SEAWEEDFS_VERSION" ] || [ ! -x seaweedfs/weed ]; then
+  command -v go >/dev/null || { echo "go is required to build SeaweedFS (the stack's S3 server)" >&2; exit 1; }
+  export GOPATH=${GOPATH:-$HOME/go} GOCACHE=${GOCACHE:-$HOME/.cache/go-build} GOFLAGS=-buildvcs=false
+  src=$(cd /tmp && go mod download -json "github.com/seaweedfs/seaweedfs@$SEAWEEDFS_VERSION" | python3 -c 'import json,sys; print(json.load(sys.stdin).get("Dir", ""))')
+  [ -d "$src/weed" ] || { echo "go mod download gave no SeaweedFS source (got '$src')" >&2; exit 1; }
+  (cd "$src" && go build -o "$STACK/seaweedfs/weed.partial" ./weed)
+  mv seaweedfs/weed.partial seaweedfs/weed && echo "$SEAWEEDFS_VERSION" > seaweedfs/weed.version
+fi
+cp "$REPO/stack/conf/seaweedfs-s3.json" seaweedfs/s3.json
 
 # PostgreSQL refuses to run as root: the cluster belongs to the 'postgres' user.
 if [ ! -f "$PGDATA/PG_VERSION" ]; then

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Start Postgres, MariaDB -> the Hive metastore -> Kafka (KRaft) -> Apicurio -> Kafka Connect (standalone +
+# Start Postgres, MariaDB -> the Hive metastore -> SeaweedFS (S3) -> Kafka (KRaft) -> Apicurio -> Kafka Connect (standalone +
 # Debezium) -> the Connect supervisor, each with a readiness check.
 set -euo pipefail
 . "$(dirname "$0")/env.sh"
@@ -46,6 +46,23 @@ fi
 # Its own line, not the port: another process on the port would pass for it (this one then dies: "Address in use").
 ms_ready() { grep -q 'Started the new metaserver on port' metastore/metastore.log && (exec 3<>/dev/tcp/127.0.0.1/$METASTORE_PORT); }
 wait_for metastore 60 metastore/metastore.pid ms_ready
+
+# 1d. SeaweedFS (`weed mini`: master, volume server, filer and S3 gateway in one process) on 127.0.0.1, the S3
+#     endpoint of s3a:// tables (docs/object-storage.md): one identity for the tests (stack/conf/seaweedfs-s3.json),
+#     the bucket `hudi-cdc`, its inner services on the ports after S3_PORT, no telemetry, no WebDAV or catalogs.
+s3_ready() { curl -sf -o /dev/null -I --aws-sigv4 aws:amz:us-east-1:s3 --user hudicdc-test:hudicdc-test-secret "$S3_ENDPOINT/hudi-cdc"; }
+if ! alive seaweedfs/weed.pid; then
+  mkdir -p seaweedfs/data
+  mv -f seaweedfs/weed.log seaweedfs/weed.log.prev 2>/dev/null || true
+  (cd seaweedfs; setsid nohup ./weed mini -dir="$STACK/seaweedfs/data" -ip=127.0.0.1 -ip.bind=127.0.0.1 \
+     -s3.port=$S3_PORT -s3.port.grpc=$((S3_PORT + 1)) -master.port=$((S3_PORT + 2)) -master.port.grpc=$((S3_PORT + 3)) \
+     -volume.port=$((S3_PORT + 4)) -volume.port.grpc=$((S3_PORT + 5)) -filer.port=$((S3_PORT + 6)) \
+     -filer.port.grpc=$((S3_PORT + 7)) -admin.port=$((S3_PORT + 8)) -admin.port.grpc=$((S3_PORT + 9)) \
+     -admin.port.legacy=0 -admin.ui=false -webdav=false -s3.port.iceberg=0 -s3.port.lance=0 \
+     -master.telemetry=false -s3.config="$STACK/seaweedfs/s3.json" -bucket=hudi-cdc \
+     > weed.log 2>&1 < /dev/null & echo $! > weed.pid)
+fi
+wait_for seaweedfs 60 seaweedfs/weed.pid s3_ready
 
 # 2. Kafka broker+controller (KRaft)
 if ! alive kafka/kafka.pid; then

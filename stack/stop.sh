@@ -1,10 +1,10 @@
 #!/bin/bash
-# Stop the Connect supervisor -> Connect -> Apicurio -> Kafka -> the Hive metastore (by the pids recorded at start)
+# Stop the Connect supervisor -> Connect -> Apicurio -> Kafka -> the Hive metastore -> SeaweedFS (by the pids recorded at start)
 # -> MariaDB -> Postgres (pg_ctl).
 . "$(dirname "$0")/env.sh"
 cd "$STACK"
 # The supervisor first: it would restart what stopping Connect fails.
-for f in connect/supervisor.pid connect/connect.pid apicurio/apicurio.pid kafka/kafka.pid metastore/metastore.pid; do
+for f in connect/supervisor.pid connect/connect.pid apicurio/apicurio.pid kafka/kafka.pid metastore/metastore.pid seaweedfs/weed.pid; do
   c=$(basename $f .pid)
   if [ -f $f ] && kill -0 "$(cat $f)" 2>/dev/null; then
     p=$(cat $f); kill -TERM "$p"
