@@ -16,7 +16,7 @@ import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 from urllib.parse import urlsplit, urlunsplit
 
 from hudi_cdc.errors import ConfigError
@@ -48,6 +48,10 @@ __all__ = [
     "CatalogKind",
     "CATALOG_NAME_FIELDS",
     "JdbcMode",
+    "KAFKA_SECURITY_SETTINGS",
+    "KafkaSaslMechanism",
+    "KafkaSecurityProtocol",
+    "kafka_security_problem",
     "ENV_PREFIX",
     "load_config",
     "load_config_with_origins",
@@ -74,6 +78,8 @@ OnBadEvent = Literal["fail", "quarantine"]
 History = Literal["none", "soft_delete", "scd2"]
 Compaction = Literal["inline", "async"]
 ValueFormat = Literal["avro", "json"]
+KafkaSecurityProtocol = Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"]
+KafkaSaslMechanism = Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]
 LineageTransport = Literal["none", "http", "file", "console"]  # OpenLineage events (issue 45; sink.lineage)
 CatalogKind = Literal["none", "hms", "glue", "datahub", "bigquery"]  # catalog sync (issue 45)
 
@@ -229,6 +235,41 @@ class IngestConfig:
         "Kafka source: a round of at most this many messages is read by the process's own consumer instead of "
         "a Spark Kafka read (about 0.4 s less per round); 0: always Spark's.",
         default=20_000,
+    )
+    kafka_security_protocol: KafkaSecurityProtocol = setting(
+        "Kafka source: how clients talk to the brokers: PLAINTEXT, SSL (TLS), SASL_PLAINTEXT or SASL_SSL "
+        "(a login over TLS); given to librdkafka and to Spark's Java client (docs/secured-kafka.md).",
+        default="PLAINTEXT",
+        where=_SOURCE,
+    )
+    kafka_sasl_mechanism: KafkaSaslMechanism | None = setting(
+        "Kafka source, SASL protocols: the login mechanism: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512.",
+        default=None,
+        where=_SOURCE,
+    )
+    kafka_sasl_username: str | None = setting(
+        "Kafka source, SASL protocols: the user hudi-cdc logs in as.", default=None, where=_SOURCE
+    )
+    kafka_sasl_password_env: str | None = setting(
+        "Kafka source, SASL protocols: the environment variable holding the password (read when used).",
+        default=None,
+        where=_SOURCE,
+        secret="reference",
+        metavar="VAR",
+    )
+    kafka_sasl_password_file: str | None = setting(
+        "Kafka source, SASL protocols: the file holding the password (read when used).",
+        default=None,
+        where=_SOURCE,
+        secret="reference",
+        metavar="FILE",
+    )
+    kafka_ssl_ca_file: str | None = setting(
+        "Kafka source, SSL and SASL_SSL: the PEM file of the CA(s) that signed the brokers' certificates "
+        "(default: the system's trusted CAs).",
+        default=None,
+        where=_SOURCE,
+        metavar="FILE",
     )
     java_writer_max_rows: int = setting(
         "A MERGE_ON_READ round of at most this many rows into an unpartitioned table with the bucket index is "
@@ -554,7 +595,8 @@ class IngestConfig:
 
     def __post_init__(self) -> None:
         for d in declared(type(self)):  # each choice against its declared Literal
-            if d.kind == "choice" and getattr(self, d.name) not in d.choices:
+            value = getattr(self, d.name)
+            if d.kind == "choice" and value not in d.choices and not (d.optional and value is None):
                 raise ConfigError(f"{d.name}={getattr(self, d.name)!r} is not one of {', '.join(d.choices)}")
         self._check_types_and_schema_changes()
         _check_shards(self)
@@ -587,6 +629,9 @@ class IngestConfig:
             raise ConfigError(
                 "kafka_value_schema_file is for JSON without embedded schemas: set --kafka-value-format json"
             )
+        problem = kafka_security_problem(self)
+        if problem:
+            raise ConfigError(problem)
         if self.kafka_driver_read_max_messages < 0:
             raise ConfigError(f"kafka_driver_read_max_messages must be >= 0, got {self.kafka_driver_read_max_messages}")
         if self.java_writer_max_rows < 0:
@@ -775,6 +820,70 @@ def _check_lineage(config: IngestConfig) -> None:
         raise ConfigError(
             f"lineage_transport {transport!r} needs the OpenLineage client: pip install 'hudi-cdc[lineage]'"
         )
+
+
+KAFKA_SECURITY_SETTINGS = (
+    "kafka_security_protocol",
+    "kafka_sasl_mechanism",
+    "kafka_sasl_username",
+    "kafka_sasl_password_env",
+    "kafka_sasl_password_file",
+    "kafka_ssl_ca_file",
+)
+"""The Kafka security settings, translated to both Kafka clients by ``hudi_cdc.sources.kafka_security``."""
+
+
+def kafka_security_problem(settings: Any) -> str | None:  # noqa: ANN401 - IngestConfig or the pipeline's [source]
+    """What is wrong with the Kafka security settings of ``settings`` (attributes by the settings' names), or
+    None. The message names the setting and the fix; where the value came from is added by the caller."""
+    protocol = getattr(settings, "kafka_security_protocol", None) or "PLAINTEXT"
+    mechanism = getattr(settings, "kafka_sasl_mechanism", None)
+    username = getattr(settings, "kafka_sasl_username", None)
+    password_env = getattr(settings, "kafka_sasl_password_env", None)
+    password_file = getattr(settings, "kafka_sasl_password_file", None)
+    ca_file = getattr(settings, "kafka_ssl_ca_file", None)
+    protocols = get_args(KafkaSecurityProtocol)
+    if protocol not in protocols:
+        return f"kafka_security_protocol={protocol!r} is not one of {', '.join(protocols)}"
+    if mechanism is not None and mechanism not in get_args(KafkaSaslMechanism):
+        return f"kafka_sasl_mechanism={mechanism!r} is not one of {', '.join(get_args(KafkaSaslMechanism))}"
+    sasl = protocol.startswith("SASL_")
+    if not sasl:
+        given = [
+            name
+            for name, value in (
+                ("kafka_sasl_mechanism", mechanism),
+                ("kafka_sasl_username", username),
+                ("kafka_sasl_password_env", password_env),
+                ("kafka_sasl_password_file", password_file),
+            )
+            if value
+        ]
+        if given:
+            return (
+                f"{given[0]} is a SASL login setting, but kafka_security_protocol={protocol!r}: set "
+                "kafka_security_protocol to SASL_SSL (a login over TLS) or SASL_PLAINTEXT"
+            )
+    else:
+        if not mechanism:
+            return (
+                f"kafka_security_protocol={protocol!r} needs kafka_sasl_mechanism: PLAIN, SCRAM-SHA-256 or "
+                "SCRAM-SHA-512 (the one the broker's listener enables in sasl.enabled.mechanisms)"
+            )
+        if not username:
+            return f"kafka_security_protocol={protocol!r} needs kafka_sasl_username: the user hudi-cdc logs in as"
+        if bool(password_env) == bool(password_file):
+            return (
+                f"kafka_security_protocol={protocol!r} needs the password by reference, in one of "
+                "kafka_sasl_password_env (an environment variable) or kafka_sasl_password_file (a file)"
+                + (", not both" if password_env else "")
+            )
+    if ca_file and protocol not in ("SSL", "SASL_SSL"):
+        return (
+            f"kafka_ssl_ca_file is for TLS, but kafka_security_protocol={protocol!r}: set kafka_security_protocol "
+            "to SSL or SASL_SSL"
+        )
+    return None
 
 
 def jdbc_url_problem(url: str, setting: str, password_settings: str) -> str | None:

@@ -23,11 +23,11 @@ def _newest(ctx: _Context, per_partition: int = 1) -> list[tuple[int, int, bytes
     """``(partition, offset, value)`` of the newest messages that are not tombstones."""
     from confluent_kafka import KafkaException, TopicPartition
 
-    from hudi_cdc.sources.kafka import client_conf, new_consumer
+    from hudi_cdc.sources.kafka import new_consumer
 
     c = ctx.config
     marks = ctx.watermarks()
-    consumer = new_consumer(str(c.bootstrap_servers), client_conf(c.hoodie_conf), group_id="hudi-cdc-validate")
+    consumer = new_consumer(str(c.bootstrap_servers), ctx.kafka_conf(), group_id="hudi-cdc-validate")
     found: list[tuple[int, int, bytes]] = []
     try:
         for partition, (low, high) in sorted(marks.items()):

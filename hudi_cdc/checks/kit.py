@@ -209,8 +209,9 @@ class _Context:
     # -- Kafka ------------------------------------------------------------------------------------------
     def kafka_conf(self) -> dict[str, str]:
         from hudi_cdc.sources.kafka import broker_conf
+        from hudi_cdc.sources.kafka_security import KafkaSecurity
 
-        return broker_conf(self.config.hoodie_conf)
+        return broker_conf(self.config.hoodie_conf, KafkaSecurity.of(self.config))
 
     def watermarks(self) -> dict[int, tuple[int, int]]:
         return self.memo("watermarks", self._watermarks)  # type: ignore[no-any-return]

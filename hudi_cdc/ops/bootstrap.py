@@ -127,9 +127,12 @@ def _loaded(config: IngestConfig, spark: SparkSession) -> dict[str, Any] | None:
 def _kafka_checkpoint(config: IngestConfig) -> dict[str, Any]:
     """Where the table's topic will start: its end now, or its beginning if it does not exist yet."""
     from hudi_cdc.sources.kafka import CHECKPOINT_KIND, client_conf, end_offsets
+    from hudi_cdc.sources.kafka_security import KafkaSecurity
 
     assert config.topic and config.bootstrap_servers  # validated by IngestConfig for the kafka source
-    ends = end_offsets(config.bootstrap_servers, [config.topic], client_conf(config.hoodie_conf))
+    ends = end_offsets(
+        config.bootstrap_servers, [config.topic], client_conf(config.hoodie_conf, KafkaSecurity.of(config))
+    )
     if not ends:
         return {"kind": CHECKPOINT_KIND, "topic": config.topic, "start": "earliest", "offsets": {}}
     return {"kind": CHECKPOINT_KIND, "topic": config.topic, "offsets": {str(p): o for (_, p), o in ends.items()}}

@@ -806,6 +806,8 @@ def requested_repair(
     """A repair a pipeline's runner was asked for (``control.request_repair``), run by the runner as the table's
     round: the recheck catches the table up with ``catch_up`` (one of its rounds) instead of waiting for it."""
     from hudi_cdc.ops.verify import wait_for_ingest
+    from hudi_cdc.sources.kafka import broker_conf
+    from hudi_cdc.sources.kafka_security import KafkaSecurity
     from hudi_cdc.upstream.database import SourceDatabase
 
     database = SourceDatabase(
@@ -816,6 +818,7 @@ def requested_repair(
         recheck = wait_for_ingest(
             spark, config.target_base_path, bootstrap_servers=config.bootstrap_servers, slot=request.get("slot"),
             timeout_s=float(request.get("recheck_timeout_s", 600.0)), database_kind=database.kind, advance=catch_up,
+            kafka_conf=broker_conf(config.hoodie_conf, KafkaSecurity.of(config)),
         )  # fmt: skip
     result = repair(
         spark, config, database, request["source_table"], apply=bool(request.get("apply", True)),

@@ -34,6 +34,7 @@ from hudi_cdc.sink import options as opt
 from hudi_cdc.sink.hudi import HudiTable
 from hudi_cdc.sources.files import FileSource
 from hudi_cdc.sources.kafka import broker_conf, end_offsets, parse_kafka_checkpoint
+from hudi_cdc.sources.kafka_security import KafkaSecurity
 from hudi_cdc.sources.merged import shard_config
 
 if TYPE_CHECKING:
@@ -145,7 +146,7 @@ def _folder_behind(spark: SparkSession, held: Position) -> tuple[int | None, tup
 def _kafka_behind(
     spec: PipelineSpec, positions: Mapping[str, Position]
 ) -> dict[str, tuple[int | None, tuple[str, ...]]]:
-    conf = broker_conf(spec.defaults.get("hoodie_conf", {}))
+    conf = broker_conf(spec.defaults.get("hoodie_conf", {}), KafkaSecurity.of(spec.source))
     shards = {name: _shards_summed(p) for name, p in positions.items()}
     topics = sorted({s.topic for held in shards.values() for s in held})
     try:

@@ -99,6 +99,7 @@ class Cutter:
         metrics: PipelineMetrics | None = None,
     ) -> None:
         from hudi_cdc.sources.kafka import client_conf
+        from hudi_cdc.sources.kafka_security import KafkaSecurity
         from hudi_cdc.sources.transactions import TransactionReader
 
         self.spec = spec
@@ -110,7 +111,7 @@ class Cutter:
         self.reader: TransactionReader = TransactionReader(
             str(spec.source.bootstrap_servers),
             str(spec.source.schema_registry_url),
-            client_conf(spec.defaults.get("hoodie_conf", {})),
+            client_conf(spec.defaults.get("hoodie_conf", {}), KafkaSecurity.of(spec.source)),
             flavor=spec.source.flavor,
         )
         self.next_at = now + interval_s

@@ -9,7 +9,8 @@ from urllib.parse import urlsplit
 
 from hudi_cdc.errors import SourceError, TransientError
 from hudi_cdc.service.spec import PipelineSpec, TableRef
-from hudi_cdc.sources.kafka import client_conf, new_consumer, request_timeout_s
+from hudi_cdc.sources.kafka import broker_conf, list_topics, new_consumer, request_timeout_s
+from hudi_cdc.sources.kafka_security import KafkaSecurity
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -47,11 +48,11 @@ def _database_tables(spec: PipelineSpec) -> list[tuple[str, tuple[str, ...]]]:
 def _topics(spec: PipelineSpec) -> list[str]:
     from confluent_kafka import KafkaException
 
-    conf = client_conf(spec.defaults.get("hoodie_conf", {}))
+    conf = broker_conf(spec.defaults.get("hoodie_conf", {}), KafkaSecurity.of(spec.source))
     # A consumer, not an AdminClient: it can be closed, so no client keeps retrying a dead broker behind us.
     client = new_consumer(str(spec.source.bootstrap_servers), conf, group_id="hudi-cdc-discovery")
     try:
-        topics = client.list_topics(timeout=request_timeout_s(conf)).topics
+        topics = list_topics(client, str(spec.source.bootstrap_servers), request_timeout_s(conf)).topics
     except KafkaException as exc:
         raise TransientError(f"cannot list the topics of {spec.source.bootstrap_servers}: {exc}") from None
     finally:

@@ -155,12 +155,13 @@ class Runner:
         if spec.source.schema_change_topic:
             from hudi_cdc.service.schema_changes import SchemaChangeWatcher
             from hudi_cdc.sources.kafka import client_conf
+            from hudi_cdc.sources.kafka_security import KafkaSecurity
 
             self._schema_changes = SchemaChangeWatcher(
                 spec.source.schema_change_topic,
                 bootstrap_servers=str(spec.source.bootstrap_servers),
                 schema_registry_url=spec.source.schema_registry_url,
-                client_conf=client_conf(spec.defaults.get("hoodie_conf", {})),
+                client_conf=client_conf(spec.defaults.get("hoodie_conf", {}), KafkaSecurity.of(spec.source)),
             )
 
     def stop(self) -> None:
@@ -182,13 +183,14 @@ class Runner:
             return None
         from hudi_cdc.service.offset_watch import OffsetWatch
         from hudi_cdc.sources.kafka import broker_conf
+        from hudi_cdc.sources.kafka_security import KafkaSecurity
 
         def topics() -> list[str]:
             return sorted({s for t in list(self.tables.values()) if t.arrivals is not None for s in _topics_of(t)})
 
         return OffsetWatch(
             str(self.spec.source.bootstrap_servers),
-            broker_conf(self.spec.defaults.get("hoodie_conf", {})),
+            broker_conf(self.spec.defaults.get("hoodie_conf", {}), KafkaSecurity.of(self.spec.source)),
             topics,
             interval_s=self.spec.run.offset_poll_seconds,
             clock=self.clock,

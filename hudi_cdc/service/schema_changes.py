@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hudi_cdc.errors import DecodeError, TransientError
-from hudi_cdc.sources.kafka import new_consumer, request_timeout_s
+from hudi_cdc.sources.kafka import list_topics, new_consumer, request_timeout_s
 
 __all__ = ["SchemaChange", "SchemaChangeWatcher", "table_name"]
 
@@ -90,7 +90,9 @@ class SchemaChangeWatcher:
         consumer = new_consumer(self._bootstrap, conf, group_id="hudi-cdc-schema-changes")
         read: list[SchemaChange] = []
         try:
-            meta = consumer.list_topics(self.topic, timeout=request_timeout_s(self._conf)).topics.get(self.topic)
+            meta = list_topics(consumer, self._bootstrap, request_timeout_s(self._conf), self.topic).topics.get(
+                self.topic
+            )
             if meta is None or meta.error is not None:
                 return read  # no DDL yet: the connector creates the topic with its first one
             for partition in sorted(meta.partitions):

@@ -83,9 +83,19 @@ import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, get_args
 
-from hudi_cdc.config import ENV_PREFIX, Flavor, IngestConfig, merge_settings, normalise_settings, with_origins
+from hudi_cdc.config import (
+    ENV_PREFIX,
+    KAFKA_SECURITY_SETTINGS,
+    Flavor,
+    IngestConfig,
+    kafka_security_problem,
+    merge_settings,
+    normalise_settings,
+    with_origins,
+)
 from hudi_cdc.errors import ConfigError
 from hudi_cdc.service.routes import Route, parse_routes, shard_column_names
 from hudi_cdc.settings import declared, setting
@@ -109,6 +119,7 @@ _SOURCE_LEVEL = {
     "bootstrap_servers",
     "schema_registry_url",
     "kafka_value_format",
+    *KAFKA_SECURITY_SETTINGS,
     "source_path",
     "flavor",
     "jdbc_url",
@@ -201,6 +212,22 @@ class SourceSettings:
         default="avro",
         where=_SRC,
         aliases=("value_format",),
+    )
+    kafka_security_protocol: str = setting(
+        "Kafka: PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL (docs/secured-kafka.md).", default="PLAINTEXT", where=_SRC
+    )
+    kafka_sasl_mechanism: str | None = setting(
+        "Kafka, SASL: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512.", default=None, where=_SRC
+    )
+    kafka_sasl_username: str | None = setting("Kafka, SASL: the user.", default=None, where=_SRC)
+    kafka_sasl_password_env: str | None = setting(
+        "Kafka, SASL: an environment variable holding the password.", default=None, where=_SRC, secret="reference"
+    )
+    kafka_sasl_password_file: str | None = setting(
+        "Kafka, SASL: a file holding the password.", default=None, where=_SRC, secret="reference"
+    )
+    kafka_ssl_ca_file: str | None = setting(
+        "Kafka, SSL and SASL_SSL: the PEM file of the CA(s) of the brokers' certificates.", default=None, where=_SRC
     )
     schema_change_topic: str | None = setting(
         "Kafka: Debezium's schema-change topic (topic.prefix); a table dropped there is reported, then stopped.",
@@ -473,6 +500,7 @@ class PipelineSpec:
                 bootstrap_servers=self.source.bootstrap_servers,
                 schema_registry_url=self.source.schema_registry_url,
                 kafka_value_format=self.source.value_format,
+                **{name: getattr(self.source, name) for name in KAFKA_SECURITY_SETTINGS},
             )
         elif self.source.kind == "jdbc":
             out.update(
@@ -675,6 +703,15 @@ def _source(raw: Any, origin: str) -> SourceSettings:  # noqa: ANN401 - TOML val
             raise ConfigError(f"{where}: {name} is required with source = {kind!r}")
     if kind == "jdbc":
         _check_jdbc_source(raw, where)
+    security = {name: raw[name] for name in KAFKA_SECURITY_SETTINGS if name in raw}
+    if security and kind != "kafka":
+        raise ConfigError(f'{where}: {next(iter(security))} is a Kafka setting, with source = "kafka"')
+    security.setdefault("kafka_security_protocol", "PLAINTEXT")
+    if any(not isinstance(v, str) for v in security.values()):
+        raise ConfigError(f"{where}: the kafka_security_* and kafka_sasl_* settings are text")
+    problem = kafka_security_problem(SimpleNamespace(**security))
+    if problem:
+        raise ConfigError(f"{where}: {problem}")
     flavor = str(raw.get("flavor", "postgres")).lower()
     if flavor not in get_args(Flavor):
         raise ConfigError(f"{where}: flavor must be one of {', '.join(get_args(Flavor))}, got {flavor!r}")
@@ -691,6 +728,7 @@ def _source(raw: Any, origin: str) -> SourceSettings:  # noqa: ANN401 - TOML val
         jdbc_password_env=raw.get("jdbc_password_env"),
         flavor=flavor,
         kafka_value_format=value_format,
+        **security,
         schema_change_topic=_kafka_topic(raw, "schema_change_topic", kind, where),
         transaction_topic=_kafka_topic(raw, "transaction_topic", kind, where),
     )

@@ -14,6 +14,7 @@ next offset of every partition.
 from __future__ import annotations
 
 import atexit
+import functools
 import json
 import logging
 import os
@@ -30,6 +31,7 @@ from hudi_cdc.errors import CheckpointError, ConfigError, DecodeError, SourceErr
 from hudi_cdc.sources.base import json_checkpoint
 from hudi_cdc.sources.kafka_json import SAMPLED
 from hudi_cdc.sources.kafka_json import key_fields as json_key_fields
+from hudi_cdc.sources.kafka_security import KafkaSecurity, java_properties, librdkafka_properties
 from hudi_cdc.sources.registry import SchemaRegistry
 from payloads.base import ARRIVAL_COLUMN, ERROR_COLUMN, RAW_COLUMN
 
@@ -46,6 +48,8 @@ __all__ = [
     "broker_conf",
     "client_conf",
     "end_offsets",
+    "java_client_conf",
+    "list_topics",
     "new_consumer",
     "plan_ranges",
     "parse_kafka_checkpoint",
@@ -76,9 +80,23 @@ class OffsetRange:
         return self.end - self.start
 
 
-def client_conf(hoodie_conf: Mapping[str, str]) -> dict[str, str]:
-    """The Kafka client settings among ``hoodie_conf`` (``kafka.<setting>``), without the prefix."""
-    return {k[len(CLIENT_PREFIX) :]: v for k, v in hoodie_conf.items() if k.startswith(CLIENT_PREFIX)}
+def client_conf(hoodie_conf: Mapping[str, str], security: KafkaSecurity | None = None) -> dict[str, str]:
+    """librdkafka's settings: ``security`` translated (its password read now), then the raw Kafka client
+    settings among ``hoodie_conf`` (``kafka.<setting>``, without the prefix), which win for the keys they set."""
+    raw = {k[len(CLIENT_PREFIX) :]: v for k, v in hoodie_conf.items() if k.startswith(CLIENT_PREFIX)}
+    if security is None:
+        return raw
+    return {**librdkafka_properties(security, security.password()), **raw}
+
+
+def java_client_conf(hoodie_conf: Mapping[str, str], security: KafkaSecurity | None = None) -> dict[str, str]:
+    """Spark's Java Kafka client's settings (without ``kafka.``): ``security`` translated for Java, then the
+    raw ``kafka.<setting>`` ones (winning), the registry's credentials left out."""
+    raw = {k[len(CLIENT_PREFIX) :]: v for k, v in hoodie_conf.items() if k.startswith(CLIENT_PREFIX)}
+    raw.pop("basic.auth.user.info", None)
+    if security is None:
+        return raw
+    return {**java_properties(security, security.password()), **raw}
 
 
 # librdkafka's own default for network requests is 60 s: a round would sit that long on a dead broker.
@@ -97,9 +115,9 @@ def request_timeout_s(conf: Mapping[str, str]) -> float:
         raise ConfigError(f"kafka.socket.timeout.ms={value!r}: expected milliseconds, a whole number") from None
 
 
-def broker_conf(hoodie_conf: Mapping[str, str]) -> dict[str, str]:
+def broker_conf(hoodie_conf: Mapping[str, str], security: KafkaSecurity | None = None) -> dict[str, str]:
     """:func:`client_conf` without ``basic.auth.user.info``: the registry's credentials, not a broker setting."""
-    conf = client_conf(hoodie_conf)
+    conf = client_conf(hoodie_conf, security)
     conf.pop("basic.auth.user.info", None)
     return conf
 
@@ -122,7 +140,7 @@ def end_offsets(
             consumer.poll(0)  # hands its queued log lines to the logger (see _PLANNERS)
             # One metadata request and one offsets request for all topics: asked topic by topic,
             # 105 topics took 0.4-1.0 s here, as one 10-100 ms (a runner asks every half second).
-            metadata = consumer.list_topics(timeout=wait_s).topics
+            metadata = list_topics(consumer, bootstrap_servers, wait_s).topics
             wanted = [
                 TopicPartition(topic, partition, OFFSET_LATEST)
                 for topic in topics
@@ -130,6 +148,9 @@ def end_offsets(
                 for partition in sorted(meta.partitions)
             ]
             found = consumer.offsets_for_times(wanted, timeout=wait_s) if wanted else []
+    except ConfigError:
+        _drop_planner(key)  # a refused login: no client left retrying it
+        raise
     except KafkaException as exc:
         _drop_planner(key)
         raise TransientError(f"cannot reach Kafka at {bootstrap_servers}: {exc}") from None
@@ -194,9 +215,8 @@ def new_consumer(
 ) -> Any:  # noqa: ANN401 - confluent_kafka.Consumer
     """A consumer that never commits offsets, with the user's ``kafka.*`` settings over ``defaults``; its log
     lines go to hudi-cdc's logger."""
-    from confluent_kafka import Consumer
-
-    return Consumer(
+    failures: list[Any] = []
+    consumer = _consumer_class()(
         {
             "bootstrap.servers": bootstrap_servers,
             "group.id": group_id,
@@ -204,8 +224,81 @@ def new_consumer(
             **(defaults or {}),
             **conf,
             "logger": kafka_logger(),
+            # librdkafka reports a refused login or TLS handshake only here (its requests just time out).
+            "error_cb": lambda error: failures.append(error) if error.code() in _SECURITY_CODES() else None,
         }
     )
+    consumer.security_failures = failures
+    return consumer
+
+
+@functools.cache
+def _consumer_class() -> type:
+    """confluent-kafka's Consumer, as a class whose instances carry the security failures their client saw."""
+    from confluent_kafka import Consumer
+
+    class _Consumer(Consumer):  # type: ignore[misc]
+        security_failures: list[Any]
+
+    return _Consumer
+
+
+@functools.cache
+def _SECURITY_CODES() -> frozenset[int]:  # noqa: N802 - a constant, made on first use (confluent-kafka is lazy)
+    from confluent_kafka import KafkaError
+
+    return frozenset({KafkaError._AUTHENTICATION, KafkaError._SSL})
+
+
+def security_error(consumer: Any, bootstrap_servers: str) -> ConfigError | None:  # noqa: ANN401 - a Consumer
+    """The error for a login or TLS handshake ``consumer``'s client saw refused (served by a poll), or None.
+
+    One clear error naming the listener and the fix instead of a request timing out: librdkafka retries
+    both forever and reports them only to its error callback. Its message names the broker, the mechanism
+    and what failed; never the password.
+    """
+    from confluent_kafka import KafkaError
+
+    failures = getattr(consumer, "security_failures", None)
+    if not failures:
+        return None
+    error = failures[-1]
+    if error.code() == KafkaError._AUTHENTICATION:
+        return ConfigError(
+            f"Kafka at {bootstrap_servers} refused hudi-cdc's login: {error.str()}. Check kafka_sasl_mechanism, "
+            "kafka_sasl_username and the password kafka_sasl_password_env or kafka_sasl_password_file points to "
+            "(the user the broker knows: kafka-configs --describe --entity-type users)"
+        )
+    return ConfigError(
+        f"the TLS handshake with Kafka at {bootstrap_servers} failed: {error.str()}. If the broker's certificate "
+        "is not signed by a CA this machine trusts, set kafka_ssl_ca_file to the PEM file of the CA that signed "
+        "it; check that kafka_security_protocol matches the listener (SSL or SASL_SSL)"
+    )
+
+
+def list_topics(
+    consumer: Any,  # noqa: ANN401 - confluent_kafka.Consumer, made by new_consumer
+    bootstrap_servers: str,
+    timeout_s: float,
+    topic: str | None = None,
+) -> Any:  # noqa: ANN401 - ClusterMetadata
+    """The cluster's metadata (of ``topic`` only, if given), asked for in slices of at most a second: between
+    them the client's error callbacks are served, so a refused login or TLS handshake ends the wait at once
+    as :func:`security_error`'s ConfigError instead of a timeout. Never call it on an assigned consumer."""
+    from confluent_kafka import KafkaException
+
+    deadline = time.monotonic() + timeout_s
+    while True:
+        left = deadline - time.monotonic()
+        try:
+            return consumer.list_topics(topic, timeout=max(0.05, min(1.0, left)))
+        except KafkaException:
+            consumer.poll(0)  # serves the error callback (and hands queued log lines to the logger)
+            failed = security_error(consumer, bootstrap_servers)
+            if failed is not None:
+                raise failed from None
+            if deadline - time.monotonic() <= 0:
+                raise
 
 
 def _consume(
@@ -405,7 +498,8 @@ class KafkaSource:
         self.read_by: str | None = None
         """Who read the last batch's messages: ``driver`` (a small round) or ``executors``."""
         self._reader_schema = reader_schema
-        self._client_conf = client_conf(config.hoodie_conf)
+        self._security = KafkaSecurity.of(config)
+        self._client_conf = client_conf(config.hoodie_conf, self._security)
         basic_auth = self._client_conf.pop("basic.auth.user.info", None)
         self._registry = SchemaRegistry(config.schema_registry_url or "", basic_auth=basic_auth)
         self._json_decoder: JsonDecoder | None = None
@@ -430,7 +524,9 @@ class KafkaSource:
         try:
             with lock:
                 consumer.poll(0)  # hands its queued log lines to the logger (see _PLANNERS)
-                metadata = consumer.list_topics(self._topic, timeout=request_timeout_s(self._client_conf))
+                metadata = list_topics(
+                    consumer, str(self._config.bootstrap_servers), request_timeout_s(self._client_conf), self._topic
+                )
                 topic = metadata.topics.get(self._topic)
                 if topic is None or topic.error is not None or not topic.partitions:
                     reason = topic.error if topic is not None and topic.error is not None else "no partitions"
@@ -443,6 +539,9 @@ class KafkaSource:
                     )
                     for p in sorted(topic.partitions)
                 }
+        except ConfigError:
+            _drop_planner(key)  # a refused login: no client left retrying it
+            raise
         except KafkaException as exc:
             _drop_planner(key)  # the next round starts from a new connection
             raise TransientError(f"cannot reach Kafka at {self._config.bootstrap_servers}: {exc}") from None
@@ -574,7 +673,8 @@ class KafkaSource:
     def _read_on_executors(self, ranges: list[OffsetRange]) -> DataFrame:
         reader = self._spark.read.format("kafka").option("kafka.bootstrap.servers", self._config.bootstrap_servers)
         # Fewer, larger fetches: measured 4.0 s -> 3.1 s for 1.6 GB here. A user's kafka.* settings win.
-        for key, value in {**FETCH_DEFAULTS, **self._client_conf}.items():
+        java = java_client_conf(self._config.hoodie_conf, self._security)  # the password read now, not kept
+        for key, value in {**FETCH_DEFAULTS, **java}.items():
             reader = reader.option(CLIENT_PREFIX + key, value)
         return (
             reader.option("assign", json.dumps({self._topic: [r.partition for r in ranges]}))

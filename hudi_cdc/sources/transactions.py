@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hudi_cdc.errors import SourceError, TransientError
-from hudi_cdc.sources.kafka import OffsetRange, new_consumer, read_ranges, request_timeout_s
+from hudi_cdc.sources.kafka import OffsetRange, list_topics, new_consumer, read_ranges, request_timeout_s
 from hudi_cdc.sources.registry import SchemaRegistry
 
 __all__ = [
@@ -174,7 +174,7 @@ class TransactionReader:
         consumer = new_consumer(self._bootstrap, self._conf, group_id="hudi-cdc-cuts")
         wait_s = request_timeout_s(self._conf)
         try:
-            meta = consumer.list_topics(topic, timeout=wait_s).topics.get(topic)
+            meta = list_topics(consumer, self._bootstrap, wait_s, topic).topics.get(topic)
             if meta is None or meta.error is not None or not meta.partitions:
                 raise SourceError(f"topic {topic!r} does not exist on {self._bootstrap}: is the connector's "
                                   "provide.transaction.metadata on?")  # fmt: skip
