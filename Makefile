@@ -26,6 +26,13 @@ $(JARS): jars/hudi/pom.xml
 	mvn -q -B -f jars/hudi/pom.xml dependency:copy-dependencies -DoutputDirectory=$(abspath $(JARS_DIR))
 	touch $@
 
+# Hadoop's s3a connector (hadoop-aws and the AWS SDK bundle, 280 MB) for s3a:// tables: its own folder, put on a
+# session's classpath by hudi_cdc/jars.py (docs/object-storage.md).
+S3A_JARS := .jars/s3a/.fetched
+$(S3A_JARS): jars/s3a/pom.xml
+	mvn -q -B -f jars/s3a/pom.xml dependency:copy-dependencies -DoutputDirectory=$(abspath .jars/s3a)
+	touch $@
+
 # hudi-cdc's own per-key pick (payloads/base.py `_pick`), built from source; tests/payloads/test_pick.py tests it in Spark.
 PICK_JAR := $(JARS_DIR)/hudi-cdc-pick-1.jar
 $(PICK_JAR): jars/pick/pom.xml $(wildcard jars/pick/src/*/java/io/hudicdc/pick/*.java) $(JARS)
@@ -54,9 +61,9 @@ $(AIRFLOW_INSTALLED): setup.cfg | $(INSTALLED)
 
 airflow: $(AIRFLOW_INSTALLED) ## Airflow 3 and its Spark provider in .venv-airflow, for examples/airflow/ and its tests
 
-install: $(INSTALLED) $(JARS) $(PICK_JAR) $(WRITER_JAR) ## Create .venv with hudi-cdc (editable), fetch the Spark-side jars, build our own
+install: $(INSTALLED) $(JARS) $(S3A_JARS) $(PICK_JAR) $(WRITER_JAR) ## Create .venv with hudi-cdc (editable), fetch the Spark-side jars, build our own
 
-jars: $(JARS) $(PICK_JAR) $(WRITER_JAR) ## Fetch the Hudi bundle and spark-avro jars into .jars/ (Maven Central), build jars/pick and jars/writer
+jars: $(JARS) $(S3A_JARS) $(PICK_JAR) $(WRITER_JAR) ## Fetch the Hudi bundle, spark-avro and s3a jars into .jars/ (Maven Central), build jars/pick and jars/writer
 
 # setup.py copies our own jars (and the writer's hudi-java-client) from .jars/hudi into the wheel's hudi_cdc/_jars;
 # HUDI_CDC_WHEEL_JARS=required makes a missing one fail the build (a plain `pip wheel .` only warns).
@@ -242,7 +249,7 @@ CHAOS_RUNNERS_ARGS ?= --tables 10 --kills 3
 chaos-runners: install stack-up ## Two runners on one 10-table pipeline, SIGKILLed by turns (inside commits, during a repair); verify; no table with two writers; results into docs/many-processes.md
 	$(PY) -m chaos.runners --markdown docs/many-processes.md $(CHAOS_RUNNERS_ARGS)
 
-stack-up: $(INSTALLED) | $(JARS) ## Start the local CDC stack: PostgreSQL 15, MariaDB, Hive metastore 3.1.3, Kafka (KRaft), Apicurio Registry, Kafka Connect + Debezium (state in .stack/)
+stack-up: $(INSTALLED) | $(JARS) ## Start the local CDC stack: PostgreSQL 15, MariaDB, Hive metastore 3.1.3, SeaweedFS (S3), Kafka (KRaft), Apicurio Registry, Kafka Connect + Debezium (state in .stack/)
 	bash stack/setup.sh
 	bash stack/start.sh
 

@@ -18,6 +18,11 @@ operator said so), a checkout's ``.jars/hudi`` (``make jars``), else the
 coordinates. The wheel's own jars join a folder that lacks them and the
 coordinates, so a pip install gets the checkout's paths.
 
+Hadoop's s3a connector (``s3a://`` tables, docs/object-storage.md) is hadoop-aws with the AWS SDK
+bundle it was built against, 280 MB: ``make jars`` fetches it apart, into ``.jars/s3a``
+(``jars/s3a/pom.xml``); a ``HUDI_CDC_JARS_DIR`` folder may hold it too. When found it joins every
+session on the driver's classpath (:attr:`JarSource.s3a`); ``HUDI_CDC_S3A=off`` leaves it out.
+
 The coordinates here and ``jars/hudi/pom.xml`` name the same versions; a test
 holds them together.
 """
@@ -34,12 +39,14 @@ from typing import Literal
 from hudi_cdc.errors import ConfigError
 
 __all__ = [
+    "DRIVER_CLASSPATH",
     "EXCLUDES",
     "HUDI_VERSION",
     "JARS_DIR_ENV",
     "JAVA_CLIENT_JAR",
     "OWN_JARS",
     "PACKAGES",
+    "S3A_ENV",
     "SPARK_SERIES",
     "SPARK_VERSION",
     "JarSource",
@@ -50,6 +57,7 @@ __all__ = [
     "packages",
     "resolve_jars",
     "runtime_versions",
+    "s3a_jars",
     "spark_version",
 ]
 
@@ -108,6 +116,11 @@ _WRITER = "hudi-cdc-writer-1.jar"
 
 _BUNDLE = "hudi-spark3.5-bundle"
 
+S3A_ENV = "HUDI_CDC_S3A"
+"""``off``: no s3a jars on a session's classpath, even where they are found."""
+_S3A_PREFIXES = ("hadoop-aws-", "aws-java-sdk-bundle-")
+"""The s3a connector's jars (``jars/s3a/pom.xml``): both are needed, neither alone."""
+
 
 @dataclass(frozen=True)
 class JarSource:
@@ -118,26 +131,64 @@ class JarSource:
     jars: tuple[str, ...] = ()
     packages: tuple[str, ...] = ()
     folder: str | None = None
+    s3a: tuple[str, ...] = ()
+    """Hadoop's s3a connector (hadoop-aws, the AWS SDK bundle): local files, or none."""
 
-    def spark_conf(self) -> dict[str, str]:
-        """The Spark settings that put these jars on the driver's and executors' classpath."""
-        conf = {"spark.jars": ",".join(self.jars)} if self.jars else {}
+    def spark_conf(self, *, local: bool = True) -> dict[str, str]:
+        """The Spark settings that put these jars on the driver's and executors' classpath.
+
+        The s3a jars go on the JVM's own classpath when the master is local (``local``: the executors
+        are the driver's threads): given as ``spark.jars``, Spark would copy the 280 MB SDK bundle into
+        every session's scratch folder for its executor to load. A cluster's executors get them by
+        ``spark.jars`` (copied to each executor, as any added jar).
+        """
+        jars = self.jars if local else (*self.jars, *self.s3a)
+        conf = {"spark.jars": ",".join(jars)} if jars else {}
+        if local and self.s3a:
+            conf[DRIVER_CLASSPATH] = os.pathsep.join(self.s3a)
         if self.kind == "packages":
             conf.update({"spark.jars.packages": ",".join(self.packages), "spark.jars.excludes": ",".join(EXCLUDES)})
         return conf
 
-    def submit_args(self) -> list[str]:
-        """The same as ``spark-submit`` arguments."""
-        local = ["--jars", ",".join(self.jars)] if self.jars else []
+    def submit_args(self, *, local: bool = False) -> list[str]:
+        """The same as ``spark-submit`` arguments: the s3a jars, if any, by ``--jars`` (a cluster's executors
+        need them), or with ``local`` (a local master) on the driver's classpath, as :meth:`spark_conf`."""
+        jars = self.jars if local else (*self.jars, *self.s3a)
+        local_args = ["--driver-class-path", os.pathsep.join(self.s3a)] if local and self.s3a else []
+        local_args += ["--jars", ",".join(jars)] if jars else []
         if self.kind == "folder":
-            return local
-        return ["--packages", ",".join(self.packages), "--exclude-packages", ",".join(EXCLUDES), *local]
+            return local_args
+        return ["--packages", ",".join(self.packages), "--exclude-packages", ",".join(EXCLUDES), *local_args]
+
+
+DRIVER_CLASSPATH = "spark.driver.extraClassPath"
 
 
 def _checkout_folder() -> Path:
     # A source checkout or editable install: <repo>/.jars/hudi, filled by `make jars`.
     # In an installed wheel this points into site-packages, where nothing is.
     return Path(__file__).resolve().parent.parent / ".jars" / "hudi"
+
+
+def _s3a_checkout_folder() -> Path:
+    # Beside it, .jars/s3a (jars/s3a/pom.xml), also filled by `make jars`.
+    return Path(__file__).resolve().parent.parent / ".jars" / "s3a"
+
+
+def _is_s3a(jar: str) -> bool:
+    return Path(jar).name.startswith(_S3A_PREFIXES)
+
+
+def s3a_jars(folder: str | os.PathLike[str] | None = None) -> tuple[str, ...]:
+    """Hadoop's s3a connector jars in ``folder`` (default: a checkout's ``.jars/s3a``): both, or none when
+    one is missing or ``HUDI_CDC_S3A=off``."""
+    if os.environ.get(S3A_ENV, "").strip().lower() == "off":
+        return ()
+    where = Path(folder) if folder is not None else _s3a_checkout_folder()
+    found = tuple(sorted(str(j) for j in where.glob("*.jar") if _is_s3a(str(j))))
+    if {p for p in _S3A_PREFIXES if any(Path(j).name.startswith(p) for j in found)} != set(_S3A_PREFIXES):
+        return ()
+    return found
 
 
 def packaged_folder() -> Path:
@@ -181,16 +232,21 @@ def resolve_jars() -> JarSource:
     """The folder named by ``HUDI_CDC_JARS_DIR``, else a checkout's ``.jars/hudi``, else Maven coordinates;
     the wheel's own jars join a folder that lacks them, and the coordinates."""
     configured = os.environ.get(JARS_DIR_ENV)
+    s3a = s3a_jars()
     if configured:
-        return JarSource("folder", jars=_with_packaged(folder_jars(configured)), folder=configured)
+        jars = folder_jars(configured)
+        # The operator's folder may hold the s3a connector too: it wins over a checkout's.
+        s3a = s3a_jars(configured) or s3a
+        plain = tuple(j for j in jars if not _is_s3a(j))
+        return JarSource("folder", jars=_with_packaged(plain), folder=configured, s3a=s3a)
     checkout = _checkout_folder()
     if checkout.is_dir():
         try:
-            return JarSource("folder", jars=_with_packaged(folder_jars(checkout)), folder=str(checkout))
+            return JarSource("folder", jars=_with_packaged(folder_jars(checkout)), folder=str(checkout), s3a=s3a)
         except ConfigError:
             pass  # an empty or partial `make jars` folder: fall through to resolution
     own = _packaged_jars()
-    return JarSource("packages", jars=own, packages=packages(), folder=str(packaged_folder()) if own else None)
+    return JarSource("packages", jars=own, packages=packages(), folder=str(packaged_folder()) if own else None, s3a=s3a)
 
 
 def own_jars(source: JarSource) -> dict[str, str | None]:

@@ -108,7 +108,7 @@ def _fingerprint(jars: Sequence[str]) -> str:
 
 
 def _paths(source: JarSource) -> tuple[Path, Path]:
-    name = f"driver-{_fingerprint([*source.jars, *source.packages])}"
+    name = f"driver-{_fingerprint([*source.jars, *source.packages, *source.s3a])}"
     directory = _cache_dir()
     return directory / f"{name}.{'aot' if _aot(_java()) else 'jsa'}", directory / f"{name}.json"
 
@@ -158,7 +158,7 @@ def build(source: JarSource, train: Sequence[str] = (), *, launcher: Path, drive
             "--master", "local[2]", "--driver-memory", driver_memory,
             "--conf", "spark.ui.enabled=false",
             "--driver-java-options", _dump_options(archive, dumped),
-            *source.submit_args(),
+            *source.submit_args(local=True),  # the classpath of a local session (the s3a jars on the driver's)
             *([str(launcher), *train] if train else [str(launcher.parent / "jvm_training.py"), work]),
         ]  # fmt: skip
         env = {**os.environ, "PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON") or sys.executable}

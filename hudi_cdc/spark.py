@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from hudi_cdc import jvm_archive
 from hudi_cdc._jvm import jvm, jvm_conf
 from hudi_cdc.errors import ConfigError
-from hudi_cdc.jars import JarSource, resolve_jars
+from hudi_cdc.jars import DRIVER_CLASSPATH, JarSource, resolve_jars
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -140,14 +140,20 @@ def spark_session(
     archive = None
     if not in_submit:  # under spark-submit the JVM is already running, with its classpath and options
         source = JarSource("folder", jars=tuple(jars)) if jars is not None else resolve_jars()
-        _log.info("hudi-cdc jars: %s", source.spark_conf())
-        settings.update(source.spark_conf())
+        local = (
+            _LOCAL_MASTER.match(settings.get("spark.master") or (conf or {}).get("spark.master") or "local") is not None
+        )
+        jar_conf = source.spark_conf(local=local)
+        _log.info("hudi-cdc jars: %s", jar_conf)
+        settings.update(jar_conf)
         archive = jvm_archive.archive_for(source)
         settings.update(jvm_conf())
     settings.update(_HUDI_SESSION_CONF)
     if not in_submit and not _sets(WAREHOUSE_DIR, conf):
         settings[WAREHOUSE_DIR] = str(warehouse_dir())
-    settings.update(conf or {})
+    for key, value in (conf or {}).items():  # the user's driver classpath goes before the s3a jars, not instead
+        joined = key == DRIVER_CLASSPATH and settings.get(key)
+        settings[key] = f"{value}{os.pathsep}{settings[key]}" if joined else value
     if archive is not None:  # added to whatever driver options the settings above ended with
         key = "spark.driver.extraJavaOptions"
         settings[key] = f"{settings.get(key, '')} {jvm_archive.java_options(archive)}".strip()

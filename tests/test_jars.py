@@ -32,6 +32,81 @@ def _pom_coordinates() -> set[str]:
     }
 
 
+@pytest.fixture(autouse=True)
+def _no_checkout_s3a(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The checkout's own .jars/s3a (make jars) stays out of these tests unless one puts a folder there.
+    monkeypatch.setattr(jars, "_s3a_checkout_folder", lambda: tmp_path / "no-s3a-here")
+    monkeypatch.delenv(jars.S3A_ENV, raising=False)
+
+
+def _s3a_folder(folder: Path) -> tuple[str, str]:
+    folder.mkdir(parents=True, exist_ok=True)
+    names = ("aws-java-sdk-bundle-1.12.262.jar", "hadoop-aws-3.3.4.jar")
+    for name in names:
+        (folder / name).write_bytes(b"")
+    return str(folder / names[0]), str(folder / names[1])
+
+
+def _s3a_pom_properties() -> dict[str, str]:
+    root = ET.parse(REPO / "jars" / "s3a" / "pom.xml").getroot()
+    return {p.tag.split("}")[1]: p.text for p in root.find("m:properties", POM_NS)}
+
+
+def test_s3a_jars_match_sparks_hadoop_client() -> None:
+    # hadoop-aws must be the Hadoop client Spark ships (its classes call into hadoop-client-api's internals),
+    # and the SDK bundle the one that hadoop-aws release is built against (1.12.262 for 3.3.4).
+    import pyspark
+
+    shipped = [p.name for p in (Path(pyspark.__file__).parent / "jars").glob("hadoop-client-api-*.jar")]
+    (client,) = shipped
+    props = _s3a_pom_properties()
+    assert client == f"hadoop-client-api-{props['hadoop.version']}.jar"
+    assert (props["hadoop.version"], props["aws.sdk.version"]) == ("3.3.4", "1.12.262")
+
+
+def test_s3a_jars_go_on_a_local_drivers_classpath_and_to_a_clusters_executors(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sdk, aws = _s3a_folder(tmp_path / "s3a")
+    monkeypatch.setattr(jars, "_s3a_checkout_folder", lambda: tmp_path / "s3a")
+    bundle = tmp_path / "hudi" / "hudi-spark3.5-bundle_2.12-1.2.0.jar"
+    bundle.parent.mkdir()
+    bundle.write_bytes(b"")
+    monkeypatch.setenv(jars.JARS_DIR_ENV, str(bundle.parent))
+    source = jars.resolve_jars()
+    assert source.s3a == (sdk, aws)
+    # Local: the JVM's own classpath, not spark.jars (which Spark copies into every session's scratch).
+    assert source.spark_conf() == {"spark.jars": str(bundle), jars.DRIVER_CLASSPATH: f"{sdk}:{aws}"}
+    assert source.submit_args(local=True) == ["--driver-class-path", f"{sdk}:{aws}", "--jars", str(bundle)]
+    # A cluster's executors get them as any added jar.
+    assert source.spark_conf(local=False) == {"spark.jars": f"{bundle},{sdk},{aws}"}
+    assert source.submit_args() == ["--jars", f"{bundle},{sdk},{aws}"]
+    monkeypatch.setenv(jars.S3A_ENV, "off")
+    assert jars.resolve_jars().s3a == ()
+    assert jars.resolve_jars().spark_conf() == {"spark.jars": str(bundle)}
+
+
+def test_s3a_jars_in_the_operators_folder_are_split_out_and_win(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "jars"
+    sdk, aws = _s3a_folder(folder)
+    (folder / "hudi-spark3.5-bundle_2.12-1.2.0.jar").write_bytes(b"")
+    _s3a_folder(tmp_path / "checkout-s3a")
+    monkeypatch.setattr(jars, "_s3a_checkout_folder", lambda: tmp_path / "checkout-s3a")
+    monkeypatch.setenv(jars.JARS_DIR_ENV, str(folder))
+    source = jars.resolve_jars()
+    assert source.s3a == (sdk, aws)
+    assert source.jars == (str(folder / "hudi-spark3.5-bundle_2.12-1.2.0.jar"),)
+
+
+def test_one_s3a_jar_alone_is_no_connector(tmp_path: Path) -> None:
+    (tmp_path / "hadoop-aws-3.3.4.jar").write_bytes(b"")
+    assert jars.s3a_jars(tmp_path) == ()
+    (tmp_path / "aws-java-sdk-bundle-1.12.262.jar").write_bytes(b"")
+    assert len(jars.s3a_jars(tmp_path)) == 2
+
+
 def test_coordinates_name_the_versions_make_jars_fetches() -> None:
     # The wheel resolves PACKAGES, a checkout fetches the POM: both must give one classpath.
     assert set(jars.PACKAGES) <= _pom_coordinates()
