@@ -503,6 +503,20 @@ class IngestConfig:
         default=False,
         where=_ROUTES,
     )
+    # --- Tables on object storage (issue 57; docs/object-storage.md): set per bucket on the session's Hadoop
+    #     configuration (fs.s3a.bucket.<bucket>.*) for each s3a:// path of the table. Credentials are never a
+    #     setting: s3a's provider chain finds them (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, an instance role).
+    s3_endpoint: str | None = setting(
+        "s3a:// tables: the S3 endpoint of the table's bucket (http://127.0.0.1:58333 for the local stack's "
+        "SeaweedFS); none: s3a's own (AWS, or fs.s3a.endpoint given to Spark).",
+        default=None,
+        metavar="URL",
+    )
+    s3_path_style_access: bool = setting(
+        "s3a:// tables with s3_endpoint: address the bucket in the path (http://host/bucket/key), as most "
+        "S3-compatible servers need; false: as a host name (bucket.host).",
+        default=True,
+    )
     # --- Catalog sync (issue 45; docs/catalog.md) ---
     catalog: CatalogKind = setting(
         "Where the table is registered by name after each commit that needs it: hms (a Hive Metastore by thrift "

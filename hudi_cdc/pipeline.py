@@ -31,6 +31,7 @@ from hudi_cdc.sink.failures import WriteFailures
 from hudi_cdc.sink.hudi import HudiTable, SmallWrite, first_commit_rows, index_conf
 from hudi_cdc.sink.lease import TableLease, hold
 from hudi_cdc.sink.lineage import RoundLineage
+from hudi_cdc.sink.object_store import configure_table
 from hudi_cdc.sink.quarantine import QuarantineStore
 from hudi_cdc.sink.tombstones import TombstoneStore
 from hudi_cdc.spark import release
@@ -205,7 +206,10 @@ def ingest_once(
 def writer_lease(
     config: IngestConfig, spark: SparkSession | None, **owner: str | None
 ) -> AbstractContextManager[TableLease]:
-    """Hold the table's writer lease (``sink.lease.hold``) with the table's expiry and wait settings."""
+    """Hold the table's writer lease (``sink.lease.hold``) with the table's expiry and wait settings; an s3a://
+    table's buckets get their settings first (``sink.object_store``)."""
+    if spark is not None:
+        configure_table(spark, config)
     return hold(
         config.target_base_path,
         expiry_s=config.lease_expiry_seconds,

@@ -181,6 +181,10 @@ def verify(
     spark = session()
     compare: dict[str, Any] = {"columns": split_list(columns) or None, "where": where, "max_diffs": max_diffs}
     config = table.config if table is not None else None
+    if config is not None:  # a pipeline's s3a:// table: its buckets' settings (a bare path: Spark's fs.s3a.*)
+        from hudi_cdc.sink.object_store import configure_table
+
+        configure_table(spark, config)
     if apply_repair or max_repair is not None:
         assert database is not None and source_table is not None
         wait = (

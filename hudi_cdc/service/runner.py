@@ -60,6 +60,7 @@ from hudi_cdc.service.schedule import Arrivals, committed_offsets, deadline, nex
 from hudi_cdc.service.spec import PipelineSpec, TableRef, select
 from hudi_cdc.service.states import DONE, DROPPED, FAILED, PAUSED, REMOVED, RETRYING, RUNNING, WAITING, TableState
 from hudi_cdc.sink import lease as leases
+from hudi_cdc.sink.object_store import configure_table
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -455,6 +456,7 @@ class Runner:
             if lease.held:
                 return self._flags_allow(table, fresh=False)
             self._drop_lease(table.name)  # taken over while this process did not renew it (paused)
+        configure_table(self.spark, table.config)  # an s3a:// table's buckets, before its folder is first read
         holder = leases.lease_holder(table.target, spark=self.spark)
         mine = holder is not None and holder.owner.id == leases.process_owner_id() and holder.live()
         if holder is not None and holder.live() and not mine:
