@@ -216,6 +216,11 @@ def new_consumer(
     """A consumer that never commits offsets, with the user's ``kafka.*`` settings over ``defaults``; its log
     lines go to hudi-cdc's logger."""
     failures: list[Any] = []
+
+    def on_error(error: Any) -> None:  # noqa: ANN401 - confluent_kafka.KafkaError
+        if _refused(error):
+            failures[:] = [error]  # the latest only: a client retrying for hours keeps one
+
     consumer = _consumer_class()(
         {
             "bootstrap.servers": bootstrap_servers,
@@ -225,7 +230,7 @@ def new_consumer(
             **conf,
             "logger": kafka_logger(),
             # librdkafka reports a refused login or TLS handshake only here (its requests just time out).
-            "error_cb": lambda error: failures.append(error) if error.code() in _SECURITY_CODES() else None,
+            "error_cb": on_error,
         }
     )
     consumer.security_failures = failures
@@ -243,11 +248,13 @@ def _consumer_class() -> type:
     return _Consumer
 
 
-@functools.cache
-def _SECURITY_CODES() -> frozenset[int]:  # noqa: N802 - a constant, made on first use (confluent-kafka is lazy)
+def _refused(error: Any) -> bool:  # noqa: ANN401 - confluent_kafka.KafkaError
+    """Whether ``error`` is the broker refusing the login, or this client refusing the broker's certificate:
+    a setting to fix. Another TLS failure (a connection cut mid-handshake by a restarting broker) is not."""
     from confluent_kafka import KafkaError
 
-    return frozenset({KafkaError._AUTHENTICATION, KafkaError._SSL})
+    code = error.code()
+    return code == KafkaError._AUTHENTICATION or (code == KafkaError._SSL and "certificate" in error.str().lower())
 
 
 def security_error(consumer: Any, bootstrap_servers: str) -> ConfigError | None:  # noqa: ANN401 - a Consumer
@@ -287,6 +294,9 @@ def list_topics(
     as :func:`security_error`'s ConfigError instead of a timeout. Never call it on an assigned consumer."""
     from confluent_kafka import KafkaException
 
+    failures = getattr(consumer, "security_failures", None)
+    if failures:
+        failures.clear()  # one seen before this request (a broker since fixed) is not this request's
     deadline = time.monotonic() + timeout_s
     while True:
         left = deadline - time.monotonic()
