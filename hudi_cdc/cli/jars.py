@@ -118,6 +118,7 @@ def jars(run: Invocation, show: str | None, fetch_dir: str | None, as_json: bool
             "jars": list(source.jars),
             "packages": list(coordinates),
             "own_jars": own,
+            "s3a": list(source.s3a),
             "submit_args": source.submit_args(),
             "launcher": str(SCRIPT),
             "java_options": java_options(),
@@ -142,6 +143,12 @@ def jars(run: Invocation, show: str | None, fetch_dir: str | None, as_json: bool
             click.echo(
                 "  (`make jars` builds them in a checkout; the wheel `make wheel` builds carries them, "
                 "a wheel built without them does not)"
+            )
+        if source.s3a:
+            click.echo("Hadoop's s3a connector (s3a:// tables): " + ", ".join(source.s3a))
+        else:
+            click.echo(
+                f"Hadoop's s3a connector (s3a:// tables): none (`make jars`; {jarmod.S3A_ENV}=off leaves it out)"
             )
         click.echo("Maven coordinates:")
         for coordinate in coordinates:
