@@ -323,7 +323,8 @@ def fetch_jars(directory: str | os.PathLike[str]) -> tuple[str, ...]:
     with the wheel's own jars when it carries them.
 
     The folder then serves sessions and ``spark-submit --jars`` on machines
-    that cannot reach Maven Central (``HUDI_CDC_JARS_DIR``).
+    that cannot reach Maven Central (``HUDI_CDC_JARS_DIR``). The s3a connector's jars join it when this
+    machine has them (a checkout's ``make jars``).
     """
     import shutil
 
@@ -349,7 +350,7 @@ def fetch_jars(directory: str | os.PathLike[str]) -> tuple[str, ...]:
         spark.stop()
     target = Path(directory)
     target.mkdir(parents=True, exist_ok=True)
-    for jar in [*resolved, *_packaged_jars()]:
+    for jar in [*resolved, *_packaged_jars(), *s3a_jars()]:  # the s3a connector too, where this machine has it
         source = Path(jar.removeprefix("file://").removeprefix("file:"))
         shutil.copy2(source, target / source.name)
     return folder_jars(target)
