@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["SecuredBroker", "make_ca"]
+__all__ = ["PrivateRegistry", "SecuredBroker", "make_ca"]
 
 
 def _free_port() -> int:
@@ -154,3 +154,56 @@ class SecuredBroker:
             return f"no Kafka jars in {kafka_lib}: run make stack-up once (stack/setup.sh fetches them)"
         missing = [tool for tool in ("openssl", os.environ.get("JAVA", "java")) if shutil.which(tool) is None]
         return f"{', '.join(missing)} not found" if missing else None
+
+
+@dataclass
+class PrivateRegistry:
+    """The stack's Apicurio Registry (its jar under ``.stack/apicurio/dist``) on a free port of its own, its
+    storage in memory, for tests that must not depend on the shared stack. ``url`` is its Confluent API."""
+
+    dist: Path
+    folder: Path
+    java: str = "java"
+    url: str = ""
+    started_s: float = 0.0
+    _process: subprocess.Popen[bytes] | None = None
+
+    def start(self, timeout_s: float = 120.0) -> PrivateRegistry:
+        import urllib.request
+
+        began = time.monotonic()
+        port = _free_port()
+        jar = next(self.dist.glob("apicurio-registry-app-*-runner.jar"))
+        self.folder.mkdir(parents=True, exist_ok=True)
+        log = (self.folder / "apicurio.log").open("wb")
+        self._process = subprocess.Popen(
+            [self.java, "-Xms64m", "-Xmx384m", "-Dquarkus.http.host=127.0.0.1", f"-Dquarkus.http.port={port}",
+             "-Dquarkus.http.access-log.enabled=false", "-Dapicurio.storage.kind=sql",
+             "-Dapicurio.storage.sql.kind=h2", "-Dapicurio.datasource.url=jdbc:h2:mem:registry",
+             "-jar", str(jar)],
+            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=self.folder,
+        )  # fmt: skip
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/health/ready", timeout=2):
+                    break
+            except OSError:
+                if self._process.poll() is not None or time.monotonic() > deadline:
+                    self.stop()
+                    tail = (self.folder / "apicurio.log").read_text(errors="replace")[-3000:]
+                    raise RuntimeError(f"the private registry did not start: {tail}") from None
+                time.sleep(0.2)
+        self.url = f"http://127.0.0.1:{port}/apis/ccompat/v7"
+        self.started_s = time.monotonic() - began
+        return self
+
+    def stop(self) -> None:
+        if self._process is not None and self._process.poll() is None:
+            self._process.terminate()
+            try:
+                self._process.wait(20)
+            except subprocess.TimeoutExpired:
+                self._process.kill()
+                self._process.wait(10)
+        self._process = None

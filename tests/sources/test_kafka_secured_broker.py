@@ -1,0 +1,183 @@
+"""`hudi-cdc ingest` through a SASL_SSL listener (SCRAM-SHA-512 over TLS), by both Kafka clients: the process's
+own consumer (librdkafka) for a small round, Spark's Java client on the executors for another; discovery through
+it; a wrong password and an untrusted CA each end the round at once with one clear error naming the listener and
+the fix, and no password anywhere in the output.
+
+The broker is a private one (hudi_cdc.testing.secured_kafka, started once for this module from the stack's jars
+on ports of its own), beside the shared stack's open broker, which these tests do not touch. The schema registry
+is the stack's when it is up, else a private Apicurio from the stack's download (open: registry authentication
+is not covered here). Needs the stack's downloads (stack/setup.sh), not the stack running.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hudi_cdc.service.discovery import discover
+from hudi_cdc.service.spec import load_pipeline
+from hudi_cdc.testing import envelope_schema, pg_event
+from hudi_cdc.testing.kafka import Framer, create_topic, produce, register_schema
+from hudi_cdc.testing.secured_kafka import PrivateRegistry, SecuredBroker, make_ca
+from tests.stack.conftest import PORTS, REGISTRY, _listening
+from tests.stack.test_kafka_source import last_result, row
+from tests.support import apply_events, read_rows, run_cli
+
+pytestmark = [pytest.mark.hudi]
+
+STACK = Path(os.environ.get("HUDI_CDC_STACK_DIR") or Path(__file__).resolve().parents[2] / ".stack")
+KAFKA_LIB = STACK / "kafka/lib"
+PASSWORD_VAR = "HUDI_CDC_TEST_KAFKA_PASSWORD"
+COLUMNS = [("id", "long"), ("name", ["null", "string"])]
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecuredBroker]:
+    """A private KRaft broker with a SASL_SSL listener and a PLAINTEXT one (for producing); about 13 s to start
+    here (certificates, storage format with the SCRAM user, broker up), once for the module."""
+    why = SecuredBroker.available(KAFKA_LIB)
+    if why:
+        _unavailable(f"no secured broker can start: {why}")
+    started = SecuredBroker(tmp_path_factory.mktemp("secured-kafka"), KAFKA_LIB).start()
+    try:
+        yield started
+    finally:
+        started.stop()
+
+
+def _unavailable(why: str) -> None:
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"CI=true but {why}")
+    pytest.skip(why)
+
+
+@pytest.fixture(scope="module")
+def registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The stack's registry when it is up, else a private Apicurio (about 25 s to start here)."""
+    if _listening(PORTS["apicurio"]):
+        yield REGISTRY
+        return
+    dist = STACK / "apicurio/dist"
+    if not list(dist.glob("apicurio-registry-app-*-runner.jar")):
+        _unavailable(f"no registry: the stack's is down and {dist} has no Apicurio jar (stack/setup.sh fetches it)")
+    private = PrivateRegistry(dist, tmp_path_factory.mktemp("registry")).start()
+    try:
+        yield private.url
+    finally:
+        private.stop()
+
+
+class Topic:
+    """A fresh Debezium-like topic, written through the broker's open listener, its schemas in the registry."""
+
+    def __init__(self, broker: SecuredBroker, registry: str) -> None:
+        self.broker = broker
+        self.name = f"sec.t{uuid.uuid4().hex[:10]}.customers"
+        create_topic(broker.plaintext, self.name)
+        key = {"type": "record", "name": "Key", "namespace": self.name, "fields": [{"name": "id", "type": "long"}]}
+        value = envelope_schema("customers", COLUMNS, schema=self.name.split(".")[1])
+        self.key = Framer(register_schema(registry, f"{self.name}-key", key), key)
+        self.value = Framer(register_schema(registry, f"{self.name}-value", value), value)
+
+    def send(self, events: Sequence[dict[str, Any]]) -> None:
+        def key_of(event: dict[str, Any]) -> int:
+            return int((event["after"] or event["before"])["id"])
+
+        produce(self.broker.plaintext, self.name, ((self.key({"id": key_of(e)}), self.value(e), 0) for e in events))
+
+
+def ingest(
+    broker: SecuredBroker, registry: str, topic: Topic, base: str, *extra: str, ca_file: Path | None = None
+) -> Any:
+    return run_cli(
+        "--source", "kafka", "--topic", topic.name, "--bootstrap-servers", broker.secured,
+        "--schema-registry-url", registry, "--target-base-path", base, "--target-table", "customers", "--json",
+        "--kafka-security-protocol", "SASL_SSL", "--kafka-sasl-mechanism", "SCRAM-SHA-512",
+        "--kafka-sasl-username", broker.username, "--kafka-ssl-ca-file", str(ca_file or broker.ca_file), *extra,
+    )  # fmt: skip
+
+
+def test_ingest_through_sasl_ssl_by_both_kafka_clients(
+    spark, broker: SecuredBroker, registry: str, tmp_path: Path, monkeypatch
+) -> None:
+    topic, base = Topic(broker, registry), str(tmp_path / "t")
+    first = [pg_event("c", lsn=10 + k, after=row(k, f"n{k}")) for k in range(5)]
+    topic.send(first)
+    monkeypatch.setenv(PASSWORD_VAR, broker.password)
+    done = ingest(broker, registry, topic, base, "--kafka-sasl-password-env", PASSWORD_VAR)
+    assert done.exit_code == 0, done.output
+    result = last_result(done.output)
+    assert result["details"]["read"] == "driver" and result["checkpoint"]["offsets"] == {"0": 5}
+
+    later = [pg_event("u", lsn=100, after=row(1, "m1")), pg_event("d", lsn=101, before=row(3, None))]
+    topic.send(later)
+    secret = tmp_path / "kafka.password"
+    secret.write_text(broker.password + "\n")
+    monkeypatch.delenv(PASSWORD_VAR)  # the second round's password comes from the file alone
+    done = ingest(
+        broker,
+        registry,
+        topic,
+        base,
+        "--kafka-sasl-password-file",
+        str(secret),
+        "--kafka-driver-read-max-messages",
+        "0",
+    )
+    assert done.exit_code == 0, done.output
+    result = last_result(done.output)
+    assert result["details"]["read"] == "executors" and result["checkpoint"]["offsets"] == {"0": 7}
+    assert broker.password not in done.output
+    expected = apply_events(first + later)
+    assert read_rows(spark, base, ["id", "name"]) == sorted((r["id"], r["name"]) for r in expected.values())
+
+
+@pytest.mark.parametrize("wrong", ["password", "ca"])
+def test_a_wrong_password_or_an_untrusted_ca_is_one_clear_error_without_the_secret(
+    spark, broker: SecuredBroker, registry: str, tmp_path: Path, monkeypatch, capfd, wrong: str
+) -> None:
+    topic = Topic(broker, registry)
+    topic.send([pg_event("c", lsn=10, after=row(1, "a"))])
+    attempted = "Wr0ng-" + uuid.uuid4().hex[:8] if wrong == "password" else broker.password
+    monkeypatch.setenv(PASSWORD_VAR, attempted)
+    other_ca = make_ca(tmp_path / "other-ca", "other") if wrong == "ca" else None
+    began = time.monotonic()
+    done = ingest(
+        broker, registry, topic, str(tmp_path / "t"), "--kafka-sasl-password-env", PASSWORD_VAR, ca_file=other_ca
+    )
+    took = time.monotonic() - began
+    assert done.exit_code == 2, done.output  # a ConfigError: terminal, fixed by the user
+    if wrong == "password":
+        assert f"Kafka at {broker.secured} refused hudi-cdc's login" in done.output
+        assert "Authentication failed" in done.output and "kafka_sasl_password_env" in done.output
+    else:
+        assert f"the TLS handshake with Kafka at {broker.secured} failed" in done.output
+        assert "certificate verify failed" in done.output and "set kafka_ssl_ca_file" in done.output
+    assert done.output.count(broker.secured) == 2, done.output  # one error (the listener named twice in it)
+    assert took < 12, f"{took:.1f}s: the round waited out the request timeout instead of failing at once"
+    captured = capfd.readouterr()
+    for text in (done.output, captured.out, captured.err):
+        assert attempted not in text and broker.password not in text
+
+
+def test_discovery_lists_the_topics_through_sasl_ssl(broker: SecuredBroker, tmp_path: Path) -> None:
+    name = f"sec.t{uuid.uuid4().hex[:10]}.orders"
+    create_topic(broker.plaintext, name)
+    secret = tmp_path / "kafka.password"
+    secret.write_text(broker.password)
+    pipeline = tmp_path / "p.toml"
+    pipeline.write_text(
+        f'[source]\nsource = "kafka"\nbootstrap_servers = "{broker.secured}"\nschema_registry_url = "http://127.0.0.1:1"\n'
+        f'tables = ["sec.*"]\nkafka_security_protocol = "SASL_SSL"\nkafka_sasl_mechanism = "SCRAM-SHA-512"\n'
+        f'kafka_sasl_username = "{broker.username}"\nkafka_sasl_password_file = "{secret}"\n'
+        f'kafka_ssl_ca_file = "{broker.ca_file}"\n'
+        f'[defaults]\ntarget_base_path = "{tmp_path}/lake/{{table}}"\ntarget_table = "{{table}}"\n'
+    )
+    found = discover(None, load_pipeline(pipeline, env={}))
+    assert name in [ref.topic for ref in found]
