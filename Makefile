@@ -84,7 +84,7 @@ demo-stack: install stack-up ## Real pipeline: Postgres -> Debezium -> Kafka + A
 # The suite starts about fifty hudi-cdc JVMs: a class-data archive of the driver (hudi-cdc jvm-archive, built
 # once per checkout in about 45 s, kept in .cache/) takes about 3 s off each start, and the JIT's first tier
 # alone (HUDI_CDC_JIT=quick) almost half the CPU of each short one (the CLI and crash tests: 279 -> 148 CPU
-# seconds). The suite's own long-lived session keeps the full JIT (tests/conftest.py).
+# seconds). The suite's own long-lived session takes it too: less CPU on two shared cores (tests/conftest.py).
 TEST_ENV := HUDI_CDC_CACHE_DIR=$(CURDIR)/.cache HUDI_CDC_JIT=quick
 
 test-archive: install

@@ -25,29 +25,21 @@ def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[object]:
-    from hudi_cdc._jvm import JIT_ENV
     from hudi_cdc.spark import spark_session
 
-    # This session lives for the whole run, hundreds of commits: the optimizing compiler pays off here
-    # (the scenario tests took 114 s with Java's full JIT, 145 s with quick), while the short JVMs the
-    # tests start keep make test's HUDI_CDC_JIT=quick.
-    jit = os.environ.get(JIT_ENV)
-    os.environ[JIT_ENV] = "full"
-    try:
-        session = spark_session(
-            app_name="hudi-cdc-tests",
-            conf={
-                "spark.sql.shuffle.partitions": "4",
-                "spark.default.parallelism": "4",
-                "spark.driver.memory": "2g",
-                "spark.scheduler.mode": "FAIR",  # as `hudi-cdc run` starts it; one thread's jobs run as under FIFO
-            },
-        )
-    finally:
-        if jit is None:
-            del os.environ[JIT_ENV]
-        else:
-            os.environ[JIT_ENV] = jit
+    # The session takes make test's HUDI_CDC_JIT=quick like the JVMs the tests start. Its full JIT was faster
+    # alone (the payload scenarios: 176 s against 209 s, wall) but cost more CPU (239 against 201 CPU-s of the
+    # session's JVM, 2026-11-28), and make test's three workers share two cores: CPU is what the run waits on.
+    # (quick's 48 MB code cache, full before 368c1c2, had made quick look slower still.)
+    session = spark_session(
+        app_name="hudi-cdc-tests",
+        conf={
+            "spark.sql.shuffle.partitions": "4",
+            "spark.default.parallelism": "4",
+            "spark.driver.memory": "2g",
+            "spark.scheduler.mode": "FAIR",  # as `hudi-cdc run` starts it; one thread's jobs run as under FIFO
+        },
+    )
     yield session
     session.stop()
 
