@@ -4,7 +4,9 @@
   holder, and writes nothing; once the holder is SIGKILLed, a writer that waits takes the table over after
   the lease's expiry;
 - two ``hudi-cdc run`` processes on one pipeline split its tables, a new table is taken by one of them, and
-  when one is SIGKILLed the other takes its tables over and brings every table to the source's state.
+  when one is SIGKILLed the other takes its tables over and brings every table to the source's state;
+- a pause given through one runner holds when that runner is SIGKILLed and the other takes the table over,
+  until a resume given through the other.
 """
 
 from __future__ import annotations
@@ -226,6 +228,72 @@ def test_two_runners_split_a_pipeline_and_one_takes_over_when_the_other_is_kille
         _stop(b, signal.SIGTERM)  # a clean stop gives the leases back at once
         assert b.returncode == 0, (tmp_path / "b.log").read_text()[-3000:]
         assert all(h is not None and h.released for h in map(lease_holder, bases.values()))
+    finally:
+        for process in (a, b):
+            _stop(process)
+
+
+def _runner_state(tmp_path: Path, state: str, table: str) -> str | None:
+    """The state a runner's status.json shows for ``table`` (None before the runner lists it)."""
+    from hudi_cdc.service.control import read_status
+
+    return ((read_status(tmp_path / state) or {}).get("tables", {}).get(table) or {}).get("state")
+
+
+def test_a_pause_given_through_a_killed_runner_holds_for_the_runner_that_takes_its_table_over(
+    spark,  # noqa: ANN001
+    tmp_path: Path,
+) -> None:
+    # Issue 55: the pause lived in runner a's state folder only; once a was killed, b took the table over and
+    # wrote it. Now the pause is in the table's folder too, read by b when it takes the lease. Two tables, so
+    # that b, holding the other, runs on (a continuous runner whose every table is paused ends).
+    samples = {t: _sample(tmp_path, t, 21 + n) for n, t in enumerate(("t1", "t2"))}
+    bases = {t: str(tmp_path / "lake" / t) for t in samples}
+    one = _pipeline(tmp_path / "shop-a.toml", tmp_path, "state-a")
+    two = _pipeline(tmp_path / "shop-b.toml", tmp_path, "state-b")
+    a = _start(["run", "--pipeline", str(one), "--continuous"], tmp_path / "a.log")
+    b = a
+    try:
+        _until(
+            "runner a replicated both tables",
+            lambda: all(_equal(spark, tmp_path, t, s) for t, s in samples.items()),
+            300,
+            a,
+        )
+        b = _start(["run", "--pipeline", str(two), "--continuous"], tmp_path / "b.log")
+
+        def holder(table: str) -> int | None:
+            return h.owner.pid if (h := _live(bases[table])) is not None else None
+
+        _until("the runners hold a table each", lambda: {holder("t1"), holder("t2")} == {a.pid, b.pid}, 300, a, b)
+        paused = "t1" if holder("t1") == a.pid else "t2"
+        name, base, sample = f"public.{paused}", bases[paused], samples[paused]
+        shown = CliRunner().invoke(main, ["pause", "--pipeline", str(one), name])  # through a's state folder
+        assert shown.exit_code == 0, shown.output
+        assert f"{base}/.hudi_cdc/control" in shown.output
+        _until("runner a paused the table", lambda: _runner_state(tmp_path, "state-a", name) == "paused", 60, a, b)
+        before = _completed(base)
+        sample.changes(50)  # new events: any round of the table would commit them
+
+        _stop(a)  # SIGKILL: b takes the table over at once (same machine: a's processes are gone)
+        _until("runner b holds the paused table", lambda: holder(paused) == b.pid, 120, b)
+        _until(
+            "runner b paused the table, or wrote it",
+            lambda: _runner_state(tmp_path, "state-b", name) == "paused" or _completed(base) != before,
+            60,
+            b,
+        )
+        time.sleep(5)  # several of b's passes (discovery and min_sync_interval_seconds are 1 s)
+        assert _completed(base) == before, "runner b wrote the table though it was paused"
+        assert _runner_state(tmp_path, "state-b", name) == "paused"
+        assert not _equal(spark, tmp_path, paused, sample)  # the new events are not in the table
+
+        resumed = CliRunner().invoke(main, ["resume", "--pipeline", str(two), name])  # through b's state folder
+        assert resumed.exit_code == 0, resumed.output
+        _until("the table caught up once resumed", lambda: _equal(spark, tmp_path, paused, sample), 180, b)
+        assert len(_completed(base)) > len(before)
+        for table_base in bases.values():  # one writer at a time: no writer rolled another's instant back
+            assert not [n for n in _timeline(table_base) if ".rollback" in n], _timeline(table_base)
     finally:
         for process in (a, b):
             _stop(process)
