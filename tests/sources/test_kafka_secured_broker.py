@@ -11,6 +11,7 @@ is not covered here). Needs the stack's downloads (stack/setup.sh), not the stac
 
 from __future__ import annotations
 
+import json
 import os
 import time
 import uuid
@@ -76,9 +77,9 @@ def registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 class Topic:
     """A fresh Debezium-like topic, written through the broker's open listener, its schemas in the registry."""
 
-    def __init__(self, broker: SecuredBroker, registry: str) -> None:
+    def __init__(self, broker: SecuredBroker, registry: str, server: str = "sec") -> None:
         self.broker = broker
-        self.name = f"sec.t{uuid.uuid4().hex[:10]}.customers"
+        self.name = f"{server}.t{uuid.uuid4().hex[:10]}.customers"
         create_topic(broker.plaintext, self.name)
         key = {"type": "record", "name": "Key", "namespace": self.name, "fields": [{"name": "id", "type": "long"}]}
         value = envelope_schema("customers", COLUMNS, schema=self.name.split(".")[1])
@@ -181,3 +182,39 @@ def test_discovery_lists_the_topics_through_sasl_ssl(broker: SecuredBroker, tmp_
     )
     found = discover(None, load_pipeline(pipeline, env={}))
     assert name in [ref.topic for ref in found]
+
+
+def test_a_pipeline_run_and_its_status_through_sasl_ssl(
+    spark, broker: SecuredBroker, registry: str, tmp_path: Path
+) -> None:
+    """``[source]`` gives the settings once: discovery, every table's round and the backlog status reads use them."""
+    from click.testing import CliRunner
+
+    from hudi_cdc.cli import main
+
+    server = f"run{uuid.uuid4().hex[:6]}"
+    topics = [Topic(broker, registry, server=server) for _ in range(2)]
+    for n, topic in enumerate(topics):
+        topic.send([pg_event("c", lsn=10 + k, after=row(k, f"{n}-{k}")) for k in range(3 + n)])
+    secret = tmp_path / "kafka.password"
+    secret.write_text(broker.password)
+    pipeline = tmp_path / "p.toml"
+    pipeline.write_text(
+        f'[source]\nsource = "kafka"\nbootstrap_servers = "{broker.secured}"\nschema_registry_url = "{registry}"\n'
+        f'tables = ["{server}.*"]\nkafka_security_protocol = "SASL_SSL"\nkafka_sasl_mechanism = "SCRAM-SHA-512"\n'
+        f'kafka_sasl_username = "{broker.username}"\nkafka_sasl_password_file = "{secret}"\n'
+        f'kafka_ssl_ca_file = "{broker.ca_file}"\n'
+        f'[defaults]\ntarget_base_path = "{tmp_path}/lake/{{schema}}"\ntarget_table = "{{schema}}_{{table}}"\n'
+    )
+    done = CliRunner().invoke(main, ["run", "--pipeline", str(pipeline), "--json"], catch_exceptions=False)
+    assert done.exit_code == 0, done.output
+    assert broker.password not in done.output
+    for n, topic in enumerate(topics):
+        base = str(tmp_path / "lake" / topic.name.split(".")[1])
+        assert read_rows(spark, base, ["id", "name"]) == [(k, f"{n}-{k}") for k in range(3 + n)]
+    status = CliRunner().invoke(main, ["status", "--pipeline", str(pipeline), "--json"], catch_exceptions=False)
+    assert status.exit_code == 0, status.output
+    tables = json.loads(status.output.strip().splitlines()[-1])["tables"]
+    assert sorted((t["name"], t["behind"]) for t in tables) == sorted(
+        (f"{t.name.split('.')[1]}.customers", 0) for t in topics
+    )
