@@ -218,3 +218,33 @@ def test_a_pipeline_run_and_its_status_through_sasl_ssl(
     assert sorted((t["name"], t["behind"]) for t in tables) == sorted(
         (f"{t.name.split('.')[1]}.customers", 0) for t in topics
     )
+
+
+def test_validate_checks_the_topic_through_sasl_ssl_and_names_a_refused_login(
+    spark, broker: SecuredBroker, registry: str, tmp_path: Path, monkeypatch
+) -> None:
+    from click.testing import CliRunner
+
+    from hudi_cdc.cli import main
+
+    topic = Topic(broker, registry)
+    topic.send([pg_event("c", lsn=10, after=row(1, "a")), pg_event("c", lsn=11, after=row(2, "b"))])
+    args = [
+        "validate", "--source", "kafka", "--topic", topic.name, "--bootstrap-servers", broker.secured,
+        "--schema-registry-url", registry, "--target-base-path", str(tmp_path / "t"), "--target-table", "t",
+        "--kafka-security-protocol", "SASL_SSL", "--kafka-sasl-mechanism", "SCRAM-SHA-512",
+        "--kafka-sasl-username", broker.username, "--kafka-sasl-password-env", PASSWORD_VAR,
+        "--kafka-ssl-ca-file", str(broker.ca_file), "--json",
+    ]  # fmt: skip
+    monkeypatch.setenv(PASSWORD_VAR, broker.password)
+    done = CliRunner().invoke(main, args, catch_exceptions=False)
+    checks = {c["name"]: c for c in json.loads(done.output)["checks"]}
+    assert checks["kafka.topic"]["status"] == "ok", done.output
+    monkeypatch.setenv(PASSWORD_VAR, "Wr0ng-validate")
+    done = CliRunner().invoke(main, args, catch_exceptions=False)
+    assert done.exit_code == 1, done.output
+    checks = {c["name"]: c for c in json.loads(done.output)["checks"]}
+    assert checks["kafka.topic"]["status"] == "fail"
+    assert checks["kafka.topic"]["detail"].startswith(f"Kafka at {broker.secured} refused hudi-cdc's login")
+    assert checks["kafka.retention"]["status"] == "skip"
+    assert "Wr0ng-validate" not in done.output and broker.password not in done.output
