@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from hudi_cdc.errors import ConfigError
 from hudi_cdc.service.discovery import discover
 from hudi_cdc.service.spec import load_pipeline
 from hudi_cdc.testing import envelope_schema, pg_event
@@ -182,6 +183,11 @@ def test_discovery_lists_the_topics_through_sasl_ssl(broker: SecuredBroker, tmp_
     )
     found = discover(None, load_pipeline(pipeline, env={}))
     assert name in [ref.topic for ref in found]
+    secret.write_text("Wr0ng-discovery")  # read again by the next client: a refused login, at once
+    began = time.monotonic()
+    with pytest.raises(ConfigError, match=rf"^Kafka at {broker.secured} refused hudi-cdc's login: ") as refused:
+        discover(None, load_pipeline(pipeline, env={}))
+    assert time.monotonic() - began < 10 and "Wr0ng-discovery" not in str(refused.value)
 
 
 def test_a_pipeline_run_and_its_status_through_sasl_ssl(
