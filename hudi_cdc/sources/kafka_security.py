@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hudi_cdc.config import resolve_password
+from hudi_cdc.errors import ConfigError
 
 __all__ = ["KafkaSecurity", "java_properties", "librdkafka_properties"]
 
@@ -57,7 +58,17 @@ class KafkaSecurity:
         return self.protocol in ("SSL", "SASL_SSL")
 
     def password(self) -> str | None:
-        """The SASL password, read now from its file or variable (None without SASL)."""
+        """The SASL password, read now from its file or variable (None without SASL); also checks that the CA
+        file can be read, which librdkafka would only report as an ``x509 ... BIO lib`` failure."""
+        if self.tls and self.ca_file:
+            try:
+                with open(self.ca_file, "rb"):
+                    pass
+            except OSError as exc:
+                raise ConfigError(
+                    f"kafka_ssl_ca_file {self.ca_file}: {exc.strerror}: give the PEM file of the CA that signed "
+                    "the brokers' certificates"
+                ) from None
         if not self.sasl:
             return None
         return resolve_password(self.password_file, self.password_env, what="the Kafka SASL password")

@@ -27,9 +27,15 @@ SASL = dict(
     kafka_sasl_mechanism="SCRAM-SHA-512",
     kafka_sasl_username="hudi",
     kafka_sasl_password_env="KAFKA_PW",
-    kafka_ssl_ca_file="/etc/ca.pem",
+    kafka_ssl_ca_file="ca.pem",  # in the test's folder (read when a client is made): see in_tmp_path
 )
 PASSWORD = 'pa"ss\\word-7'  # a quote and a backslash: the JAAS line must escape both
+
+
+@pytest.fixture(autouse=True)
+def in_tmp_path(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "ca.pem").write_text("-----BEGIN CERTIFICATE-----\n")
 
 
 def test_sasl_ssl_translates_to_each_client_and_the_password_is_read_when_used(monkeypatch) -> None:
@@ -41,7 +47,7 @@ def test_sasl_ssl_translates_to_each_client_and_the_password_is_read_when_used(m
         "sasl.mechanisms": "SCRAM-SHA-512",
         "sasl.username": "hudi",
         "sasl.password": PASSWORD,
-        "ssl.ca.location": "/etc/ca.pem",
+        "ssl.ca.location": "ca.pem",
     }
     assert java_client_conf(config.hoodie_conf, security) == {
         "security.protocol": "SASL_SSL",
@@ -49,7 +55,7 @@ def test_sasl_ssl_translates_to_each_client_and_the_password_is_read_when_used(m
         "sasl.jaas.config": 'org.apache.kafka.common.security.scram.ScramLoginModule required username="hudi" '
         'password="pa\\"ss\\\\word-7";',
         "ssl.truststore.type": "PEM",
-        "ssl.truststore.location": "/etc/ca.pem",
+        "ssl.truststore.location": "ca.pem",
     }
     monkeypatch.setenv("KAFKA_PW", "rotated")  # read again at the next client, not kept from the first
     assert client_conf(config.hoodie_conf, security)["sasl.password"] == "rotated"
@@ -66,12 +72,12 @@ def test_plain_mechanism_a_password_file_and_ssl_alone(tmp_path: Path, monkeypat
         'org.apache.kafka.common.security.plain.PlainLoginModule required username="hudi" password="from-file";'
     )
     assert client_conf({}, KafkaSecurity.of(config))["sasl.password"] == "from-file"
-    tls = load_config(env={}, **KAFKA, kafka_security_protocol="SSL", kafka_ssl_ca_file="/ca.pem")
-    assert client_conf({}, KafkaSecurity.of(tls)) == {"security.protocol": "SSL", "ssl.ca.location": "/ca.pem"}
+    tls = load_config(env={}, **KAFKA, kafka_security_protocol="SSL", kafka_ssl_ca_file="ca.pem")
+    assert client_conf({}, KafkaSecurity.of(tls)) == {"security.protocol": "SSL", "ssl.ca.location": "ca.pem"}
     assert java_client_conf({}, KafkaSecurity.of(tls)) == {
         "security.protocol": "SSL",
         "ssl.truststore.type": "PEM",
-        "ssl.truststore.location": "/ca.pem",
+        "ssl.truststore.location": "ca.pem",
     }
     # PLAINTEXT, the default: nothing added, as before.
     assert client_conf({"kafka.client.id": "x"}, KafkaSecurity.of(load_config(env={}, **KAFKA))) == {"client.id": "x"}
@@ -166,7 +172,7 @@ def test_a_pipeline_takes_them_from_source_for_every_table(tmp_path: Path, monke
         PIPELINE.format(
             security='kafka_security_protocol = "SASL_SSL"\nkafka_sasl_mechanism = "SCRAM-SHA-256"\n'
             'kafka_sasl_username = "hudi"\nkafka_sasl_password_file = "/run/secrets/kafka"\n'
-            'kafka_ssl_ca_file = "/etc/ca.pem"'
+            'kafka_ssl_ca_file = "ca.pem"'
         )
     )
     spec = load_pipeline(path, env={})
@@ -174,7 +180,7 @@ def test_a_pipeline_takes_them_from_source_for_every_table(tmp_path: Path, monke
     assert (
         KafkaSecurity.of(config)
         == KafkaSecurity.of(spec.source)
-        == KafkaSecurity("SASL_SSL", "SCRAM-SHA-256", "hudi", None, "/run/secrets/kafka", "/etc/ca.pem")
+        == KafkaSecurity("SASL_SSL", "SCRAM-SHA-256", "hudi", None, "/run/secrets/kafka", "ca.pem")
     )
     assert origins["kafka_sasl_username"] == f"{path} [source]"
 
@@ -187,3 +193,9 @@ def test_a_pipeline_refuses_them_in_a_table_section_and_an_incomplete_source(tmp
     path.write_text(PIPELINE.format(security="") + '[tables."public.orders"]\nkafka_sasl_username = "x"\n')
     with pytest.raises(ConfigError, match=r"kafka_sasl_username"):
         load_pipeline(path, env={})
+
+
+def test_an_unreadable_ca_file_is_named_when_a_client_is_made(tmp_path: Path) -> None:
+    config = load_config(env={}, **KAFKA, kafka_security_protocol="SSL", kafka_ssl_ca_file=tmp_path / "none.pem")
+    with pytest.raises(ConfigError, match=rf"^kafka_ssl_ca_file {tmp_path}/none.pem: No such file or directory: "):
+        client_conf({}, KafkaSecurity.of(config))
