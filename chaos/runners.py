@@ -50,6 +50,7 @@ from chaos.common import (
     latest_checkpoint,
 )
 from chaos.writers import Life, Lives, WriterCheck, WriterWatch, check_one_writer
+from hudi_cdc.errors import TransientError
 from hudi_cdc.ops.verify import checkpoint_covers, kafka_end_offsets
 from hudi_cdc.sink.lease import lease_holder
 from hudi_cdc.sources.kafka import end_offsets
@@ -516,7 +517,12 @@ def _requests_left(fleet: Fleet) -> list[str]:
 
 def _wait_for_topics(topics: list[str], timeout_s: float = 180.0) -> None:
     deadline = time.monotonic() + timeout_s
-    while {t for t, _ in end_offsets(BOOTSTRAP, topics)} != set(topics):
+    while True:
+        try:  # a topic Debezium has just created may have no leader yet ("Not leader for partition"): not yet
+            if {t for t, _ in end_offsets(BOOTSTRAP, topics)} == set(topics):
+                return
+        except TransientError as exc:
+            print(f"chaos-runners: topics not ready yet: {exc}", file=sys.stderr)
         if time.monotonic() > deadline:
             raise TimeoutError(f"Debezium did not publish every one of {topics} within {timeout_s:.0f}s")
         time.sleep(1)
