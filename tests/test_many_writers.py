@@ -270,28 +270,28 @@ def test_a_pause_given_through_a_killed_runner_holds_for_the_runner_that_takes_i
         name, base, sample = f"public.{paused}", bases[paused], samples[paused]
         shown = CliRunner().invoke(main, ["pause", "--pipeline", str(one), name])  # through a's state folder
         assert shown.exit_code == 0, shown.output
-        assert f"{base}/.hudi_cdc/control" in shown.output
         _until("runner a paused the table", lambda: _runner_state(tmp_path, "state-a", name) == "paused", 60, a, b)
-        before = _completed(base)
-        sample.changes(50)  # new events: any round of the table would commit them
+        before, completed = _timeline(base), _completed(base)
+        sample.changes(50)  # new events: any round of the table would write them
 
         _stop(a)  # SIGKILL: b takes the table over at once (same machine: a's processes are gone)
         _until("runner b holds the paused table", lambda: holder(paused) == b.pid, 120, b)
         _until(
-            "runner b paused the table, or wrote it",
-            lambda: _runner_state(tmp_path, "state-b", name) == "paused" or _completed(base) != before,
+            "runner b paused the table, or started writing it",
+            lambda: _runner_state(tmp_path, "state-b", name) == "paused" or _timeline(base) != before,
             60,
             b,
         )
         time.sleep(5)  # several of b's passes (discovery and min_sync_interval_seconds are 1 s)
-        assert _completed(base) == before, "runner b wrote the table though it was paused"
+        assert _timeline(base) == before, "runner b started an instant of the table though it was paused"
         assert _runner_state(tmp_path, "state-b", name) == "paused"
         assert not _equal(spark, tmp_path, paused, sample)  # the new events are not in the table
 
         resumed = CliRunner().invoke(main, ["resume", "--pipeline", str(two), name])  # through b's state folder
         assert resumed.exit_code == 0, resumed.output
+        assert f"{base}/.hudi_cdc/control" in shown.output and f"{base}/.hudi_cdc/control" in resumed.output
         _until("the table caught up once resumed", lambda: _equal(spark, tmp_path, paused, sample), 180, b)
-        assert len(_completed(base)) > len(before)
+        assert len(_completed(base)) > len(completed)
         for table_base in bases.values():  # one writer at a time: no writer rolled another's instant back
             assert not [n for n in _timeline(table_base) if ".rollback" in n], _timeline(table_base)
     finally:
