@@ -84,7 +84,7 @@ def test_the_cutter_leaves_a_repaired_table_out_until_a_transaction_after_the_re
     def checkpoint_commit(self: HudiTable) -> CommitInfo:
         extra = {opt.CHECKPOINT_KEY: json.dumps({"kind": "kafka/v1", "offsets": {"0": heads[self.base_path]}})}
         if self.base_path == "/lake/a":  # the repair's commit, and every later one, carry it
-            extra[opt.META_PREFIX + "repaired.at"] = json.dumps(PG_REPAIR)
+            extra[opt.REPAIRED_AT_KEY] = json.dumps(PG_REPAIR)
         return CommitInfo(f"c{heads[self.base_path]}", "commit", extra)
 
     monkeypatch.setattr(HudiTable, "checkpoint_commit", checkpoint_commit)
@@ -107,3 +107,37 @@ def test_the_cutter_leaves_a_repaired_table_out_until_a_transaction_after_the_re
     second = CutStore.load(spec.run.state_dir).newest
     assert second is not None and second["transaction"] == "101:1100" and set(second["tables"]) == {"s.a", "s.b"}
     assert second["tables"]["s.a"]["repaired"] == PG_REPAIR
+
+
+def test_a_repairs_commit_and_every_later_one_carry_it(spark, tmp_path: Path) -> None:  # noqa: ANN001
+    """Through the real write path: the repair's commit (its source, the ingest's own merge), then an ordinary
+    round; the newest checkpoint commit, which the cutter reads for a table's head, names the repair both times."""
+    from hudi_cdc.config import IngestConfig
+    from hudi_cdc.ops.repair import _RepairSource
+    from hudi_cdc.pipeline import ingest_once
+    from hudi_cdc.testing import envelope_schema, pg_event, write_events
+
+    schema = envelope_schema("items", [("id", "long"), ("v", ["null", "long"])])
+    source, base = tmp_path / "landing", str(tmp_path / "lake" / "items")
+    config = IngestConfig(source="files", source_path=str(source), flavor="postgres", target_base_path=base,
+                          target_table="items", record_key_fields=("id",))  # fmt: skip
+
+    def head() -> CommitInfo:
+        commit = HudiTable(spark, base).checkpoint_commit()
+        assert commit is not None
+        return commit
+
+    write_events(source / "0001.avro", schema, [pg_event("c", lsn=100, after={"id": 1, "v": 1})])
+    ingest_once(config, spark=spark)
+    assert opt.REPAIRED_AT_KEY not in head().extra
+    # Key 1 repaired to v=5 as the source had it at WAL 0/3E8 (what repair writes after its snapshot read).
+    snap = _Snapshot(_Rank("postgres", 1000), spark.createDataFrame([(1, 5)], "id long, v long"), {"1"}, set(),
+                     {"lsn": 1000})  # fmt: skip
+    nothing = spark.read.format("hudi").load(base).limit(0)
+    repair = ingest_once(config, spark=spark, source=_RepairSource(snap, ["1"], nothing, HudiTable(spark, base)))
+    assert head().instant == repair.commit_time and json.loads(head().extra[opt.REPAIRED_AT_KEY]) == PG_REPAIR
+    write_events(source / "0002.avro", schema, [pg_event("u", lsn=2000, after={"id": 1, "v": 2})])
+    later = ingest_once(config, spark=spark).commit_time
+    assert head().instant == later and json.loads(head().extra[opt.REPAIRED_AT_KEY]) == PG_REPAIR
+    rows = spark.read.format("hudi").load(base).select("id", "v").collect()
+    assert [(r["id"], r["v"]) for r in rows] == [(1, 2)]  # the stream's later change outranks the repair
