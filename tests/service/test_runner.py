@@ -143,7 +143,9 @@ def test_pause_remove_resume_and_a_subset_from_the_cli(spark, tmp_path: Path) ->
         "public.t3": "removed",
     }
     assert _equal(spark, tmp_path / "lake" / "t1", samples["t1"])
-    assert not (tmp_path / "lake" / "t2").exists() and not (tmp_path / "lake" / "t3").exists()
+    # no Hudi table: only the pause and remove, kept beside the tables for every runner (.hudi_cdc/control)
+    assert not (tmp_path / "lake" / "t2" / ".hoodie").exists() and not (tmp_path / "lake" / "t3" / ".hoodie").exists()
+    assert (tmp_path / "lake" / "t2" / ".hudi_cdc" / "control" / "paused.json").is_file()
 
     samples["t1"].changes(99)  # more for t1, which the subset run must leave alone
     before = commit_instants(spark, str(tmp_path / "lake" / "t1"))
