@@ -126,9 +126,7 @@ def _rows(frame) -> list[tuple[int, int]]:  # noqa: ANN001
     return sorted((r["id"], r["v"]) for r in frame.select("id", "v").collect())
 
 
-def test_the_oldest_retained_cut_reads_back_after_many_commits_with_the_default_cleaner(
-    spark, tmp_path: Path
-) -> None:  # noqa: ANN001
+def test_the_oldest_retained_cut_reads_back_after_many_commits_with_the_default_cleaner(spark, tmp_path: Path) -> None:  # noqa: ANN001
     base = str(tmp_path / "lake" / "items")
     config = IngestConfig(
         source="files", source_path=str(tmp_path / "landing" / "items"), flavor="postgres", target_base_path=base,
@@ -158,9 +156,7 @@ def test_the_oldest_retained_cut_reads_back_after_many_commits_with_the_default_
         read_consistent(spark, pipeline, at="t0")
 
 
-def test_a_cut_a_file_versions_cleaner_may_have_cut_short_is_refused_not_read_in_part(
-    spark, tmp_path: Path
-) -> None:  # noqa: ANN001
+def test_a_cut_a_file_versions_cleaner_may_have_cut_short_is_refused_not_read_in_part(spark, tmp_path: Path) -> None:  # noqa: ANN001
     base = str(tmp_path / "lake" / "items")
     config = IngestConfig(
         source="files", source_path=str(tmp_path / "landing" / "items"), flavor="postgres", target_base_path=base,
