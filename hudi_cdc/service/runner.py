@@ -362,7 +362,8 @@ class Runner:
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="hudi-cdc-table") as pool:
             while True:
                 now = self.clock()
-                if now >= self._next_discovery and (self.continuous or not self._discovered_once):
+                stopping = self._stop.is_set()  # then no round starts: nothing to discover (its JVM may be gone)
+                if now >= self._next_discovery and (self.continuous or not self._discovered_once) and not stopping:
                     self._discover()
                     self._next_discovery = now + self.spec.run.discovery_interval_seconds
                     self._read_table_flags()
@@ -394,6 +395,8 @@ class Runner:
         from hudi_cdc._jvm import jvm_alive
 
         if not force and now < self._next_jvm_check:
+            return
+        if self._stop.is_set():  # a JVM gone with the stop's own signal (SIGTERM to the process group) is the stop
             return
         self._next_jvm_check = now + _JVM_CHECK_S
         if not jvm_alive(self.spark):
@@ -828,9 +831,13 @@ class Runner:
     def _shutting_down(self) -> bool:
         """A stop asked for (SIGTERM reaches the JVM too: it shuts its SparkContext down), or the driver JVM or
         its context gone: whatever fails now failed for that."""
+        return self._stop.is_set() or self._context_gone()
+
+    def _context_gone(self) -> bool:
+        """The driver JVM gone, or its SparkContext stopped: no Spark job can run any more."""
         from hudi_cdc._jvm import jvm_alive
 
-        if self._stop.is_set() or not jvm_alive(self.spark):
+        if not jvm_alive(self.spark):
             return True
         try:
             return bool(self.spark.sparkContext._jsc.sc().isStopped())
@@ -868,6 +875,20 @@ class Runner:
         try:
             result = future.result()
         except Exception as exc:  # noqa: BLE001 - one table's failure must not end the others
+            if self._stop.is_set() and self._context_gone():
+                # The stop's SIGTERM reached the JVM too (systemd signals the whole group), whose shutdown stopped
+                # the SparkContext under the round: the stop's doing, not the table's. Nothing of the round was
+                # committed (a pending instant is rolled back by the next writer); the next start resumes.
+                if self._cutter is not None and table.until is not None:
+                    self._cutter.round_done(table, None, now)
+                table.state, table.due = WAITING, now
+                log.warning(
+                    "%s: round cut short by the stop (the driver JVM's context stopped under it: %s); the next "
+                    "start resumes from the table's checkpoint",
+                    table.name,
+                    type(exc).__name__,
+                )
+                return
             self._check_jvm(now, force=True)  # unless it failed because no round can run any more
             if self._cutter is not None and table.until is not None:
                 self._cutter.round_done(table, None, now)
