@@ -137,7 +137,8 @@ _HOLDER = textwrap.dedent(
     """
     import json, sys, time
     from hudi_cdc.sink.lease import TableLease
-    base, expiry, hold_s = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
+    base, expiry, hold_s, start_at = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])
+    time.sleep(max(0.0, start_at - time.time()))  # racers start together, however long their imports took
     lease = TableLease(base, expiry_s=expiry)
     holder = lease.try_acquire()
     print(json.dumps({"took": holder is None, "holder": None if holder is None else holder.owner.id,
@@ -152,9 +153,11 @@ _HOLDER = textwrap.dedent(
 )
 
 
-def _start(base: str, expiry: float, hold_s: float) -> subprocess.Popen[str]:
+def _start(base: str, expiry: float, hold_s: float, start_at: float = 0.0) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-c", _HOLDER, base, str(expiry), str(hold_s)], stdout=subprocess.PIPE, text=True
+        [sys.executable, "-c", _HOLDER, base, str(expiry), str(hold_s), str(start_at)],
+        stdout=subprocess.PIPE,
+        text=True,
     )
 
 
@@ -164,7 +167,10 @@ def _answer(process: subprocess.Popen[str]) -> dict:
 
 def test_processes_racing_for_one_lease_one_wins(tmp_path: Path) -> None:
     base = str(tmp_path / "t")
-    procs = [_start(base, 30, 2.0) for _ in range(6)]
+    # Together: on a loaded machine one racer's imports took seconds longer than another's, and it found the
+    # winner's lease already released after its 2 s (a second, later taking, not a race: generation 2).
+    start_at = time.time() + 8.0
+    procs = [_start(base, 30, 2.0, start_at) for _ in range(6)]
     answers = [_answer(p) for p in procs]
     for p in procs:
         assert p.wait(timeout=60) == 0
