@@ -11,22 +11,14 @@ back an instant of its own writer or of one the harness had killed before.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
 from chaos.runners import markdown_rows, run_chaos_runners
 
-# Not exclusive: it restarts no shared service, only processes of its own. Skipped in CI until a failure seen
-# in a full-suite rehearsal (a restarted runner exited 2 by itself, no error line logged) is understood;
-# `make chaos-runners` and a run of this file alone still run it.
-pytestmark = [
-    pytest.mark.kafka,
-    pytest.mark.postgres,
-    pytest.mark.hudi,
-    pytest.mark.skipif(os.environ.get("CI") == "true", reason="under investigation: a restarted runner exited 2"),
-]
+# Not exclusive: it restarts no shared service, only processes of its own.
+pytestmark = [pytest.mark.kafka, pytest.mark.postgres, pytest.mark.hudi]
 
 
 def test_two_runners_killed_by_turns_and_a_repair_killed_in_flight_lose_nothing_and_never_share_a_table(
