@@ -875,28 +875,7 @@ class Runner:
         try:
             result = future.result()
         except Exception as exc:  # noqa: BLE001 - one table's failure must not end the others
-            if self._stop.is_set() and self._context_gone():
-                # The stop's SIGTERM reached the JVM too (systemd signals the whole group), whose shutdown stopped
-                # the SparkContext under the round: the stop's doing, not the table's. Nothing of the round was
-                # committed (a pending instant is rolled back by the next writer); the next start resumes.
-                if self._cutter is not None and table.until is not None:
-                    self._cutter.round_done(table, None, now)
-                table.state, table.due = WAITING, now
-                log.warning(
-                    "%s: round cut short by the stop (the driver JVM's context stopped under it: %s); the next "
-                    "start resumes from the table's checkpoint",
-                    table.name,
-                    type(exc).__name__,
-                )
-                return
-            self._check_jvm(now, force=True)  # unless it failed because no round can run any more
-            if self._cutter is not None and table.until is not None:
-                self._cutter.round_done(table, None, now)
-            self._failed(table, exc, now)
-            self.metrics.observe(table, None)
-            self.backlog.changed(table.name)
-            if self.on_round:
-                self.on_round(table, None)
+            self._round_failed(table, exc, now)
             return
         if self._cutter is not None and table.until is not None:
             self._cutter.round_done(table, table.cut_commit, now, quarantined=result.quarantined)
@@ -906,6 +885,50 @@ class Runner:
         if table.arrivals is not None and (offsets := committed_offsets(result.checkpoint, merged)) is not None:
             table.arrivals.apply(offsets)
         self._judge_freshness(table, result, now)
+        self._count_round(table, result)
+        behind = int(result.details.get("behind_after", 0)) if result.committed else 0
+        if table.dropped_at_source is not None and behind == 0:
+            table.state = DROPPED  # all it published before the drop is in the table
+            log.warning("%s: dropped at the source and fully applied: no more rounds", table.name)
+        elif self._done_rounds(table):
+            table.state = DONE
+        else:
+            table.state = WAITING
+            table.due = now + max(table.config.min_sync_interval_seconds, 0.0)
+            self._hand_over(table, now)
+        self.metrics.observe(table, result)
+        self.backlog.changed(table.name)
+        if self.on_round:
+            self.on_round(table, result)
+
+    def _round_failed(self, table: TableState, exc: Exception, now: float) -> None:
+        """A round that raised: cut short by the runner's own stop, or the table's failure."""
+        if self._stop.is_set() and self._context_gone():
+            # The stop's SIGTERM reached the JVM too (systemd signals the whole group), whose shutdown stopped
+            # the SparkContext under the round: the stop's doing, not the table's. Nothing of the round was
+            # committed (a pending instant is rolled back by the next writer); the next start resumes.
+            if self._cutter is not None and table.until is not None:
+                self._cutter.round_done(table, None, now)
+            table.state, table.due = WAITING, now
+            log.warning(
+                "%s: round cut short by the stop (the driver JVM's context stopped under it: %s); the next "
+                "start resumes from the table's checkpoint",
+                table.name,
+                type(exc).__name__,
+            )
+            return
+        self._check_jvm(now, force=True)  # unless it failed because no round can run any more
+        if self._cutter is not None and table.until is not None:
+            self._cutter.round_done(table, None, now)
+        self._failed(table, exc, now)
+        self.metrics.observe(table, None)
+        self.backlog.changed(table.name)
+        if self.on_round:
+            self.on_round(table, None)
+
+    @staticmethod
+    def _count_round(table: TableState, result: IngestResult) -> None:
+        """Add a committed (or empty) round to the table's totals, its last round and the log."""
         table.events += result.events
         table.upserts += result.upserts
         table.deletes += result.deletes
@@ -938,20 +961,6 @@ class Runner:
             result.quarantined,
             result.duration_s,
         )
-        behind = int(result.details.get("behind_after", 0)) if result.committed else 0
-        if table.dropped_at_source is not None and behind == 0:
-            table.state = DROPPED  # all it published before the drop is in the table
-            log.warning("%s: dropped at the source and fully applied: no more rounds", table.name)
-        elif self._done_rounds(table):
-            table.state = DONE
-        else:
-            table.state = WAITING
-            table.due = now + max(table.config.min_sync_interval_seconds, 0.0)
-            self._hand_over(table, now)
-        self.metrics.observe(table, result)
-        self.backlog.changed(table.name)
-        if self.on_round:
-            self.on_round(table, result)
 
     def _judge_freshness(self, table: TableState, result: IngestResult, now: float) -> None:
         """Count a committed round whose oldest change missed the table's target, with where its time went."""
