@@ -55,8 +55,11 @@ cp "$REPO/stack/conf/log4j2.properties" connect/
 # Go's module and build caches under $HOME make a rebuild a link step; the first build takes about 8 CPU minutes.
 mkdir -p seaweedfs
 if [ "$(cat seaweedfs/weed.version 2>/dev/null)" != "$SEAWEEDFS_VERSION" ] || [ ! -x seaweedfs/weed ]; then
-  command -v go >/dev/null || { echo "go is required to build SeaweedFS (the stack's S3 server)" >&2; exit 1; }
-  export GOPATH=${GOPATH:-$HOME/go} GOCACHE=${GOCACHE:-$HOME/.cache/go-build} GOFLAGS=-buildvcs=false
+  # Go's own install folder too: CI and cron run with a bare PATH (/usr/local/bin:/usr/bin:/bin).
+  export PATH="$PATH:/usr/local/go/bin"
+  command -v go >/dev/null || { echo "go is required to build SeaweedFS (the stack's S3 server): install Go 1.26+" >&2; exit 1; }
+  # The installed Go, never a toolchain download (GOTOOLCHAIN=auto would fetch one a go.mod asks for).
+  export GOPATH=${GOPATH:-$HOME/go} GOCACHE=${GOCACHE:-$HOME/.cache/go-build} GOFLAGS=-buildvcs=false GOTOOLCHAIN=local
   src=$(cd /tmp && go mod download -json "github.com/seaweedfs/seaweedfs@$SEAWEEDFS_VERSION" | python3 -c 'import json,sys; print(json.load(sys.stdin).get("Dir", ""))')
   [ -d "$src/weed" ] || { echo "go mod download gave no SeaweedFS source (got '$src')" >&2; exit 1; }
   (cd "$src" && go build -o "$STACK/seaweedfs/weed.partial" ./weed)
