@@ -34,7 +34,9 @@ wait_for mariadb 60 "" maria_ready
 ms_cp="$STACK/metastore/conf:$STACK/metastore/dist/lib/*"
 schematool() { METASTORE_HOME="$STACK/metastore/dist/apache-hive-metastore-3.1.3-bin" $JAVA -Xmx256m -XX:+UseSerialGC -cp "$ms_cp" \
   org.apache.hadoop.hive.metastore.tools.MetastoreSchemaTool -dbType postgres "$@"; }
+ms_new=
 if ! alive metastore/metastore.pid; then
+  ms_new=1
   pg_su() { psql -h "$PG_DIR/run" -p $PG_PORT -U postgres -v ON_ERROR_STOP=1 -qtA -c "$1"; }
   [ "$(pg_su "select 1 from pg_database where datname = 'metastore'")" = 1 ] || pg_su "create database metastore owner debezium"
   schematool -info > metastore/schematool.log 2>&1 || schematool -initSchema >> metastore/schematool.log 2>&1 ||
@@ -44,7 +46,11 @@ if ! alive metastore/metastore.pid; then
      org.apache.hadoop.hive.metastore.HiveMetaStore > metastore.out 2>&1 < /dev/null & echo $! > metastore.pid)
 fi
 # Its own line, not the port: another process on the port would pass for it (this one then dies: "Address in use").
-ms_ready() { grep -q 'Started the new metaserver on port' metastore/metastore.log && (exec 3<>/dev/tcp/127.0.0.1/$METASTORE_PORT); }
+# Only a metastore started now is checked by that line: log4j rolls metastore.log at midnight, so a running one's
+# line may be in metastore.log.<date> (a restart of another service after midnight failed on it); its own start
+# was checked then, and its pid file says it is still the same process.
+ms_ready() { { [ -z "$ms_new" ] || grep -q 'Started the new metaserver on port' metastore/metastore.log; } &&
+  (exec 3<>/dev/tcp/127.0.0.1/$METASTORE_PORT); }
 wait_for metastore 60 metastore/metastore.pid ms_ready
 
 # 1d. SeaweedFS (`weed mini`: master, volume server, filer and S3 gateway in one process) on 127.0.0.1, the S3
