@@ -148,13 +148,7 @@ class SecuredBroker:
         return self
 
     def stop(self) -> None:
-        if self._process is not None and self._process.poll() is None:
-            self._process.terminate()
-            try:
-                self._process.wait(20)
-            except subprocess.TimeoutExpired:
-                self._process.kill()
-                self._process.wait(10)
+        _terminate(self._process)
         self._process = None
 
     @staticmethod
@@ -209,11 +203,17 @@ class PrivateRegistry:
         return self
 
     def stop(self) -> None:
-        if self._process is not None and self._process.poll() is None:
-            self._process.terminate()
-            try:
-                self._process.wait(20)
-            except subprocess.TimeoutExpired:
-                self._process.kill()
-                self._process.wait(10)
+        _terminate(self._process)
         self._process = None
+
+
+def _terminate(process: subprocess.Popen[bytes] | None) -> None:
+    """SIGTERM ``process`` if it still runs, SIGKILL after 20 s, and reap it."""
+    if process is None or process.poll() is not None:
+        return
+    process.terminate()
+    try:
+        process.wait(20)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(10)
