@@ -6,9 +6,12 @@ export STACK=${HUDI_CDC_STACK_DIR:-$REPO/.stack}
 export PGBIN=${PGBIN:-/usr/lib/postgresql/15/bin}
 export PG_PORT=55432
 export MARIADB_PORT=53306
-export KAFKA_PORT=59092          # broker listener
-export KAFKA_CTRL_PORT=59093     # KRaft controller listener
-export APICURIO_PORT=58080
+export KAFKA_PORT=${HUDI_CDC_KAFKA_PORT:-59092}                # broker listener, open
+export KAFKA_CTRL_PORT=${HUDI_CDC_KAFKA_CTRL_PORT:-59093}      # KRaft controller listener
+export KAFKA_SASL_PORT=${HUDI_CDC_KAFKA_SASL_PORT:-59094}      # broker listener, SASL_SSL (SCRAM-SHA-512 over TLS)
+export KAFKA_SASL_USER=hudicdc   # its user; password and CA in $STACK/kafka/tls (stack/tls.sh)
+export APICURIO_PORT=${HUDI_CDC_APICURIO_PORT:-58080}          # open (Debezium's converter)
+export APICURIO_AUTH_PORT=${HUDI_CDC_APICURIO_AUTH_PORT:-58081} # the same registry asking for a login (HTTP basic)
 export CONNECT_PORT=58083        # Connect REST
 export METASTORE_PORT=59083      # Hive metastore thrift (listens on all interfaces: HMS 3.1.3 has no bind host)
 # SeaweedFS (`weed mini`: master, volume, filer and S3 gateway in one process) on 127.0.0.1: the S3 endpoint

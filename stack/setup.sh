@@ -6,7 +6,9 @@ set -euo pipefail
 . "$(dirname "$0")/dbdirs.sh"
 mkdir -p "$STACK"/{kafka,connect/data,plugins,apicurio}
 cd "$STACK"
-render() { sed -e "s|@STACK@|$STACK|g" -e "s|@PG_DIR@|$PG_DIR|g" -e "s|@MARIADB_DIR@|$MARIADB_DIR|g" "$REPO/stack/conf/$1" > "$2"; }
+render() { sed -e "s|@STACK@|$STACK|g" -e "s|@PG_DIR@|$PG_DIR|g" -e "s|@MARIADB_DIR@|$MARIADB_DIR|g" \
+  -e "s|@KAFKA_PORT@|$KAFKA_PORT|g" -e "s|@KAFKA_CTRL_PORT@|$KAFKA_CTRL_PORT|g" -e "s|@KAFKA_SASL_PORT@|$KAFKA_SASL_PORT|g" \
+  "$REPO/stack/conf/$1" > "$2"; }
 
 # Debian's packages; their services are not started here (the stack runs its own, as their users).
 need=(); [ -x "$PGBIN/initdb" ] || need+=(postgresql-15); [ -x /usr/sbin/mariadbd ] || need+=(mariadb-server)
@@ -45,6 +47,14 @@ render metastore-site.xml.in metastore/conf/metastore-site.xml
 sed -i -e "s|@PG_PORT@|$PG_PORT|g" -e "s|@METASTORE_PORT@|$METASTORE_PORT|g" metastore/conf/metastore-site.xml
 cp metastore/dist/apache-hive-metastore-3.1.3-bin/conf/metastore-log4j2.properties metastore/conf/
 render kafka-server.properties kafka/server.properties
+# The secured listener's CA, broker key store and the SCRAM user's password (stack/tls.sh), made here by openssl;
+# the registry's login (user hudicdc, a random password) for its basic-auth port.
+"$REPO/stack/tls.sh" "$STACK/kafka/tls"
+mkdir -p apicurio/auth
+if [ ! -s apicurio/auth/hudicdc.password ]; then
+  (umask 077; openssl rand -hex 16 > apicurio/auth/hudicdc.password)
+fi
+(umask 077; echo "hudicdc:$(cat apicurio/auth/hudicdc.password)" > apicurio/auth/users)
 render connect-standalone.properties connect/connect-standalone.properties
 cp "$REPO/stack/conf/inventory-connector.properties" "$REPO/stack/conf/inventory-mariadb-connector.properties" connect/
 cp "$REPO/stack/conf/log4j2.properties" "$REPO/stack/conf/log4j2-quiet.properties" kafka/

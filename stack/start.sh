@@ -1,5 +1,6 @@
 #!/bin/bash
-# Start Postgres, MariaDB -> the Hive metastore -> SeaweedFS (S3) -> Kafka (KRaft) -> Apicurio -> Kafka Connect (standalone +
+# Start Postgres, MariaDB -> the Hive metastore -> SeaweedFS (S3) -> Kafka (KRaft; an open and a SASL_SSL listener) ->
+# Apicurio (open, and behind a login on the next port) -> Kafka Connect (standalone +
 # Debezium) -> the Connect supervisor, each with a readiness check.
 set -euo pipefail
 . "$(dirname "$0")/env.sh"
@@ -70,12 +71,46 @@ if ! alive seaweedfs/weed.pid; then
 fi
 wait_for seaweedfs 60 seaweedfs/weed.pid s3_ready
 
+# The venv's Python: the SCRAM user (2b), the registry's login proxy (3b), the Connect supervisor (5).
+PY=${HUDI_CDC_PYTHON:-$REPO/.venv/bin/python}
+
 # 2. Kafka broker+controller (KRaft)
+kafka_new=
 if ! alive kafka/kafka.pid; then
+  kafka_new=1
   (cd kafka; setsid nohup $JAVA -Xms256m -Xmx512m -XX:+UseG1GC -Dlog4j2.configurationFile=$STACK/kafka/log4j2.properties \
      -cp "$STACK/kafka/lib/*" kafka.Kafka server.properties > kafka.log 2>&1 < /dev/null & echo $! > kafka.pid)
 fi
 wait_for kafka 60 kafka/kafka.pid grep -q 'Kafka Server started' kafka/kafka.log
+# 2b. The secured listener's user (SCRAM-SHA-512, stack/tls.sh's password), made through the open listener once per
+#     password: the marker, in the broker's data, goes with the data (stack/reset.sh) and names the password's hash.
+#     Kafka's ConfigCommand would take the password on its command line or echo it in an error: librdkafka's admin
+#     client, in the venv, reads it from its file instead.
+scram_mark=kafka/data/.scram-$KAFKA_SASL_USER
+scram_want=$(sha256sum kafka/tls/hudicdc.password | cut -c1-64)
+if [ "$(cat "$scram_mark" 2>/dev/null)" != "$scram_want" ]; then
+  "$PY" - "127.0.0.1:$KAFKA_PORT" "$KAFKA_SASL_USER" kafka/tls/hudicdc.password > kafka/scram.log 2>&1 <<'PYEOF' ||
+import sys
+from confluent_kafka.admin import AdminClient, ScramCredentialInfo, ScramMechanism, UserScramCredentialUpsertion
+servers, user, path = sys.argv[1:]
+with open(path) as f:
+    password = f.read().strip().encode()
+info = ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 8192)
+admin = AdminClient({"bootstrap.servers": servers})
+for future in admin.alter_user_scram_credentials([UserScramCredentialUpsertion(user, info, password)]).values():
+    future.result(timeout=30)
+print(f"SCRAM-SHA-512 user {user} set")
+PYEOF
+    { echo "adding the SCRAM user failed, see $STACK/kafka/scram.log" >&2; exit 1; }
+  echo "$scram_want" > "$scram_mark"
+fi
+sasl_up() { (exec 3<>/dev/tcp/127.0.0.1/$KAFKA_SASL_PORT); }
+if [ -n "$kafka_new" ] || sasl_up 2>/dev/null; then
+  wait_for kafka-sasl-ssl 30 kafka/kafka.pid sasl_up
+else  # a broker started before its config had the listener: the rest of the stack still serves
+  echo "warning: the running Kafka has no SASL_SSL listener on $KAFKA_SASL_PORT (started from an older config):" \
+    "make stack-down && make stack-up adds it" >&2
+fi
 
 # 3. Apicurio Registry 3.0.9, H2 in a file under .stack: schema ids must outlive a restart, since
 #    Kafka keeps the messages that carry them (an in-memory registry would hand the ids out again).
@@ -88,6 +123,19 @@ if ! alive apicurio/apicurio.pid; then
 fi
 wait_for apicurio 90 apicurio/apicurio.pid curl -sf http://127.0.0.1:$APICURIO_PORT/health/ready
 
+# 3b. The same registry asking for a login (HTTP basic; apicurio/auth/users, made by setup.sh) on the next port: a
+#     proxy in front of it (hudi_cdc/testing/registry_proxy.py, stdlib only: run as a file, the package not imported;
+#     Apicurio itself authenticates through OIDC only).
+if ! alive apicurio/auth-proxy.pid; then
+  (cd apicurio; setsid nohup "$PY" "$REPO/hudi_cdc/testing/registry_proxy.py" --listen 127.0.0.1:$APICURIO_AUTH_PORT \
+     --upstream http://127.0.0.1:$APICURIO_PORT --users-file "$STACK/apicurio/auth/users" > auth-proxy.log 2>&1 < /dev/null &
+   echo $! > auth-proxy.pid)
+fi
+# Ready when it refuses a request without a login (401) and passes one with it.
+auth_ready() { [ "$(curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:$APICURIO_AUTH_PORT/apis/ccompat/v7/subjects)" = 401 ] &&
+  curl -sf -o /dev/null -u "hudicdc:$(cat apicurio/auth/hudicdc.password)" http://127.0.0.1:$APICURIO_AUTH_PORT/apis/ccompat/v7/subjects; }
+wait_for registry-auth 30 apicurio/auth-proxy.pid auth_ready
+
 # 4. Kafka Connect standalone with the Debezium connectors (Postgres, MariaDB)
 if ! alive connect/connect.pid; then
   (cd connect; setsid nohup $JAVA -Xms128m -Xmx512m -XX:+UseG1GC -Dlog4j2.configurationFile=$STACK/connect/log4j2.properties \
@@ -99,7 +147,6 @@ wait_for connect-rest 120 connect/connect.pid curl -sf http://127.0.0.1:$CONNECT
 # 5. The supervisor: Connect never restarts a FAILED task (a registry outage fails the Debezium task for
 #    good), so it polls Connect and restarts failed tasks with backoff (docs/setup-postgres.md). Started
 #    before waiting for the task, which may be FAILED already when this script runs.
-PY=${HUDI_CDC_PYTHON:-$REPO/.venv/bin/python}
 if alive connect/supervisor.pid; then :
 elif [ -x "$PY" ]; then
   (cd connect; setsid nohup "$PY" -m hudi_cdc -v connect supervise --connect-url http://127.0.0.1:$CONNECT_PORT \

@@ -4,7 +4,7 @@
 . "$(dirname "$0")/env.sh"
 cd "$STACK"
 # The supervisor first: it would restart what stopping Connect fails.
-for f in connect/supervisor.pid connect/connect.pid apicurio/apicurio.pid kafka/kafka.pid metastore/metastore.pid seaweedfs/weed.pid; do
+for f in connect/supervisor.pid connect/connect.pid apicurio/auth-proxy.pid apicurio/apicurio.pid kafka/kafka.pid metastore/metastore.pid seaweedfs/weed.pid; do
   c=$(basename $f .pid)
   if [ -f $f ] && kill -0 "$(cat $f)" 2>/dev/null; then
     p=$(cat $f); kill -TERM "$p"

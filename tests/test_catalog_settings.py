@@ -213,3 +213,23 @@ def test_paths_compare_as_locations_and_schemas_without_record_names() -> None:
     lagging = {"catalog": "hms", "names": ["lake.orders"], "synced_to": "1", "table_at": "2", "lagging": True}
     assert describe(lagging) == "catalog hms (lake.orders): LAGGING; synced to 1, table at 2"
     assert "cannot tell: down" in describe({**lagging, "problem": "down"})
+
+
+def test_a_metastore_without_the_s3a_connector_is_not_a_missing_sync_tool() -> None:
+    # The stack's metastore before it had hadoop-aws answered an s3a:// table's create so; hudi-cdc had called it
+    # "Hudi's sync tool is not on the classpath" and failed the table for good.
+    from hudi_cdc.sink.catalog import CatalogTarget, _metastore_hint, _tool_missing
+
+    target = CatalogTarget("hms", "thrift://h:9083", "lake", "orders", ("orders",), "s3a://bucket/lake/orders")
+    server = (
+        "py4j.protocol.Py4JJavaError: An error occurred while calling o91.syncHoodieTable.\n"
+        ": org.apache.hudi.exception.HoodieException: Got runtime exception when hive syncing orders\n"
+        "Caused by: MetaException(message:java.lang.RuntimeException: java.lang.ClassNotFoundException: "
+        "Class org.apache.hadoop.fs.s3a.S3AFileSystem not found)"
+    )
+    assert not _tool_missing(server, target)
+    hint = _metastore_hint(server, target)
+    assert "s3a:// location itself" in hint and "hadoop-aws" in hint and "docs/object-storage.md" in hint
+    assert _tool_missing("TypeError: 'JavaPackage' object is not callable", target)
+    assert _tool_missing("java.lang.ClassNotFoundException: org.apache.hudi.hive.HiveSyncTool", target)
+    assert _metastore_hint("MetaException(message:Got exception: TTransportException)", target) == ""

@@ -266,8 +266,9 @@ def _sync_if_needed(spark: SparkSession, config: IngestConfig, target: CatalogTa
         if refused is not None:
             _remember(target, _Known(None, error=refused))
             raise TerminalSinkError(refused) from None
-        if not any(marker in str(exc) for marker in _UNREACHABLE) and _tool_missing(exc):
+        if not any(marker in str(exc) for marker in _UNREACHABLE) and _tool_missing(str(exc), target):
             raise ConfigError(_missing_tool(target)) from None
+        message += _metastore_hint(str(exc), target)
         _remember(target, _Known(None, error=message))
         log.warning(
             "%s: commit %s stands, but syncing the %s failed (%s): retried at the next round",
@@ -399,8 +400,28 @@ def _same_path(a: str, b: str) -> bool:
     return norm(a) == norm(b)
 
 
-def _tool_missing(exc: Exception) -> bool:
-    return "JavaPackage" in str(exc) or "ClassNotFound" in str(exc) or "NoClassDefFound" in str(exc)
+def _tool_missing(error: str, target: CatalogTarget) -> bool:
+    """Whether ``error`` says this session lacks the sync tool: py4j's name for a missing class, or the tool's own
+    class not found. A class missing elsewhere is another failure (a metastore without the s3a connector answers
+    "Class org.apache.hadoop.fs.s3a.S3AFileSystem not found" for an s3a:// location)."""
+    if "JavaPackage" in error:
+        return True
+    return ("ClassNotFound" in error or "NoClassDefFound" in error) and any(
+        name in error for name in (SYNC_TOOLS[target.kind], SYNC_TOOLS[target.kind].replace(".", "/"))
+    )
+
+
+def _metastore_hint(error: str, target: CatalogTarget) -> str:
+    """What to do when the metastore itself cannot reach the table's location (its scheme's file system)."""
+    scheme = urlsplit(target.base_path).scheme or "file"
+    if "MetaException" in error and "FileSystem" in error and ("not found" in error or "No FileSystem" in error):
+        return (
+            f": the {target.kind} metastore opens the table's {scheme}:// location itself, and has no file system "
+            "for it: put that connector (for s3a, hadoop-aws of the metastore's own Hadoop version and its AWS SDK "
+            "bundle) on the metastore's classpath and the bucket's endpoint and credentials in its configuration "
+            "(docs/object-storage.md)"
+        )
+    return ""
 
 
 def _missing_tool(target: CatalogTarget) -> str:
