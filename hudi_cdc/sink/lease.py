@@ -24,11 +24,20 @@ absent" is, per storage:
   checks, then creates, and two processes can both pass the check. No JVM is needed.
 - HDFS (any other Hadoop scheme): ``rename`` of a complete temporary file, which HDFS refuses when the target
   exists (one NameNode operation); renewal renames over the file with ``Options.Rename.OVERWRITE``.
-- object storage (S3, GCS, ABFS): ``create(overwrite=false)`` with the whole content, which an object store
-  makes visible at once when the stream closes. Through Hadoop 3.3's s3a that is a check, then a PUT: two
-  processes taking an *expired* lease in the same instant could both win, so the lease there is best effort
-  (a warning says so). S3's conditional write (``If-None-Match: *``; s3a's
-  ``fs.s3a.create.conditional.enabled`` from Hadoop 3.4.2 on) makes the same call atomic, with no change here.
+- S3 (``s3a``): a PUT with ``If-None-Match: *``, which the store refuses (412) when the key exists: of
+  racing PUTs exactly one wins. Hadoop 3.3's s3a ``create(overwrite=false)`` is a check, then a PUT (two
+  processes could both pass the check), so the PUT goes through s3a's own AWS SDK client (its endpoint,
+  credentials and per-bucket settings: the table's). A renewal or a release rewrites the holder's file with
+  ``If-Match`` on the ETag it wrote last, where the store honours that. A store that ignores
+  ``If-None-Match`` would make the lease unsafe: the first lease of a bucket in a process probes it (a second
+  conditional PUT of one key must answer 412) and a store that fails is refused (:class:`ConfigError`).
+- other object storage (GCS, ABFS): ``create(overwrite=false)`` with the whole content, which an object store
+  makes visible at once when the stream closes; best effort where the connector checks then writes (a
+  warning says so).
+
+A publish that won its name is checked once more against the highest generation: a process that listed the
+folder, then stalled while two other processes took the lease one after the other (the older generations
+pruned), could publish a pruned generation's name; it finds the newer one and does not take the lease.
 
 The same storage calls reach the table's other hudi-cdc folders (``table_store``): the control flags a pause,
 remove or resume leaves for every runner sharing a pipeline (``hudi_cdc.service.control``) are written whole, by
@@ -58,7 +67,7 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
-from hudi_cdc._jvm import java_message
+from hudi_cdc._jvm import hadoop_conf, java_message
 from hudi_cdc.errors import ConfigError, LeaseHeldError, LeaseLostError, SinkError
 
 __all__ = [
@@ -89,6 +98,7 @@ _KEEP_GENERATIONS = 2  # the current one and the one before (who held it last), 
 _WANT_PREFIX = "want-"
 _LOCAL_SCHEMES = ("", "file")
 _HADOOP_ATOMIC_SCHEMES = ("hdfs", "viewfs")
+_S3_SCHEMES = ("s3a",)
 
 _PROCESS_OWNER_ID = uuid.uuid4().hex[:12]
 
@@ -225,7 +235,11 @@ class _Store(Protocol):
     def names(self) -> list[str]: ...
     def read(self, name: str) -> bytes | None: ...
     def publish(self, name: str, data: bytes) -> bool: ...
-    def replace(self, name: str, data: bytes) -> None: ...
+    def replace(self, name: str, data: bytes) -> bool:
+        """Write ``name`` whole; False when a store that can tell found it changed or deleted since this
+        process last wrote it (S3's ``If-Match``): the holder's own file was taken from it."""
+        ...
+
     def delete(self, name: str) -> None: ...
 
 
@@ -275,8 +289,9 @@ class _LocalStore:
             os.unlink(tmp)
         return True
 
-    def replace(self, name: str, data: bytes) -> None:
+    def replace(self, name: str, data: bytes) -> bool:
         os.replace(self._tmp(data), os.path.join(self.folder, name))
+        return True
 
     def delete(self, name: str) -> None:
         with contextlib.suppress(FileNotFoundError):
@@ -367,18 +382,152 @@ class _HadoopStore:
             self._fs.delete(tmp, False)
         return published
 
-    def replace(self, name: str, data: bytes) -> None:
+    def replace(self, name: str, data: bytes) -> bool:
         if not self._by_rename:
-            self._write(name, data, overwrite=True)
-            return
+            return self._write(name, data, overwrite=True)
         tmp = self._tmp(data)
         rename = self._jvm.org.apache.hadoop.fs.Options.Rename
         options = self._gateway.new_array(rename, 1)
         options[0] = rename.OVERWRITE
         self._fc.rename(tmp, self._path(name), options)
+        return True
 
     def delete(self, name: str) -> None:
         self._fs.delete(self._path(name), False)
+
+
+class _S3Store(_HadoopStore):
+    """A folder on S3 through s3a: listing, reading and deleting by s3a's file system calls; the
+    create-if-absent by a conditional PUT (``If-None-Match: *``) through s3a's own AWS SDK client, so with the
+    table's endpoint, credentials and per-bucket settings; a rewrite of a file this process wrote with
+    ``If-Match`` on its ETag, where the store honours it (the probe says)."""
+
+    def __init__(self, spark: Any, folder: str, *, what: str) -> None:  # noqa: ANN401
+        super().__init__(spark, folder, by_rename=False, what=what)
+        fs = self._fs
+        client = getattr(fs, "getAmazonS3ClientForTesting", None)
+        self.endpoint = _s3_endpoint(str(self._folder.toUri().getHost()), hadoop_conf(spark))
+        try:
+            # Public since Hadoop 3.3.0 and the only way to s3a's own AWS SDK v1 client (Hadoop 3.4 moved to SDK
+            # v2 behind getS3AInternals); building a second client from the configuration would miss s3a's
+            # credential providers, signers and proxies.
+            s3 = client("hudi-cdc's writer lease: conditional PUTs") if client is not None else None
+        except Exception:  # noqa: BLE001 - py4j: no such method on this Hadoop's S3AFileSystem
+            s3 = None
+        if s3 is None:
+            version = self._jvm.org.apache.hadoop.util.VersionInfo.getVersion()
+            raise ConfigError(
+                f"{folder}: {what} needs a conditional PUT (If-None-Match) through s3a's AWS SDK v1 client, which "
+                f"this Hadoop ({version}) does not give: use the s3a jars of Spark 3.5's Hadoop 3.3 (make jars)"
+            )
+        self._s3: Any = s3
+        self._bucket = str(fs.getBucket())
+        self._model = self._jvm.com.amazonaws.services.s3.model
+        self._etags: dict[str, str] = {}  # name -> the ETag of what this process last wrote there
+        self._if_match = _probe(self)
+
+    def _key(self, name: str) -> str:
+        return str(self._fs.pathToKey(self._path(name)))
+
+    def put(self, name: str, data: bytes, condition: tuple[str, str] | None = None) -> str | None:
+        """PUT ``name`` (with a condition header); its ETag, or None when the store refused the condition."""
+        metadata = self._model.ObjectMetadata()
+        metadata.setContentLength(len(data))
+        metadata.setContentType("application/json")
+        request = self._model.PutObjectRequest(
+            self._bucket, self._key(name), self._jvm.java.io.ByteArrayInputStream(bytearray(data)), metadata
+        )
+        if condition is not None:
+            request.putCustomRequestHeader(*condition)
+        try:
+            return str(self._s3.putObject(request).getETag())
+        except Exception as exc:  # noqa: BLE001 - py4j's wrapper of AmazonS3Exception
+            status = _status_code(exc)
+            # 412: the condition failed. 404 under If-Match: the file is gone; 409: a racing conditional PUT of
+            # the same key (S3 answers one of two concurrent ones so), which lost either way.
+            if condition is not None and (status in (412, 409) or (status == 404 and condition[0] == "If-Match")):
+                return None
+            raise SinkError(
+                f"s3a://{self._bucket}/{self._key(name)}: {self.what} cannot be written ({self.endpoint}): "
+                f"{java_message(exc)}"
+            ) from exc
+
+    def publish(self, name: str, data: bytes) -> bool:
+        etag = self.put(name, data, ("If-None-Match", "*"))
+        if etag is None:
+            return False
+        self._etags[name] = etag
+        return True
+
+    def replace(self, name: str, data: bytes) -> bool:
+        known = self._etags.get(name) if self._if_match else None
+        etag = self.put(name, data, ("If-Match", known) if known else None)
+        if etag is None:
+            self._etags.pop(name, None)
+            return False
+        self._etags[name] = etag
+        return True
+
+    def delete(self, name: str) -> None:
+        # One DELETE: s3a's delete would look the key up first and then put a directory marker in its place.
+        self._etags.pop(name, None)
+        try:
+            self._s3.deleteObject(self._bucket, self._key(name))
+        except Exception as exc:  # noqa: BLE001 - py4j's wrapper of AmazonS3Exception
+            raise SinkError(
+                f"s3a://{self._bucket}/{self._key(name)}: {self.what} cannot be deleted ({self.endpoint}): "
+                f"{java_message(exc)}"
+            ) from exc
+
+
+def _s3_endpoint(bucket: str, conf: Any) -> str:  # noqa: ANN401
+    """The endpoint s3a uses for ``bucket`` (its per-bucket setting first), for messages."""
+    endpoint = conf.get(f"fs.s3a.bucket.{bucket}.endpoint") or conf.get("fs.s3a.endpoint")
+    return str(endpoint) if endpoint else "AWS S3's endpoint"
+
+
+def _status_code(exc: BaseException) -> int | None:
+    java = getattr(exc, "java_exception", None)
+    try:
+        return int(java.getStatusCode()) if java is not None else None
+    except Exception:  # noqa: BLE001 - not an AmazonServiceException
+        return None
+
+
+# (endpoint, bucket) -> whether the store honours If-Match; probed once a process, under the lock
+_probed: dict[tuple[str, str], bool] = {}
+_probe_lock = threading.Lock()
+
+
+def _probe(store: _S3Store) -> bool:
+    """Check once per process and bucket that the store honours ``If-None-Match: *`` (a second conditional
+    PUT of one key must be refused), else :class:`ConfigError`; whether it honours ``If-Match`` too."""
+    where = (store.endpoint, store._bucket)  # noqa: SLF001
+    with _probe_lock:
+        if where in _probed:
+            return _probed[where]
+        name = f".probe-{process_owner_id()}-{uuid.uuid4().hex[:8]}"
+        try:
+            first = store.put(name, b"{}", ("If-None-Match", "*"))
+            second = store.put(name, b"{}", ("If-None-Match", "*"))
+            if first is None or second is not None:
+                raise ConfigError(
+                    f"s3a://{store._bucket} at {store.endpoint}: this S3 store does not honour conditional writes: a "  # noqa: SLF001
+                    f"second PUT of s3a://{store._bucket}/{store._key(name)} with `If-None-Match: *` was "  # noqa: SLF001
+                    f"{'accepted' if second is not None else 'refused before the key existed'} (it must answer "
+                    f"412), so two processes could both take {store.what}. Nothing was written to the table. Use a "
+                    "store that honours them (AWS S3, MinIO, SeaweedFS, Ceph RGW of 2024 on), or put the table on "
+                    "HDFS or a local path (docs/many-processes.md)"
+                )
+            if_match = store.put(name, b"{}", ("If-Match", '"0123456789abcdef0123456789abcdef"')) is None
+            if_match = if_match and store.put(name, b"{}", ("If-Match", first)) is not None
+        finally:
+            with contextlib.suppress(SinkError):
+                store.delete(name)
+        if not if_match:
+            log.info("%s (bucket %s) ignores If-Match: the lease's renewals overwrite", store.endpoint, store._bucket)  # noqa: SLF001
+        _probed[where] = if_match
+        return if_match
 
 
 def _store(base_path: str, spark: Any | None) -> _Store:  # noqa: ANN401
@@ -408,8 +557,10 @@ def table_store(
         )
     if scheme in _HADOOP_ATOMIC_SCHEMES:
         return _HadoopStore(spark, path, what=what)
-    if folder != LEASE_FOLDER:  # the best-effort warning is the lease's: other files are written whole
+    if folder != LEASE_FOLDER:  # only the lease needs create-if-absent: other files are written whole
         return _HadoopStore(spark, path, by_rename=False, what=what)
+    if scheme in _S3_SCHEMES:
+        return _S3Store(spark, path, what=what)
     if scheme not in _warned:
         _warned.add(scheme)
         log.warning(
@@ -523,6 +674,9 @@ class TableLease:
             generation = current.generation + 1 if current is not None else 1
             record = LeaseRecord(generation, self.owner, now, now, self.expiry_s)
             if self._store.publish(_generation_name(generation), record.to_json()):
+                if _generations(self._store)[-1] != generation:  # a pruned name, long after a newer taking
+                    self._store.delete(_generation_name(generation))
+                    continue
                 if current is not None and not current.released and current.owner.id != self.owner.id:
                     log.warning(
                         "%s: took the writer lease over from %s: %s",
@@ -581,8 +735,17 @@ class TableLease:
                     (current or record).describe(),
                 )
                 return False
-            self.record = replace(record, heartbeat=time.time())
-            self._store.replace(_generation_name(record.generation), self.record.to_json())
+            renewed = replace(record, heartbeat=time.time())
+            if not self._store.replace(_generation_name(record.generation), renewed.to_json()):
+                # Changed or deleted since this process wrote it (S3's If-Match): not ours any more.
+                self.lost = _current(self._store) or record
+                log.error(
+                    "%s: the writer lease's file changed under this process (now %s): it stops writing the table",
+                    self.base_path,
+                    self.lost.describe(),
+                )
+                return False
+            self.record = renewed
             self._next_renewal = time.monotonic() + self.heartbeat_s
             return True
 
