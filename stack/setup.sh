@@ -42,9 +42,13 @@ if [ ! -d metastore/dist ]; then
     -Dstack.metastore="$STACK/metastore/dist.partial"
   mv metastore/dist.partial metastore/dist
 fi
+# A dist made before the s3a jars joined the pom (s3a:// table locations): add them (copy-lib copies them all again).
+[ -f metastore/dist/lib/hadoop-aws-3.1.0.jar ] ||
+  mvn -q -B -f "$REPO/jars/metastore/pom.xml" dependency:copy-dependencies@copy-lib -Dstack.metastore="$STACK/metastore/dist"
 mkdir -p metastore/conf metastore/warehouse
 render metastore-site.xml.in metastore/conf/metastore-site.xml
-sed -i -e "s|@PG_PORT@|$PG_PORT|g" -e "s|@METASTORE_PORT@|$METASTORE_PORT|g" metastore/conf/metastore-site.xml
+sed -i -e "s|@PG_PORT@|$PG_PORT|g" -e "s|@METASTORE_PORT@|$METASTORE_PORT|g" -e "s|@S3_ENDPOINT@|$S3_ENDPOINT|g" \
+  metastore/conf/metastore-site.xml
 cp metastore/dist/apache-hive-metastore-3.1.3-bin/conf/metastore-log4j2.properties metastore/conf/
 render kafka-server.properties kafka/server.properties
 # The secured listener's CA, broker key store and the SCRAM user's password (stack/tls.sh), made here by openssl;
