@@ -52,6 +52,8 @@ __all__ = [
     "KafkaSaslMechanism",
     "KafkaSecurityProtocol",
     "kafka_security_problem",
+    "REGISTRY_AUTH_SETTINGS",
+    "registry_auth_problem",
     "ENV_PREFIX",
     "load_config",
     "load_config_with_origins",
@@ -269,6 +271,25 @@ class IngestConfig:
         "(default: the system's trusted CAs).",
         default=None,
         where=_SOURCE,
+        metavar="FILE",
+    )
+    schema_registry_username: str | None = setting(
+        "Kafka source: the user hudi-cdc logs in to the schema registry as (HTTP basic; docs/secured-kafka.md).",
+        default=None,
+        where=_SOURCE,
+    )
+    schema_registry_password_env: str | None = setting(
+        "Kafka source: the environment variable holding the schema registry's password (read when used).",
+        default=None,
+        where=_SOURCE,
+        secret="reference",
+        metavar="VAR",
+    )
+    schema_registry_password_file: str | None = setting(
+        "Kafka source: the file holding the schema registry's password (read when used).",
+        default=None,
+        where=_SOURCE,
+        secret="reference",
         metavar="FILE",
     )
     java_writer_max_rows: int = setting(
@@ -643,7 +664,7 @@ class IngestConfig:
             raise ConfigError(
                 "kafka_value_schema_file is for JSON without embedded schemas: set --kafka-value-format json"
             )
-        problem = kafka_security_problem(self)
+        problem = kafka_security_problem(self) or registry_auth_problem(self)
         if problem:
             raise ConfigError(problem)
         if self.kafka_driver_read_max_messages < 0:
@@ -897,6 +918,28 @@ def kafka_security_problem(settings: Any) -> str | None:  # noqa: ANN401 - Inges
             f"kafka_ssl_ca_file is for TLS, but kafka_security_protocol={protocol!r}: set kafka_security_protocol "
             "to SSL or SASL_SSL"
         )
+    return None
+
+
+REGISTRY_AUTH_SETTINGS = ("schema_registry_username", "schema_registry_password_env", "schema_registry_password_file")
+"""The schema registry's login (HTTP basic), used by every registry client (``hudi_cdc.sources.registry``)."""
+
+
+def registry_auth_problem(settings: Any) -> str | None:  # noqa: ANN401 - IngestConfig or the pipeline's [source]
+    """What is wrong with the registry login settings of ``settings``, or None: a user needs exactly one
+    password reference, and a password reference needs the user."""
+    username = getattr(settings, "schema_registry_username", None)
+    password_env = getattr(settings, "schema_registry_password_env", None)
+    password_file = getattr(settings, "schema_registry_password_file", None)
+    if username and bool(password_env) == bool(password_file):
+        return (
+            "schema_registry_username needs the password by reference, in one of schema_registry_password_env "
+            "(an environment variable) or schema_registry_password_file (a file)"
+            + (", not both" if password_env else "")
+        )
+    if not username and (password_env or password_file):
+        given = "schema_registry_password_env" if password_env else "schema_registry_password_file"
+        return f"{given} needs schema_registry_username: the user hudi-cdc logs in to the registry as"
     return None
 
 

@@ -244,11 +244,14 @@ class _Context:
 
     def registry(self) -> Any:
         from hudi_cdc.sources.kafka import CLIENT_PREFIX
-        from hudi_cdc.sources.registry import SchemaRegistry
+        from hudi_cdc.sources.registry import RegistryLogin, SchemaRegistry
 
         assert self.config.schema_registry_url
         auth = self.config.hoodie_conf.get(CLIENT_PREFIX + "basic.auth.user.info")
-        return self.memo("registry", lambda: SchemaRegistry(self.config.schema_registry_url or "", basic_auth=auth))
+        login = RegistryLogin.of(self.config)
+        return self.memo(
+            "registry", lambda: SchemaRegistry(self.config.schema_registry_url or "", basic_auth=auth, login=login)
+        )
 
     def subjects(self) -> dict[str, list[int] | None]:
         """Schema ids of ``<topic>-key`` and ``<topic>-value`` (None: no such subject)."""

@@ -157,12 +157,14 @@ class Runner:
             from hudi_cdc.service.schema_changes import SchemaChangeWatcher
             from hudi_cdc.sources.kafka import client_conf
             from hudi_cdc.sources.kafka_security import KafkaSecurity
+            from hudi_cdc.sources.registry import RegistryLogin
 
             self._schema_changes = SchemaChangeWatcher(
                 spec.source.schema_change_topic,
                 bootstrap_servers=str(spec.source.bootstrap_servers),
                 schema_registry_url=spec.source.schema_registry_url,
                 client_conf=client_conf(spec.defaults.get("hoodie_conf", {}), KafkaSecurity.of(spec.source)),
+                registry_login=RegistryLogin.of(spec.source),
             )
 
     def stop(self) -> None:

@@ -70,8 +70,10 @@ class SchemaChangeWatcher:
         bootstrap_servers: str,
         schema_registry_url: str | None,
         client_conf: Mapping[str, str] | None = None,
+        registry_login: Any = None,  # noqa: ANN401 - a hudi_cdc.sources.registry.RegistryLogin
     ) -> None:
         self.topic = topic
+        self._registry_login = registry_login
         self._bootstrap = bootstrap_servers
         self._conf = dict(client_conf or {})
         self._registry_url = schema_registry_url
@@ -135,7 +137,9 @@ class SchemaChangeWatcher:
             if not self._registry_url:
                 raise DecodeError(f"{position}: an Avro schema-change event and no schema registry")
             if self._registry is None:
-                self._registry = SchemaRegistry(self._registry_url, basic_auth=self._conf.get("basic.auth.user.info"))
+                self._registry = SchemaRegistry(
+                    self._registry_url, basic_auth=self._conf.get("basic.auth.user.info"), login=self._registry_login
+                )
             schema = fastavro.parse_schema(self._registry.schema(int.from_bytes(value[1:5], "big")))
             record: dict[str, Any] = fastavro.schemaless_reader(io.BytesIO(value[5:]), schema)  # type: ignore[call-arg,assignment]
             return record

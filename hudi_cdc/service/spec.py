@@ -89,11 +89,13 @@ from typing import Any, get_args
 from hudi_cdc.config import (
     ENV_PREFIX,
     KAFKA_SECURITY_SETTINGS,
+    REGISTRY_AUTH_SETTINGS,
     Flavor,
     IngestConfig,
     kafka_security_problem,
     merge_settings,
     normalise_settings,
+    registry_auth_problem,
     with_origins,
 )
 from hudi_cdc.errors import ConfigError
@@ -120,6 +122,7 @@ _SOURCE_LEVEL = {
     "schema_registry_url",
     "kafka_value_format",
     *KAFKA_SECURITY_SETTINGS,
+    *REGISTRY_AUTH_SETTINGS,
     "source_path",
     "flavor",
     "jdbc_url",
@@ -228,6 +231,18 @@ class SourceSettings:
     )
     kafka_ssl_ca_file: str | None = setting(
         "Kafka, SSL and SASL_SSL: the PEM file of the CA(s) of the brokers' certificates.", default=None, where=_SRC
+    )
+    schema_registry_username: str | None = setting(
+        "Kafka with Avro values: the schema registry's user (HTTP basic).", default=None, where=_SRC
+    )
+    schema_registry_password_env: str | None = setting(
+        "Kafka with Avro values: an environment variable holding the registry's password.",
+        default=None,
+        where=_SRC,
+        secret="reference",
+    )
+    schema_registry_password_file: str | None = setting(
+        "Kafka with Avro values: a file holding the registry's password.", default=None, where=_SRC, secret="reference"
     )
     schema_change_topic: str | None = setting(
         "Kafka: Debezium's schema-change topic (topic.prefix); a table dropped there is reported, then stopped.",
@@ -500,7 +515,7 @@ class PipelineSpec:
                 bootstrap_servers=self.source.bootstrap_servers,
                 schema_registry_url=self.source.schema_registry_url,
                 kafka_value_format=self.source.value_format,
-                **{name: getattr(self.source, name) for name in KAFKA_SECURITY_SETTINGS},
+                **{name: getattr(self.source, name) for name in (*KAFKA_SECURITY_SETTINGS, *REGISTRY_AUTH_SETTINGS)},
             )
         elif self.source.kind == "jdbc":
             out.update(
@@ -712,6 +727,14 @@ def _source(raw: Any, origin: str) -> SourceSettings:  # noqa: ANN401 - TOML val
     problem = kafka_security_problem(SimpleNamespace(**security))
     if problem:
         raise ConfigError(f"{where}: {problem}")
+    registry_auth = {name: raw[name] for name in REGISTRY_AUTH_SETTINGS if name in raw}
+    if registry_auth and kind != "kafka":
+        raise ConfigError(f'{where}: {next(iter(registry_auth))} is a Kafka setting, with source = "kafka"')
+    if any(not isinstance(v, str) for v in registry_auth.values()):
+        raise ConfigError(f"{where}: the schema_registry_* settings are text")
+    problem = registry_auth_problem(SimpleNamespace(**registry_auth))
+    if problem:
+        raise ConfigError(f"{where}: {problem}")
     flavor = str(raw.get("flavor", "postgres")).lower()
     if flavor not in get_args(Flavor):
         raise ConfigError(f"{where}: flavor must be one of {', '.join(get_args(Flavor))}, got {flavor!r}")
@@ -729,6 +752,7 @@ def _source(raw: Any, origin: str) -> SourceSettings:  # noqa: ANN401 - TOML val
         flavor=flavor,
         kafka_value_format=value_format,
         **security,
+        **registry_auth,
         schema_change_topic=_kafka_topic(raw, "schema_change_topic", kind, where),
         transaction_topic=_kafka_topic(raw, "transaction_topic", kind, where),
     )

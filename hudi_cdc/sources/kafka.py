@@ -32,7 +32,7 @@ from hudi_cdc.sources.base import json_checkpoint
 from hudi_cdc.sources.kafka_json import SAMPLED
 from hudi_cdc.sources.kafka_json import key_fields as json_key_fields
 from hudi_cdc.sources.kafka_security import KafkaSecurity, java_properties, librdkafka_properties
-from hudi_cdc.sources.registry import SchemaRegistry
+from hudi_cdc.sources.registry import RegistryLogin, SchemaRegistry
 from payloads.base import ARRIVAL_COLUMN, ERROR_COLUMN, RAW_COLUMN
 
 if TYPE_CHECKING:
@@ -511,7 +511,9 @@ class KafkaSource:
         self._security = KafkaSecurity.of(config)
         self._client_conf = client_conf(config.hoodie_conf, self._security)
         basic_auth = self._client_conf.pop("basic.auth.user.info", None)
-        self._registry = SchemaRegistry(config.schema_registry_url or "", basic_auth=basic_auth)
+        self._registry = SchemaRegistry(
+            config.schema_registry_url or "", basic_auth=basic_auth, login=RegistryLogin.of(config)
+        )
         self._json_decoder: JsonDecoder | None = None
         if self._json:
             from hudi_cdc.sources.kafka_json import JsonDecoder

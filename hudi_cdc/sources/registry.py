@@ -2,8 +2,12 @@
 
 Only what decoding needs: the writer schema of a schema id, cached for the
 life of the process (an id never changes what it names), and the ids of a
-subject's versions, cached for the life of the client. Credentials come from
-the URL's user info or from ``basic.auth.user.info``; they are never printed.
+subject's versions, cached for the life of the client. The login (HTTP basic)
+comes from the settings ``schema_registry_username`` and
+``schema_registry_password_env``/``_file`` (:class:`RegistryLogin`, the
+password read at each request, so a rotated file is picked up), else from
+``--hoodie-conf kafka.basic.auth.user.info`` or the URL's user info; it is
+never printed.
 """
 
 from __future__ import annotations
@@ -15,12 +19,13 @@ import threading
 import urllib.error
 import urllib.parse
 import urllib.request
+from dataclasses import dataclass
 from typing import Any
 
-from hudi_cdc.config import redact_url
-from hudi_cdc.errors import DecodeError, SourceError, TransientError
+from hudi_cdc.config import redact_url, resolve_password
+from hudi_cdc.errors import ConfigError, DecodeError, SourceError, TransientError
 
-__all__ = ["SchemaRegistry", "SchemaRegistryUnavailable", "redact_url"]
+__all__ = ["RegistryLogin", "SchemaRegistry", "SchemaRegistryUnavailable", "redact_url"]
 
 
 class SchemaRegistryUnavailable(TransientError, SourceError):
@@ -35,8 +40,43 @@ _SCHEMAS: dict[tuple[str, str | None, int], dict[str, Any]] = {}
 _SCHEMAS_LOCK = threading.Lock()
 
 
+@dataclass(frozen=True)
+class RegistryLogin:
+    """The registry's user and its password by reference (a variable or a file), from the settings."""
+
+    username: str
+    password_env: str | None = None
+    password_file: str | None = None
+
+    @classmethod
+    def of(cls, settings: Any) -> RegistryLogin | None:  # noqa: ANN401 - IngestConfig or a pipeline's [source]
+        """From anything with the settings as attributes; None without ``schema_registry_username``."""
+        username = getattr(settings, "schema_registry_username", None)
+        if not username:
+            return None
+        return cls(
+            username,
+            getattr(settings, "schema_registry_password_env", None),
+            getattr(settings, "schema_registry_password_file", None),
+        )
+
+    def basic_auth(self) -> str:
+        """``user:password``, the password read now."""
+        password = resolve_password(self.password_file, self.password_env, what="the schema registry's password")
+        return f"{self.username}:{password or ''}"
+
+
 class SchemaRegistry:
-    def __init__(self, url: str, *, basic_auth: str | None = None, timeout_s: float = 10.0) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        basic_auth: str | None = None,
+        login: RegistryLogin | None = None,
+        timeout_s: float = 10.0,
+    ) -> None:
+        """``login`` (the settings') wins over ``basic_auth`` (``kafka.basic.auth.user.info``), which wins over
+        the URL's user info."""
         parts = urllib.parse.urlsplit(url)
         if parts.username:
             user, password = urllib.parse.unquote(parts.username), urllib.parse.unquote(parts.password or "")
@@ -44,12 +84,19 @@ class SchemaRegistry:
             host = (parts.hostname or "") + (f":{parts.port}" if parts.port else "")
             url = urllib.parse.urlunsplit((parts.scheme, host, parts.path, parts.query, parts.fragment))
         self._base = url.rstrip("/")
-        self._auth = base64.b64encode(basic_auth.encode()).decode() if basic_auth else None
+        self._login = login
+        self._fixed_auth = base64.b64encode(basic_auth.encode()).decode() if basic_auth else None
         self._timeout = timeout_s
         self._versions: dict[tuple[str, int], int] = {}
 
     def __repr__(self) -> str:
         return f"SchemaRegistry({self._base!r}, auth={'***' if self._auth else None})"
+
+    @property
+    def _auth(self) -> str | None:
+        if self._login is not None:
+            return base64.b64encode(self._login.basic_auth().encode()).decode()
+        return self._fixed_auth
 
     def schema(self, schema_id: int) -> dict[str, Any]:
         """The parsed Avro writer schema registered under ``schema_id``."""
@@ -82,8 +129,9 @@ class SchemaRegistry:
 
     def _get(self, path: str, *, what: str, missing_ok: bool = False) -> Any:
         request = urllib.request.Request(self._base + path, headers={"Accept": "application/json"})
-        if self._auth:
-            request.add_header("Authorization", "Basic " + self._auth)
+        auth = self._auth
+        if auth:
+            request.add_header("Authorization", "Basic " + auth)
         try:
             with urllib.request.urlopen(request, timeout=self._timeout) as response:
                 return json.loads(response.read())
@@ -96,7 +144,7 @@ class SchemaRegistry:
                     "against another registry, or the schema was deleted"
                 ) from None
             if exc.code in (401, 403):
-                raise SourceError(f"schema registry {redact_url(self._base)} refused access ({exc.code})") from None
+                raise self._refused(exc.code, what) from None
             raise SchemaRegistryUnavailable(
                 f"schema registry {redact_url(self._base)} answered {exc.code} for {what}"
             ) from None
@@ -105,3 +153,29 @@ class SchemaRegistry:
             raise SchemaRegistryUnavailable(
                 f"schema registry {redact_url(self._base)} is unreachable ({reason}) while fetching {what}"
             ) from None
+
+    def _refused(self, code: int, what: str) -> ConfigError:
+        """The registry refused the login (401) or the user (403): a setting to fix, named; never the password."""
+        where = f"the schema registry at {redact_url(self._base)}"
+        if code == 403:
+            return ConfigError(
+                f"{where} refused {what} to its user (403 Forbidden): give the user "
+                f"{self._user() or '(none)'!r} read access to the subjects, or log in as one that has it"
+            )
+        if self._auth is None:
+            return ConfigError(
+                f"{where} asks for a login (401 Unauthorized) fetching {what}: set schema_registry_username and "
+                "schema_registry_password_env or schema_registry_password_file (docs/secured-kafka.md)"
+            )
+        return ConfigError(
+            f"{where} refused hudi-cdc's login as user {self._user()!r} (401 Unauthorized) fetching {what}: check "
+            "schema_registry_username and the password schema_registry_password_env or "
+            "schema_registry_password_file points to"
+        )
+
+    def _user(self) -> str | None:
+        if self._login is not None:
+            return self._login.username
+        if self._fixed_auth:
+            return base64.b64decode(self._fixed_auth).decode().partition(":")[0]
+        return None

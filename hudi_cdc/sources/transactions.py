@@ -23,7 +23,7 @@ from typing import Any
 
 from hudi_cdc.errors import SourceError, TransientError
 from hudi_cdc.sources.kafka import OffsetRange, list_topics, new_consumer, read_ranges, request_timeout_s
-from hudi_cdc.sources.registry import SchemaRegistry
+from hudi_cdc.sources.registry import RegistryLogin, SchemaRegistry
 
 __all__ = [
     "TableEvent",
@@ -158,13 +158,19 @@ class TransactionReader:
     """Reads transaction metadata from one Kafka cluster and schema registry."""
 
     def __init__(
-        self, bootstrap_servers: str, registry_url: str, conf: Mapping[str, str] | None = None, *, flavor: str
+        self,
+        bootstrap_servers: str,
+        registry_url: str,
+        conf: Mapping[str, str] | None = None,
+        *,
+        flavor: str,
+        registry_login: RegistryLogin | None = None,
     ) -> None:
         self._flavor = flavor
         self._bootstrap = bootstrap_servers
         self._conf = dict(conf or {})
         basic_auth = self._conf.pop("basic.auth.user.info", None)
-        self._registry = SchemaRegistry(registry_url, basic_auth=basic_auth)
+        self._registry = SchemaRegistry(registry_url, basic_auth=basic_auth, login=registry_login)
         self._parsed: dict[int, Any] = {}
 
     def watermarks(self, topic: str) -> dict[int, tuple[int, int]]:
