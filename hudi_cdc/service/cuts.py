@@ -199,22 +199,26 @@ def _boundary(
     return boundary
 
 
-def restarted(previous: Mapping[str, Any], low: int, high: int, ends: Sequence[TransactionEnd]) -> str | None:
+def restarted(
+    previous: Mapping[str, Any],
+    low: int,
+    high: int,
+    ends: Sequence[TransactionEnd],
+    what: str = "the last cut was taken at",
+) -> str | None:
     """Why the transaction topic is not the one the ``previous`` cut was taken on (recreated, or truncated and
     written again: its offsets restarted), from its ``low``/``high`` watermarks and the ENDs read from the
-    previous cut's offset on; None when it is, or cannot be told (that END expired by retention)."""
+    previous cut's offset on; None when it is, or cannot be told (that END expired by retention). The cutter
+    passes the newest END it read instead of the cut's (``what`` says which)."""
     offset, transaction = int(previous["transaction_offset"]), previous["transaction"]
     if high <= offset:
-        return (
-            f"its offsets end at {high}, at or below offset {offset}, the END of transaction {transaction} "
-            "the last cut was taken at"
-        )
+        return f"its offsets end at {high}, at or below offset {offset}, the END of transaction {transaction} {what}"
     if low > offset:
         return None
     at = next((e for e in ends if e.offset == offset), None)
     if at is None or at.id != transaction:
         found = "no END" if at is None else f"the END of transaction {at.id or '(undecodable)'}"
-        return f"offset {offset} holds {found}, not the END of transaction {transaction} the last cut was taken at"
+        return f"offset {offset} holds {found}, not the END of transaction {transaction} {what}"
     return None
 
 

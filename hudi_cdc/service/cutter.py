@@ -1,17 +1,24 @@
 """The runner's side of consistent cuts: when one is due, which tables are in it, and recording it once whole.
 
-A cut goes through two phases in the runner's loop (:mod:`hudi_cdc.service.runner`):
+No round is drained or held for a cut. When one is due the cutter plans it at
+once (:meth:`Cutter.step`, on the runner's loop), from what it already knows
+and what arrived since its last plan:
 
-1. *draining*: no round starts; the rounds under way finish, so every
-   table's newest commit (its head) stands still while the cut is planned;
-2. *rounds*: each table whose head is short of the cut's offsets gets one
-   round (or more, with ``source_limit``) bounded to end exactly there; the
-   other tables, and each bounded table once its round committed, go back to
-   their own rounds at once.
+- each table's head: its newest commit's offsets, or for a table whose round
+  is under way, the offsets that round has planned to read to
+  (:meth:`Cutter.claim`, called by the round's source as it plans);
+- the END events of the transaction topic and the transaction ids of the
+  tables' messages, each read once by readers that keep their position
+  between plans (a plan reads only what arrived since the previous one).
 
-The cut is written to ``cuts.json`` only when every bounded round committed at
-exactly its offsets. A failed round, or a run stopped or killed before, leaves
-no cut: the next one is planned afresh at a later transaction.
+Each table short of the cut's offsets gets them as a bound on its rounds
+(``TableState.until``): its next round, or its round under way if that has not
+planned yet, ends there (several with ``source_limit``). A table whose round
+under way has planned past the cut's offsets cannot be in it: the plan found
+that from its claim and cut earlier, or (a claim made while planning) plans
+again. The cut is written to ``cuts.json`` only when every bound table
+committed at exactly its offsets. A failed round, or a run stopped or killed
+before, leaves no cut: the next one is planned afresh at a later transaction.
 """
 
 from __future__ import annotations
@@ -19,7 +26,8 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import Iterable
+import threading
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -37,9 +45,12 @@ if TYPE_CHECKING:
 
     from hudi_cdc.service.metrics import PipelineMetrics
     from hudi_cdc.service.spec import PipelineSpec
-    from hudi_cdc.sources.transactions import TransactionEnd, TransactionReader
+    from hudi_cdc.sources.transactions import TableEvent, TransactionEnd, TransactionReader
 
 __all__ = ["MISSES_BEFORE_FULL_READ", "Cutter", "head_commit"]
+
+PLAN_TRIES = 3
+"""Plans in one step when a round under way claimed past the cut while it was planned (a race of milliseconds)."""
 
 log = logging.getLogger("hudi_cdc.runner")
 
@@ -60,6 +71,29 @@ class _Underway:
     topic: str = ""  # the transaction topic
     why: str = ""  # why no plan was found
     quarantined: dict[str, int] = field(default_factory=dict)  # name -> events quarantined since its last cut
+    bound: list[TableState] = field(default_factory=list)  # tables given the cut's offsets as their bound
+
+
+@dataclass
+class _EndTail:
+    """The transaction topic's END events a cut may fall at, kept between plans: read on from ``anchor``."""
+
+    topic: str
+    ends: list[TransactionEnd] = field(default_factory=list)  # past the previous cut's (all: ``from_start``)
+    from_start: bool = False  # read from the oldest retained message (a table joining, or no previous cut)
+    after: int | None = None  # the offset read past (None: from the oldest retained)
+    anchor: tuple[int, str] | None = None  # (offset, id) of the newest END read: checked still there
+
+
+@dataclass
+class _TableTail:
+    """A table's messages since its place in the previous cut (``starts``; empty: from the oldest retained),
+    kept between plans: read on from ``end``."""
+
+    topic: str
+    starts: dict[int, int]
+    events: list[TableEvent] = field(default_factory=list)
+    end: dict[int, int] = field(default_factory=dict)
 
 
 class _Head(tuple):  # type: ignore[type-arg]
@@ -100,7 +134,6 @@ class Cutter:
     ) -> None:
         from hudi_cdc.sources.kafka import client_conf
         from hudi_cdc.sources.kafka_security import KafkaSecurity
-        from hudi_cdc.sources.registry import RegistryLogin
         from hudi_cdc.sources.transactions import TransactionReader
 
         self.spec = spec
@@ -114,7 +147,6 @@ class Cutter:
             str(spec.source.schema_registry_url),
             client_conf(spec.defaults.get("hoodie_conf", {}), KafkaSecurity.of(spec.source)),
             flavor=spec.source.flavor,
-            registry_login=RegistryLogin.of(spec.source),
         )
         self.next_at = now + interval_s
         self.underway: _Underway | None = None
@@ -124,55 +156,71 @@ class Cutter:
         # Per table, its rounds' quarantined events (TableState.quarantined) up to its place in the last cut,
         # or when this run first saw it: what it quarantined since is missing from the next cut.
         self._quarantined_at: dict[str, int] = {}
+        # A round's claim (on its worker thread) and a plan's bounds (on the runner's loop) are each atomic.
+        self._lock = threading.Lock()
+        self._end_tail: _EndTail | None = None
+        self._tails: dict[str, _TableTail] = {}
 
     @property
     def draining(self) -> bool:
-        return self.underway is not None and self.underway.plan is None
+        """Always False: a cut never drains the rounds under way (kept for callers of the old two phases)."""
+        return False
 
     def underway_now(self) -> dict[str, Any] | None:
-        """The cut under way, for ``status.json``: its transaction (None while draining) and the tables whose
-        bounded round has not committed yet."""
+        """The cut under way, for ``status.json``: its transaction and the tables whose round has not
+        committed at the cut yet."""
         underway = self.underway
-        if underway is None:
+        if underway is None or underway.plan is None:
             return None
-        transaction = underway.plan.end.id if underway.plan is not None else None
-        return {"transaction": transaction, "pending": sorted(underway.pending)}
+        return {"transaction": underway.plan.end.id, "pending": sorted(underway.pending)}
 
     def blocked_now(self) -> dict[str, Any] | None:
         """Why the cuts are not being made, for ``status.json``: the last plan's reason, since when plans have
         failed and how many, and when the next is tried; None once a cut is recorded."""
         return self.blocked
 
-    def holds(self, table: TableState) -> bool:
-        """Whether ``table`` may not start a round of its own now."""
-        return self.underway is not None and (self.underway.plan is None or table.name in self.underway.pending)
+    def holds(self, table: TableState) -> bool:  # noqa: ARG002 - the runner asks before every round
+        """Whether ``table`` may not start a round of its own now: never. A table a cut is waiting for runs
+        its rounds as usual, bounded at the cut's offsets (``until``) until one commits there."""
+        return False
+
+    def claim(self, table: TableState, highs: Mapping[int, int]) -> dict[int, int] | None:
+        """A round of ``table`` plans to read up to ``highs`` (partition -> next offset to be written): the
+        bound it must stop at (a cut's offsets; None: none). Called on the round's worker thread; what it will
+        read to is kept as ``table.claimed`` for the plans made while it runs."""
+        with self._lock:
+            until = dict(table.until) if table.until is not None else None
+            table.claimed = {p: min(h, until.get(p, h)) for p, h in highs.items()} if until else dict(highs)
+            return until
 
     def step(self, now: float, tables: Iterable[TableState]) -> None:
-        """Start a cut when due; plan it once no round is under way."""
+        """Plan a cut when one is due, whatever rounds are under way."""
         tables = list(tables)
         for table in tables:
             self._quarantined_at.setdefault(table.name, table.quarantined)
-        if self.underway is None and now >= self.next_at:
-            self.underway = _Underway()
         if self._stalled(tables):
             self._cannot(now, "a table it waited for was paused or removed meanwhile", after_s=self.interval_s)
             self.release(tables)
             return
-        if not self.draining or any(t.state == RUNNING for t in tables):
+        if self.underway is not None or now < self.next_at:
             return
-        try:
-            self._plan(tables)
-        except Exception as exc:  # noqa: BLE001 - a cut that cannot be planned must not stop the tables
-            self._cannot(now, f"not planned: {exc}", error=True)
-            return
-        if self.underway is not None and self.underway.plan is None:
-            self._cannot(now, self.underway.why)
+        for _ in range(PLAN_TRIES):
+            underway = self.underway = _Underway()
+            try:
+                placed = self._plan(tables)
+            except Exception as exc:  # noqa: BLE001 - a cut that cannot be planned must not stop the tables
+                self._cannot(now, f"not planned: {exc}", error=True)
+                return
+            if placed:
+                break
+        if underway.plan is None:
+            self._cannot(now, underway.why)
         else:
             self._maybe_record(now)
 
     def _cannot(self, now: float, why: str, *, error: bool = False, after_s: float | None = None) -> None:
         """No cut this time: say why (status.json, metrics, the log) and try again later, twice as late after
-        each plan in a row that made none (a cut that cannot be made must not drain every table every 2 s)."""
+        each plan in a row that made none."""
         self.misses += 1
         if after_s is None:
             after_s = min(RETRY_S * 2 ** (self.misses - 1), self.interval_s * MAX_BACKOFF_INTERVALS)
@@ -192,27 +240,44 @@ class Cutter:
         self._again(now, after_s)
 
     def _stalled(self, tables: list[TableState]) -> bool:
-        """Whether a table the cut waits for can no longer run its bounded round (paused, removed, dropped)."""
+        """Whether a table the cut waits for can no longer commit at it (paused, removed, dropped)."""
         pending = self.underway.pending if self.underway is not None else set()
         return any(t.name in pending and t.state not in (WAITING, RUNNING) for t in tables)
 
     def _again(self, now: float, after_s: float) -> None:
+        """The cut under way (if any) is given up: its bounds are lifted, tried again ``after_s`` later."""
+        self._unbound(self.underway)
         self.underway = None
         self.next_at = now + after_s
 
-    def _plan(self, tables: list[TableState]) -> None:
+    def _unbound(self, underway: _Underway | None) -> None:
+        if underway is None:
+            return
+        with self._lock:
+            for table in underway.bound:
+                table.until = None
+
+    def _plan(self, tables: list[TableState]) -> bool:
+        """Plan the cut into ``self.underway``: its plan, or why none (``why``). False: a round under way
+        claimed past the cut while it was planned; the caller plans again."""
         assert self.underway is not None
         underway = self.underway
         heads: dict[str, tuple[TableState, str, dict[int, int]]] = {}
         repaired: dict[str, dict[str, Any] | None] = {}
+        claims: dict[str, dict[int, int] | None] = {}
         for table in tables:
-            # A table done with its rounds (--max-rounds) would never run its bounded round: left out too.
-            if table.state != WAITING or table.config is None:
+            # A table done with its rounds (--max-rounds) would never commit at the cut: left out too.
+            if table.state not in (WAITING, RUNNING) or table.config is None:
                 underway.left_out[table.name] = table.state
                 continue
             if table.config.shard_sources:  # a merged table ([[routes]]) reads many topics: never in a cut
                 underway.left_out[table.name] = "merged shards: not in consistent cuts"
                 continue
+            if table.repair is not None:  # a repair round writes keys as of its snapshot, not offsets
+                underway.left_out[table.name] = "repair under way"
+                continue
+            with self._lock:  # before the topics are read: what they read covers what it claimed
+                claims[table.name] = dict(table.claimed) if table.claimed is not None else None
             head = head_commit(self.spark, table.config.target_base_path)
             if head is None:
                 underway.left_out[table.name] = "new: no commit yet"
@@ -223,12 +288,14 @@ class Cutter:
             underway.why = "no table can take part: " + ", ".join(
                 f"{n} ({w})" for n, w in sorted(underway.left_out.items())
             )
-            return
+            return True
         # Refused before any topic is read: tables of several servers share no transaction order.
         underway.topic = self.transaction_topic(t.topic for t, _, _ in heads.values())
-        # Each head pinned before its bounded round: no clean passes the cut's commit before it is recorded.
+        # Each head pinned before its bound round: no clean passes the cut's commit before it is recorded.
         self._pin({table.target: instant for table, instant, _ in heads.values()})
-        scans = {s.name: s for s in self._scans(heads)}
+        # A round under way will commit what it claimed (or less): the plan treats that as the table's head.
+        ahead = {n: claims.get(n) or offsets for n, (_, _, offsets) in heads.items()}
+        scans = {s.name: s for s in self._scans(heads, ahead)}
         ends = self._ends(heads)
         plan = plan_or_why(ends, list(scans.values()))
         held = {} if isinstance(plan, str) else held_by_repairs(ends, plan.end, repaired, self.store.newest)
@@ -239,28 +306,43 @@ class Cutter:
             plan = plan_or_why(ends, list(scans.values())) if heads else "every table waits for its repair"
         if isinstance(plan, str):
             underway.why = plan
-            return
-        for name, (table, instant, offsets) in heads.items():
-            until = dict(plan.offsets[name])
+            return True
+        with self._lock:
+            for name, (table, _, _) in heads.items():
+                claimed, until = table.claimed, plan.offsets[name]
+                if (
+                    claimed is not None
+                    and claimed != claims[name]
+                    and any(claimed.get(p, 0) > o for p, o in until.items())
+                ):
+                    self._unbound(underway)
+                    underway.why = f"{name}'s round under way planned past the cut while it was planned"
+                    return False
+                running = table.state == RUNNING
+                if running or until != {p: heads[name][2].get(p, 0) for p in until}:
+                    table.until = dict(until)
+                    underway.bound.append(table)
+                    underway.pending.add(name)
+                    if not running:
+                        table.due = 0.0
+        for name, (table, instant, _) in heads.items():
             underway.tables[name] = {
                 "path": table.target,
                 "commit": instant,
-                "offsets": until,
+                "offsets": dict(plan.offsets[name]),
                 "collections": sorted(collections_of(scans[name])),
             }
             if repaired.get(name):
                 underway.tables[name]["repaired"] = repaired[name]
             underway.quarantined[name] = table.quarantined - self._quarantined_at.get(name, table.quarantined)
-            if until != {p: offsets.get(p, 0) for p in until}:
-                table.until, table.due = until, 0.0
-                underway.pending.add(name)
         underway.plan = plan
         log.info(
-            "consistent cut at transaction %s: %d table(s), %d bounded round(s)",
+            "consistent cut at transaction %s: %d table(s), %d to commit at it",
             plan.end.id,
             len(heads),
             len(underway.pending),
         )
+        return True
 
     def _pin(self, heads: dict[str, str]) -> None:
         """Pin every table at the oldest commit of the retained cuts, or at ``heads`` (path -> instant) if older."""
@@ -289,30 +371,58 @@ class Cutter:
         return f"{next(iter(servers), '')}.transaction"
 
     def _ends(self, heads: dict[str, tuple[TableState, str, dict[int, int]]]) -> list[TransactionEnd]:
+        """The END events a cut may fall at: past the previous cut's END (from the oldest retained when a table
+        joins, or after plans in a row found nothing). Read on from where the previous plan stopped."""
         previous = self.store.newest
-        joining = previous is None or any(name not in previous["tables"] for name in heads)
         # A transaction redelivered from before the previous cut has its END there: after a few plans that
-        # found no boundary, the whole retained topic is read.
+        # found no boundary, the whole retained topic is read (once).
+        joining = previous is None or any(name not in previous["tables"] for name in heads)
         joining = joining or self.misses >= MISSES_BEFORE_FULL_READ
         assert self.underway is not None
         topic = self.underway.topic
-        if previous is None or previous.get("transaction_topic") != topic:
-            return self.reader.ends(topic, None if joining or previous is None else int(previous["transaction_offset"]))
-        # Read from the previous cut's END on, to see it is still there: a topic recreated (its offsets restarted)
-        # would have every new END at or below that offset skip the count check (ended_before).
-        last = int(previous["transaction_offset"])
-        low, high = self.reader.watermarks(topic)[0]
-        ends = self.reader.ends(topic, None if joining else last - 1)
-        why = restarted(previous, low, high, ends)
-        if why is not None:
-            raise SourceError(
-                f"the transaction topic {topic} was recreated or truncated: {why}. The transactions between the last "
-                f"cut and then lost their END events, so no cut can be checked against them: to take cuts again, stop "
-                f"the runner, move {self.store.path} aside and start it again (docs/consistent-cuts.md#limits)"
-            )
-        return [e for e in ends if joining or e.offset > last]
+        same_topic = previous is not None and previous.get("transaction_topic") == topic
+        last = int(previous["transaction_offset"]) if previous is not None and same_topic else None
+        tail = self._end_tail
+        if tail is None or tail.topic != topic or (joining and not tail.from_start):
+            tail = self._end_tail = _EndTail(topic, from_start=joining or previous is None)
+            if not tail.from_start and previous is not None:
+                tail.after = int(previous["transaction_offset"])
+            if last is not None:  # the previous cut's END: this topic must still hold it there
+                tail.anchor = (last, str(previous["transaction"]))  # type: ignore[index]
+        anchor, start = tail.anchor, tail.after
+        if anchor is not None:  # the topic must still hold it: a recreated topic restarts its offsets
+            low, high = self.reader.watermarks(topic)[0]
+            if high <= anchor[0]:
+                self._recreated(topic, restarted(_at(anchor), low, high, [], _what(anchor, last)))
+            if anchor[0] >= low and start is not None:
+                start = anchor[0] - 1  # read on from it, itself again, to see it is still there
+        read = self.reader.ends(topic, start)
+        if anchor is not None and start is not None and start < anchor[0]:
+            self._recreated(topic, restarted(_at(anchor), low, high, read, _what(anchor, last)))
+        fresh = [e for e in read if tail.after is None or e.offset > tail.after]
+        tail.ends.extend(e for e in fresh if tail.from_start or last is None or e.offset > last)
+        if read:
+            tail.after = max(tail.after if tail.after is not None else -1, read[-1].offset)
+        decodable = [e for e in read if not e.undecodable]
+        if decodable:
+            tail.anchor = (decodable[-1].offset, decodable[-1].id)
+        return list(tail.ends)
 
-    def _scans(self, heads: dict[str, tuple[TableState, str, dict[int, int]]]) -> list[TableScan]:
+    def _recreated(self, topic: str, why: str | None) -> None:
+        if why is None:
+            return
+        self._end_tail = None  # read afresh once the topic is good again
+        raise SourceError(
+            f"the transaction topic {topic} was recreated or truncated: {why}. The transactions between the last "
+            f"cut and then lost their END events, so no cut can be checked against them: to take cuts again, stop "
+            f"the runner, move {self.store.path} aside and start it again (docs/consistent-cuts.md#limits)"
+        )
+
+    def _scans(
+        self, heads: dict[str, tuple[TableState, str, dict[int, int]]], ahead: Mapping[str, dict[int, int]]
+    ) -> list[TableScan]:
+        """Each table's messages since its place in the previous cut, read on from where the previous plan
+        stopped; ``ahead``: its head, or what its round under way claimed."""
         newest = self.store.newest or {}
         previous = newest.get("tables", {})
         scans = []
@@ -320,18 +430,42 @@ class Cutter:
         for name, (table, _, offsets) in heads.items():
             before = {int(p): int(o) for p, o in previous.get(name, {}).get("offsets", {}).items()}
             starts = {p: min(before.get(p, o), o) for p, o in offsets.items()} if before else {}
-            events, end = self.reader.events(table.topic, starts)
+            events, end = self._tail(name, table.topic, starts)
             ended_before = int(newest["transaction_offset"]) if before else -1
             # Matched by source collection: a route's table is named after its target, a renamed topic's events
             # name theirs in their source block; those of the previous cut stay known when no event names them.
             collections = {topic_collection(table.topic, flavor), *previous.get(name, {}).get("collections", ())}
-            scans.append(TableScan(name, offsets, events, end, ended_before, frozenset(collections)))
+            scans.append(TableScan(name, ahead[name], events, end, ended_before, frozenset(collections)))
         return scans
 
+    def _tail(self, name: str, topic: str, starts: dict[int, int]) -> tuple[list[TableEvent], dict[int, int]]:
+        """The table's messages from ``starts`` (empty: the oldest retained) to its topic's end: those kept
+        from the previous plans, and what arrived since."""
+        tail = self._tails.get(name)
+        held = (
+            tail is not None
+            and tail.topic == topic
+            and (not tail.starts or (bool(starts) and all(o >= tail.starts.get(p, o + 1) for p, o in starts.items())))
+        )
+        if tail is None or not held:
+            events, end = self.reader.events(topic, starts)
+            tail = self._tails[name] = _TableTail(topic, dict(starts), list(events), dict(end))
+            return list(tail.events), dict(tail.end)
+        if starts != tail.starts:  # its place in the previous cut moved on: what is before it is not needed
+            tail.events = [e for e in tail.events if e.offset >= starts.get(e.partition, 0)]
+            tail.starts = dict(starts)
+        events, end = self.reader.events(topic, tail.end)
+        tail.events.extend(events)
+        tail.end = {**tail.end, **end}
+        return list(tail.events), dict(tail.end)
+
     def round_done(self, table: TableState, commit: str | None, now: float, *, quarantined: int = 0) -> None:
-        """A bounded round of ``table`` ended: committed at the cut (``commit``) or not (None: cut abandoned);
-        ``quarantined``: the bad events its rounds set aside, missing from the cut."""
-        underway, table.until = self.underway, None
+        """A bound round of ``table`` ended: committed at the cut (``commit``) or not (None: the cut is
+        abandoned when it waits for the table); ``quarantined``: the bad events it set aside, missing from
+        the cut."""
+        with self._lock:
+            table.claimed, table.until = None, None
+        underway = self.underway
         if underway is None or table.name not in underway.pending:
             return
         if commit is None:
@@ -342,10 +476,29 @@ class Cutter:
         underway.pending.discard(table.name)
         self._maybe_record(now)
 
+    def round_ended(self, table: TableState, now: float, *, quarantined: int = 0) -> None:
+        """A round of ``table`` that was not bound at its start committed (or had nothing to read): at the cut,
+        short of it (its next round is bound), or past it (the cut is abandoned: it never should be)."""
+        with self._lock:
+            table.claimed = None
+        underway = self.underway
+        if underway is None or table.name not in underway.pending or table.config is None:
+            return
+        until = underway.tables[table.name]["offsets"]
+        head = head_commit(self.spark, table.config.target_base_path)
+        offsets = head[1] if head is not None else {}
+        if head is not None and offsets == until:
+            self.round_done(table, head[0], now, quarantined=quarantined)
+        elif all(offsets.get(p, 0) <= o for p, o in until.items()):
+            underway.quarantined[table.name] = underway.quarantined.get(table.name, 0) + quarantined
+        else:
+            self.round_done(table, None, now)
+
     def release(self, tables: Iterable[TableState]) -> None:
-        """The run stops: a cut under way is not recorded, and no table stays bounded."""
-        for table in tables:
-            table.until = None
+        """The run stops: a cut under way is not recorded, and no table stays bound."""
+        with self._lock:
+            for table in tables:
+                table.until = None
         self.underway = None
 
     def _maybe_record(self, now: float) -> None:
@@ -356,6 +509,7 @@ class Cutter:
         partial = {n: {"quarantined": q} for n, q in sorted(underway.quarantined.items()) if q}
         cut = new_cut(underway.plan, underway.topic, underway.tables, underway.left_out, number, partial=partial)
         self.store.record(cut, keep=self.spec.run.cut_retention)
+        self._forget_before(cut)
         try:
             self._pin({})
         except Exception as exc:  # noqa: BLE001 - the heads stay pinned since the plan: only older pins linger
@@ -375,6 +529,29 @@ class Cutter:
             self.metrics.cut_recorded(partial=bool(partial))
         self.underway, self.misses, self.blocked = None, 0, None
         self.next_at = now + self.interval_s
+
+    def _forget_before(self, cut: dict[str, Any]) -> None:
+        """What the next plans no longer need once ``cut`` is recorded: the ENDs up to its END, and each of its
+        tables' messages before its offsets in it."""
+        tail = self._end_tail
+        if tail is not None and tail.topic == cut["transaction_topic"]:
+            offset = int(cut["transaction_offset"])
+            tail.ends = [e for e in tail.ends if e.offset > offset]
+            tail.from_start = False
+        for name, table in cut["tables"].items():
+            kept = self._tails.get(name)
+            if kept is not None:
+                starts = {int(p): int(o) for p, o in table["offsets"].items()}
+                kept.events = [e for e in kept.events if e.offset >= starts.get(e.partition, 0)]
+                kept.starts = starts
+
+
+def _at(anchor: tuple[int, str]) -> dict[str, Any]:
+    return {"transaction_offset": anchor[0], "transaction": anchor[1]}
+
+
+def _what(anchor: tuple[int, str], last: int | None) -> str:
+    return "the last cut was taken at" if anchor[0] == last else "the previous plan read"
 
 
 def _iso(moment: datetime) -> str:

@@ -30,8 +30,9 @@ goes first (:mod:`hudi_cdc.service.schedule`). ``status`` and the metrics say
 which tables miss their target and what they wait for.
 
 With ``[run] consistent_cut_interval_seconds`` a continuous Kafka run also takes transaction-consistent
-cuts of its tables (:mod:`hudi_cdc.service.cutter`): it lets the rounds under way finish, then runs each
-table's round bounded to end at one source transaction, and records the cut once all committed.
+cuts of its tables (:mod:`hudi_cdc.service.cutter`): without waiting for the rounds under way, it plans a cut
+at one source transaction from what the tables' rounds have read and claimed, bounds each table's next rounds
+to end there, and records the cut once all committed at it.
 
 It never repeats the pipeline's logic: every table's round is the same
 ``ingest_once`` a single-table ``ingest`` runs, with its checkpoint in its commit.
@@ -69,6 +70,7 @@ if TYPE_CHECKING:
     from hudi_cdc.pipeline import IngestResult
     from hudi_cdc.service.cutter import Cutter
     from hudi_cdc.service.offset_watch import OffsetWatch
+    from hudi_cdc.sources.base import Source
 
 __all__ = ["RunReport", "Runner", "TableState"]
 
@@ -758,7 +760,21 @@ class Runner:
             return self._bounded_round(table, table.until)
         if table.repair is not None:
             return self._repair_round(table, table.repair)
-        return ingest_once(table.config, spark=self.spark, steps=table.steps)
+        return ingest_once(table.config, spark=self.spark, steps=table.steps, source=self._cut_source(table))
+
+    def _cut_source(self, table: TableState) -> Source | None:
+        """With consistent cuts, a Kafka table's round tells the cutter where it reads to as it plans, and ends
+        at a cut's offsets planned before that (Cutter.claim); None: the configured source."""
+        cutter = self._cutter
+        config = table.config
+        if cutter is None or config is None or config.source != "kafka" or config.shard_sources:
+            return None
+        from hudi_cdc.envelope.types import reader_schema
+        from hudi_cdc.sources.kafka import KafkaSource
+
+        return KafkaSource(
+            self.spark, config, reader_schema=reader_schema, bound=lambda highs: cutter.claim(table, highs)
+        )
 
     def _repair_round(self, table: TableState, request: dict[str, Any]) -> IngestResult:
         """Run a repair request as the table's writer: its recheck catches the table up with rounds of its own,
@@ -879,8 +895,8 @@ class Runner:
         except Exception as exc:  # noqa: BLE001 - one table's failure must not end the others
             self._round_failed(table, exc, now)
             return
-        if self._cutter is not None and table.until is not None:
-            self._cutter.round_done(table, table.cut_commit, now, quarantined=result.quarantined)
+        if self._cutter is not None:  # at a cut under way's offsets, short of them, or not waited for
+            self._cutter.round_ended(table, now, quarantined=result.quarantined)
         table.rounds += 1
         table.failures, table.failing_since, table.failing_since_s, table.last_error_kind = 0, None, None, None
         merged = table.config.shard_sources
@@ -909,7 +925,7 @@ class Runner:
             # The stop's SIGTERM reached the JVM too (systemd signals the whole group), whose shutdown stopped
             # the SparkContext under the round: the stop's doing, not the table's. Nothing of the round was
             # committed (a pending instant is rolled back by the next writer); the next start resumes.
-            if self._cutter is not None and table.until is not None:
+            if self._cutter is not None:
                 self._cutter.round_done(table, None, now)
             table.state, table.due = WAITING, now
             log.warning(
@@ -920,7 +936,7 @@ class Runner:
             )
             return
         self._check_jvm(now, force=True)  # unless it failed because no round can run any more
-        if self._cutter is not None and table.until is not None:
+        if self._cutter is not None:
             self._cutter.round_done(table, None, now)
         self._failed(table, exc, now)
         self.metrics.observe(table, None)

@@ -72,6 +72,9 @@ class TableState:
     round_waiting_since_s: float | None = field(default=None, repr=False)  # its oldest change, as it started
     until: dict[int, int] | None = field(default=None, repr=False)  # a consistent cut's bound on its next round
     cut_commit: str | None = field(default=None, repr=False)
+    claimed: dict[int, int] | None = field(default=None, repr=False)
+    """Where the round under way reads to (partition -> next offset), once it has planned: the head it will
+    commit at most; a consistent cut is planned against it (:meth:`hudi_cdc.service.cutter.Cutter.claim`)."""
     repair: dict[str, Any] | None = field(
         default=None, repr=False
     )  # a repair request, run as its next round  # the commit its bounded round ended at the cut with
@@ -88,5 +91,6 @@ class TableState:
             "round_waiting_since_s",
             "until",
             "cut_commit",
+            "claimed",
         }
         return {k: v for k, v in self.__dict__.items() if k not in hidden}

@@ -496,9 +496,14 @@ class KafkaSource:
         *,
         reader_schema: Callable[[dict[str, Any]], dict[str, Any]] = lambda schema: schema,
         until: Mapping[int, int] | None = None,
+        bound: Callable[[Mapping[int, int]], Mapping[int, int] | None] | None = None,
     ) -> None:
-        """``until``: partition -> offset no round reads past (a consistent cut's bounded round)."""
+        """``until``: partition -> offset no round reads past (a consistent cut's bounded round). ``bound``:
+        called once as the round plans, with each partition's next offset to be written; returns such a bound
+        (None: none). The runner's consistent cuts learn there where a round in flight reads to, and cap a
+        round that plans after a cut was planned, without waiting for it."""
         self._until = dict(until) if until is not None else None
+        self._bound = bound
         self._json = config.kafka_value_format == "json"
         if not (config.topic and config.bootstrap_servers and (config.schema_registry_url or self._json)):
             raise SourceError("--source kafka needs --topic, --bootstrap-servers and --schema-registry-url")
@@ -560,9 +565,13 @@ class KafkaSource:
 
     def _bounded(self, watermarks: Mapping[int, tuple[int, int]]) -> dict[int, tuple[int, int]]:
         """The watermarks capped at ``until``: a bounded round plans as if the topic ended there."""
-        if self._until is None:
+        until = self._until
+        if self._bound is not None:
+            bound = self._bound({p: high for p, (_, high) in watermarks.items()})
+            until = dict(bound) if bound is not None else until
+        if until is None:
             return dict(watermarks)
-        return {p: (low, min(high, self._until.get(p, high))) for p, (low, high) in watermarks.items()}
+        return {p: (low, min(high, until.get(p, high))) for p, (low, high) in watermarks.items()}
 
     def _keep_moves_whole(
         self, ranges: list[OffsetRange], watermarks: Mapping[int, tuple[int, int]]

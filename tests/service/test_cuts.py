@@ -204,6 +204,9 @@ class _Reader:
     def __init__(self, ends: list[TransactionEnd], topics: dict[str, list[str | None]]) -> None:
         self._ends, self._topics = ends, topics
 
+    def watermarks(self, topic: str) -> dict[int, tuple[int, int]]:
+        return {0: (0, max((e.offset for e in self._ends), default=-1) + 1)}
+
     def ends(self, topic: str, after: int | None) -> list[TransactionEnd]:
         return [e for e in self._ends if after is None or e.offset > after]
 
@@ -239,7 +242,7 @@ def _cutter(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, heads: dict[str, in
     return cut, tables
 
 
-def test_a_cut_waits_for_rounds_leaves_out_paused_and_new_tables_and_is_recorded_once_whole(
+def test_a_cut_never_waits_for_a_round_under_way_holds_no_table_and_leaves_out_paused_and_new_ones(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     heads = {"/lake/a": 1, "/lake/b": 2, "/lake/c": 0}  # d: no commit yet
@@ -247,20 +250,32 @@ def test_a_cut_waits_for_rounds_leaves_out_paused_and_new_tables_and_is_recorded
     tables["s.c"].state = "paused"
     cut.step(5.0, tables.values())
     assert cut.underway is None  # not due yet
-    tables["s.a"].state = "running"
+    # a's round under way has planned to read up to offset 3: an event of t3, whose END is not read yet. The
+    # plan takes that as a's head: no cut at t2, which a's commit will have passed; nothing is bound.
+    tables["s.a"].state, tables["s.a"].claimed = "running", {0: 3}
     cut.step(10.0, tables.values())
-    assert cut.draining and all(cut.holds(t) for t in tables.values())  # every table held until the round ends
-    tables["s.a"].state = "waiting"
-    cut.step(11.0, tables.values())
-    # t2: s.a needs a bounded round to offset 2; s.b is there already.
+    blocked = cut.blocked_now()
+    assert cut.underway is None and tables["s.a"].until is None and blocked is not None
+    assert blocked["reason"] == (
+        "s.a's newest commit holds events after transaction t2 of a transaction whose END was not read yet"
+    )
+    # Its next round (under way, not planned yet) is planned against: the cut is planned at once, at t2, and
+    # no table is held, none waits for a's round.
+    tables["s.a"].claimed = None
+    cut.step(cut.next_at, tables.values())
+    assert not cut.draining and not any(cut.holds(t) for t in tables.values())
+    assert cut.underway_now() == {"transaction": "t2", "pending": ["s.a"]}
     assert tables["s.a"].until == {0: 2} and tables["s.b"].until is None
-    assert cut.holds(tables["s.a"]) and not cut.holds(tables["s.b"])
-    assert CutStore.load(cut.spec.run.state_dir).cuts == []  # nothing recorded before the round commits
-    cut.round_done(tables["s.a"], "c2a", 12.0)
+    # a's round plans its range now, the topic holding more: it ends at the cut's offsets.
+    assert cut.claim(tables["s.a"], {0: 3}) == {0: 2} and tables["s.a"].claimed == {0: 2}
+    assert CutStore.load(cut.spec.run.state_dir).cuts == []  # nothing recorded before it commits at the cut
+    heads["/lake/a"], tables["s.a"].state = 2, "waiting"
+    cut.round_ended(tables["s.a"], 13.0)  # the runner, as any round ends: its newest commit is at the cut
     recorded = CutStore.load(cut.spec.run.state_dir).newest
     assert recorded is not None and recorded["transaction"] == "t2"
-    assert {n: t["commit"] for n, t in recorded["tables"].items()} == {"s.a": "c2a", "s.b": "c2"}
+    assert {n: t["commit"] for n, t in recorded["tables"].items()} == {"s.a": "c2", "s.b": "c2"}
     assert recorded["left_out"] == {"s.c": "paused", "s.d": "new: no commit yet"}
+    assert tables["s.a"].until is None and tables["s.a"].claimed is None
 
 
 def test_a_bounded_round_that_fails_or_a_stop_leaves_no_cut(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -279,3 +279,46 @@ def test_a_bounded_round_cut_short_by_source_limit_reports_every_round_s_quarant
     table = TableState("s.a", "srv.s.a", "/lake/a", config=SimpleNamespace(target_base_path="/lake/a"))  # type: ignore[arg-type]
     result = Runner._bounded_round(SimpleNamespace(spark=None), table, {0: 2})  # type: ignore[arg-type]
     assert table.cut_commit == "c" and result.quarantined == 3  # the cut lacks all 3, not the last round's 1
+
+
+# -- issue 56: a plan reads only what arrived since the previous plan -------------------------------------------
+def test_each_plan_reads_only_the_messages_and_ends_that_arrived_since_the_previous_plan(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cut, tables = _setup(tmp_path, monkeypatch, ["srv.s.a"], {"s.a": 0})
+    topics = _Topics([TransactionEnd(1, "t1", {"s.a": 2})], {"srv.s.a": ["t1"]})  # t1's 2nd event not here yet
+    reads: list[tuple[int | None, list[int]]] = []  # per read of the transaction topic: from, offsets read
+    scans: list[tuple[dict[int, int], list[int]]] = []  # per read of the table's topic: from, offsets read
+    ends, events = topics.ends, topics.events
+
+    def read_ends(topic: str, after: int | None) -> list[TransactionEnd]:
+        found = ends(topic, after)
+        reads.append((after, [e.offset for e in found]))
+        return found
+
+    def read_events(topic: str, starts: dict[int, int]) -> tuple[list[TableEvent], dict[int, int]]:
+        found, end = events(topic, starts)
+        scans.append((dict(starts), [e.offset for e in found]))
+        return found, end
+
+    topics.ends, topics.events = read_ends, read_events  # type: ignore[method-assign]
+    cut.reader = topics  # type: ignore[assignment]
+    cut.step(10.0, tables.values())
+    assert cut.blocked_now() is not None and _recorded(cut) == []  # s.a holds 1 of t1's 2 events
+    # t1's second event arrives, and t2 (one event) ends: the next plan reads those, not all since the start.
+    topics.topics["srv.s.a"] += ["t1", "t2"]
+    topics.ends_.append(TransactionEnd(2, "t2", {"s.a": 1}))
+    cut.step(cut.next_at, tables.values())
+    assert tables["s.a"].until == {0: 3}
+    cut.round_done(tables["s.a"], "c3", cut.next_at)
+    assert [c["transaction"] for c in _recorded(cut)] == ["t2"]
+    # After the cut: one more transaction; read on from there again.
+    topics.topics["srv.s.a"] += ["t3"]
+    topics.ends_.append(TransactionEnd(3, "t3", {"s.a": 1}))
+    monkeypatch.setattr(cutter, "head_commit", lambda spark, base: ("c3", {0: 3}))
+    cut.step(cut.next_at, tables.values())
+    assert tables["s.a"].until == {0: 4}
+    # The transaction topic: all of it once, then from the newest END read on (itself again: still there?).
+    assert reads == [(None, [1]), (0, [1, 2]), (1, [2, 3])]
+    # The table's topic: from its oldest message once, then each message once.
+    assert scans == [({}, [0]), ({0: 1}, [1, 2]), ({0: 3}, [3])]
