@@ -6,7 +6,7 @@ import os
 import random
 import subprocess
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -243,9 +243,11 @@ def tamper(
     upserts: Sequence[dict[str, Any]] = (),
     deletes: Sequence[dict[str, Any]] = (),
     duplicates: Sequence[dict[str, Any]] = (),
+    conf: Mapping[str, str] | None = None,
 ) -> None:
     """Write straight into a Hudi table, past hudi-cdc, as corruption would: rows upserted (give them an
-    ``_source_order`` above every stored one), deleted, and written again as second rows of their key."""
+    ``_source_order`` above every stored one), deleted, and written again as second rows of their key;
+    ``conf``: more Hudi options for these writes."""
     from hudi_cdc.sink import options as opt
     from hudi_cdc.sink.hudi import HudiTable, index_conf
     from payloads.base import ORDER_COLUMN, is_data_column
@@ -264,7 +266,7 @@ def tamper(
     for records, operation in ((upserts, "upsert"), (deletes, "delete"), (duplicates, "bulk_insert")):
         if records:
             spark.createDataFrame(list(records), schema=schema).write.format("hudi").options(
-                **{**options, opt.OPERATION: operation, opt.COMPACT_INLINE: "false"}
+                **{**options, opt.OPERATION: operation, opt.COMPACT_INLINE: "false", **(conf or {})}
             ).mode("append").save(base)
 
 
