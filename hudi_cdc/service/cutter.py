@@ -49,6 +49,8 @@ if TYPE_CHECKING:
 
 __all__ = ["MISSES_BEFORE_FULL_READ", "Cutter", "head_commit"]
 
+THIS_RUNNER = "this runner"
+"""``TableState.writer`` of a table whose writer lease this runner holds."""
 PLAN_TRIES = 3
 """Plans in one step when a round under way claimed past the cut while it was planned (a race of milliseconds)."""
 
@@ -160,6 +162,9 @@ class Cutter:
         self._lock = threading.Lock()
         self._end_tail: _EndTail | None = None
         self._tails: dict[str, _TableTail] = {}
+        # Each table's head as its rounds in this runner reported it: a plan reads no table's timeline again
+        # while this runner alone has written it since (its lease held throughout).
+        self._heads: dict[str, tuple[str, dict[int, int]]] = {}
 
     @property
     def draining(self) -> bool:
@@ -278,7 +283,7 @@ class Cutter:
                 continue
             with self._lock:  # before the topics are read: what they read covers what it claimed
                 claims[table.name] = dict(table.claimed) if table.claimed is not None else None
-            head = head_commit(self.spark, table.config.target_base_path)
+            head = self._head(table)
             if head is None:
                 underway.left_out[table.name] = "new: no commit yet"
                 continue
@@ -343,6 +348,18 @@ class Cutter:
             len(underway.pending),
         )
         return True
+
+    def _head(self, table: TableState) -> tuple[str, dict[int, int]] | None:
+        """The table's newest checkpoint commit and its offsets: as its last round reported it, else read."""
+        assert table.config is not None
+        if table.writer != THIS_RUNNER:  # another process may have written it meanwhile
+            self._heads.pop(table.name, None)
+        head = self._heads.get(table.name)
+        if head is None:
+            head = head_commit(self.spark, table.config.target_base_path)
+            if head is not None and table.writer == THIS_RUNNER:
+                self._heads[table.name] = head
+        return head
 
     def _pin(self, heads: dict[str, str]) -> None:
         """Pin every table at the oldest commit of the retained cuts, or at ``heads`` (path -> instant) if older."""
@@ -465,6 +482,8 @@ class Cutter:
         the cut."""
         with self._lock:
             table.claimed, table.until = None, None
+        if commit is None:  # a failed round may have committed: its head is read again
+            self._heads.pop(table.name, None)
         underway = self.underway
         if underway is None or table.name not in underway.pending:
             return
@@ -476,20 +495,36 @@ class Cutter:
         underway.pending.discard(table.name)
         self._maybe_record(now)
 
-    def round_ended(self, table: TableState, now: float, *, quarantined: int = 0) -> None:
-        """A round of ``table`` that was not bound at its start committed (or had nothing to read): at the cut,
-        short of it (its next round is bound), or past it (the cut is abandoned: it never should be)."""
+    def round_ended(
+        self,
+        table: TableState,
+        now: float,
+        *,
+        quarantined: int = 0,
+        commit: str | None = None,
+        offsets: Mapping[int, int] | None = None,
+    ) -> None:
+        """A round of ``table`` ended and reported its commit (``commit``, holding ``offsets``; None: nothing
+        committed). For a cut under way the table is then at the cut, short of it (its next round is bound),
+        or past it (the cut is abandoned: it never should be)."""
         with self._lock:
             table.claimed = None
+        cached = self._heads.get(table.name)
+        if commit is not None:
+            self._heads.pop(table.name, None)
+            if offsets is not None and cached is not None:  # the repair it carries is carried on
+                reported = _Head((commit, dict(offsets)))
+                reported.repaired = getattr(cached, "repaired", None)
+                self._heads[table.name] = reported
         underway = self.underway
         if underway is None or table.name not in underway.pending or table.config is None:
             return
         until = underway.tables[table.name]["offsets"]
-        head = head_commit(self.spark, table.config.target_base_path)
-        offsets = head[1] if head is not None else {}
-        if head is not None and offsets == until:
+        head = self._heads.get(table.name) or head_commit(self.spark, table.config.target_base_path)
+        at = head[1] if head is not None else {}
+        if head is not None and at == until:
             self.round_done(table, head[0], now, quarantined=quarantined)
-        elif all(offsets.get(p, 0) <= o for p, o in until.items()):
+        elif all(at.get(p, 0) <= o for p, o in until.items()):
             underway.quarantined[table.name] = underway.quarantined.get(table.name, 0) + quarantined
         else:
             self.round_done(table, None, now)

@@ -896,7 +896,13 @@ class Runner:
             self._round_failed(table, exc, now)
             return
         if self._cutter is not None:  # at a cut under way's offsets, short of them, or not waited for
-            self._cutter.round_ended(table, now, quarantined=result.quarantined)
+            self._cutter.round_ended(
+                table,
+                now,
+                quarantined=result.quarantined,
+                commit=result.commit_time,
+                offsets=committed_offsets(result.checkpoint),
+            )
         table.rounds += 1
         table.failures, table.failing_since, table.failing_since_s, table.last_error_kind = 0, None, None, None
         merged = table.config.shard_sources

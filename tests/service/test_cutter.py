@@ -322,3 +322,29 @@ def test_each_plan_reads_only_the_messages_and_ends_that_arrived_since_the_previ
     assert reads == [(None, [1]), (0, [1, 2]), (1, [2, 3])]
     # The table's topic: from its oldest message once, then each message once.
     assert scans == [({}, [0]), ({0: 1}, [1, 2]), ({0: 3}, [3])]
+
+
+def test_a_plan_reads_no_timeline_of_a_table_whose_own_rounds_reported_its_head(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cut, tables = _setup(tmp_path, monkeypatch, ["srv.s.a"], {"s.a": 1})
+    table = tables["s.a"]
+    table.writer = cutter.THIS_RUNNER
+    read = cutter.head_commit
+    timelines: list[str] = []
+    monkeypatch.setattr(cutter, "head_commit", lambda spark, base: timelines.append(base) or read(spark, base))
+    ends = [TransactionEnd(1, "t1", {"s.a": 1})]
+    cut.reader = _Topics(ends, {"srv.s.a": ["t1"]})  # type: ignore[assignment]
+    cut.step(10.0, tables.values())
+    assert [c["tables"]["s.a"]["commit"] for c in _recorded(cut)] == ["c1"] and len(timelines) == 1
+    # Its round commits t2's event, and reports it: the next plan takes that head as it is.
+    cut.reader.topics["srv.s.a"].append("t2")  # type: ignore[attr-defined]
+    ends.append(TransactionEnd(2, "t2", {"s.a": 1}))
+    cut.round_ended(table, 15.0, commit="c2", offsets={0: 2})
+    cut.step(cut.next_at, tables.values())
+    assert [c["tables"]["s.a"]["commit"] for c in _recorded(cut)] == ["c1", "c2"] and len(timelines) == 1
+    # Handed over to another runner (which may commit): its timeline is read again.
+    table.writer = "handed over to runner 2"
+    ends.append(TransactionEnd(3, "t3", {"other.t": 1}))
+    cut.step(cut.next_at, tables.values())
+    assert len(timelines) == 2
