@@ -530,11 +530,15 @@ class Cutter:
             self.round_done(table, None, now)
 
     def release(self, tables: Iterable[TableState]) -> None:
-        """The run stops: a cut under way is not recorded, and no table stays bound."""
+        """The run stops (or the cut under way is given up): a cut under way is not recorded, no table stays
+        bound, and the reader's connection is let go."""
         with self._lock:
             for table in tables:
                 table.until = None
         self.underway = None
+        close = getattr(self.reader, "close", None)
+        if close is not None:
+            close()
 
     def _maybe_record(self, now: float) -> None:
         underway = self.underway

@@ -172,12 +172,16 @@ class TransactionReader:
         basic_auth = self._conf.pop("basic.auth.user.info", None)
         self._registry = SchemaRegistry(registry_url, basic_auth=basic_auth, login=registry_login)
         self._parsed: dict[int, Any] = {}
+        # Kept for the next plans: a new consumer spent ~50 ms connecting, and a plan asks once per table.
+        self._consumer: Any = None
 
     def watermarks(self, topic: str) -> dict[int, tuple[int, int]]:
         """Partition -> (oldest retained, next to be written) offsets of ``topic``."""
         from confluent_kafka import KafkaException, TopicPartition
 
-        consumer = new_consumer(self._bootstrap, self._conf, group_id="hudi-cdc-cuts")
+        if self._consumer is None:
+            self._consumer = new_consumer(self._bootstrap, self._conf, group_id="hudi-cdc-cuts")
+        consumer = self._consumer
         wait_s = request_timeout_s(self._conf)
         try:
             meta = list_topics(consumer, self._bootstrap, wait_s, topic).topics.get(topic)
@@ -189,8 +193,13 @@ class TransactionReader:
                 for p in sorted(meta.partitions)
             }
         except KafkaException as exc:
+            self.close()  # the next plan connects afresh
             raise TransientError(f"cannot reach Kafka at {self._bootstrap}: {exc}") from None
-        finally:
+
+    def close(self) -> None:
+        """Let go of the kept consumer (the next request connects again)."""
+        consumer, self._consumer = self._consumer, None
+        if consumer is not None:
             consumer.close()
 
     def ends(self, topic: str, after: int | None) -> list[TransactionEnd]:
