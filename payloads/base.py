@@ -22,7 +22,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -82,6 +82,11 @@ ORIGIN_COLUMN = INTERNAL_PREFIX + "origin"
 """Where an event came from (file path, topic-partition@offset), for error messages."""
 RAW_COLUMN = INTERNAL_PREFIX + "raw"
 """An event's bytes as the source gave them: set only when bad events are quarantined, never aggregated."""
+
+
+def lpad(text: str, width: int) -> str:
+    """Spark's ``lpad(text, width, '0')``: padded on the left, or cut to its first ``width`` characters."""
+    return text[:width] if len(text) >= width else "0" * (width - len(text)) + text
 
 
 def is_data_column(name: str) -> bool:
@@ -207,6 +212,13 @@ class MergePolicy(ABC):
     @abstractmethod
     def position_error(self) -> Column:
         """A message when the event's source position is missing, else NULL."""
+
+    # The same two rules over one flat row in the driver (payloads.driver), where a flavor has them;
+    # tests/payloads/test_driver_plan.py proves them equal to the expressions above.
+    order_of: Callable[[Mapping[str, Any]], str | None] | None = None
+    """:meth:`order_expr` of one flat row (a dict); None: the flavor has no driver rule yet."""
+    position_error_of: Callable[[Mapping[str, Any]], str | None] | None = None
+    """:meth:`position_error` of one flat row: set where Spark's is set."""
 
     # -- shared ----------------------------------------------------------
     def with_order(self, flat: DataFrame) -> DataFrame:

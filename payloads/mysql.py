@@ -8,10 +8,11 @@ MySQL sends whole rows (binlog_row_image=FULL), so there is no placeholder.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+import re
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
-from payloads.base import OP_COLUMN, MergePolicy
+from payloads.base import OP_COLUMN, MergePolicy, lpad
 
 if TYPE_CHECKING:
     from pyspark.sql import Column
@@ -20,6 +21,8 @@ __all__ = ["MySqlPolicy"]
 
 _FILE_NUMBER = r"\.([0-9]+)$"
 _FILE_DIGITS, _POS_DIGITS, _ROW_DIGITS = 10, 20, 10
+# _FILE_NUMBER as Java reads it: ``$`` also matches before one final line terminator of any kind.
+_FILE_NUMBER_PY = re.compile(r"\.([0-9]+)(?=(?:\r\n|[\n\r\u0085\u2028\u2029])?\Z)")
 
 
 class MySqlPolicy(MergePolicy):
@@ -55,6 +58,40 @@ class MySqlPolicy(MergePolicy):
             F.lpad(row, _ROW_DIGITS, "0"),
             streaming,
         )
+
+    @staticmethod
+    def _file_number_of(row: Mapping[str, Any]) -> str | None:
+        file = row.get("_source_file")
+        if file is None:
+            return None
+        found = _FILE_NUMBER_PY.search(file)
+        return found.group(1) if found else ""
+
+    def order_of(self, row: Mapping[str, Any]) -> str | None:
+        """:meth:`order_expr` of one flat row, in the driver (proven equal: tests/payloads/test_driver_plan.py)."""
+        number = self._file_number_of(row)
+        if number is None:  # NULL in Spark: the whole order is NULL
+            return None
+        pos, index = row.get("_source_pos"), row.get("_source_row")
+        return (
+            lpad(number or "0", _FILE_DIGITS)
+            + lpad(str(0 if pos is None else pos), _POS_DIGITS)
+            + lpad(str(0 if index is None else index), _ROW_DIGITS)
+            + ("0" if row.get(OP_COLUMN) == "r" else "1")
+        )
+
+    def position_error_of(self, row: Mapping[str, Any]) -> str | None:
+        """Whether :meth:`position_error` is set for one flat row, in the driver (its text is Spark's to give)."""
+        op, file, pos = row.get(OP_COLUMN), row.get("_source_file"), row.get("_source_pos")
+        streaming = op is not None and op != "r"
+        number = self._file_number_of(row)
+        if streaming and (file is None or pos is None):
+            return "source.file or source.pos is null on a streaming event, so it cannot be ordered"
+        if streaming and number == "":
+            return f"binlog file name {file} has no numeric extension"
+        if (number is not None and len(number) > _FILE_DIGITS) or (pos is not None and pos < 0):
+            return "binlog file number or position out of range"
+        return None
 
     def position_error(self) -> Column:
         from pyspark.sql import functions as F

@@ -7,10 +7,10 @@ values when REPLICA IDENTITY is not FULL; the policy keeps the stored value.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
-from payloads.base import OP_COLUMN, MergePolicy
+from payloads.base import OP_COLUMN, MergePolicy, lpad
 
 if TYPE_CHECKING:
     from pyspark.sql import Column
@@ -47,6 +47,19 @@ class PostgresPolicy(MergePolicy):
         unsigned = F.when(lsn < 0, lsn + F.lit(str(2**64)).cast("decimal(20,0)")).otherwise(lsn)
         streaming = F.when(F.col(OP_COLUMN) == F.lit("r"), F.lit("0")).otherwise(F.lit("1"))
         return F.concat(F.lpad(unsigned.cast("string"), LSN_DIGITS, "0"), streaming)
+
+    def order_of(self, row: Mapping[str, Any]) -> str | None:
+        """:meth:`order_expr` of one flat row, in the driver (proven equal: tests/payloads/test_driver_plan.py)."""
+        lsn = row.get("_source_lsn")
+        lsn = 0 if lsn is None else int(lsn)
+        unsigned = lsn + 2**64 if lsn < 0 else lsn
+        return lpad(str(unsigned), LSN_DIGITS) + ("0" if row.get(OP_COLUMN) == "r" else "1")
+
+    def position_error_of(self, row: Mapping[str, Any]) -> str | None:
+        """:meth:`position_error` of one flat row, in the driver."""
+        if row.get("_source_lsn") is None and row.get(OP_COLUMN) is not None and row.get(OP_COLUMN) != "r":
+            return "source.lsn is null on a streaming event, so it cannot be ordered"
+        return None
 
     def position_error(self) -> Column:
         from pyspark.sql import functions as F

@@ -1,0 +1,180 @@
+"""Property: a small batch decided in the driver (``payloads.driver``) is what the Spark plan decides.
+
+Hypothesis draws flat batches for each flavor with a driver rule (Postgres LSNs, MySQL binlog
+file/pos/row): few keys and few positions, so source orders tie and arrival decides; duplicates and
+replays (the same event twice, arriving twice), out-of-order arrival, snapshot reads, deletes, NULLs,
+events whose position is missing or out of range, decode errors, TOAST placeholders; with and
+without stored tombstones and an applied TRUNCATE's position. Where the driver takes the batch, its
+rows, tombstones and counts must be the Spark plan's (``MergePolicy.plan``); where it declines a bad
+event, the Spark plan must find one too. Spark, no Hudi: one plan per example.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from hudi_cdc.spark import release
+from payloads import MySqlPolicy, PostgresPolicy, StoredState
+from payloads.base import ARRIVAL_COLUMN, ERROR_COLUMN, ORDER_COLUMN, ORIGIN_COLUMN, MergePolicy
+from payloads.driver import decide, written_columns
+
+PLACEHOLDER = "__debezium_unavailable_value"
+POLICIES = {"postgres": PostgresPolicy, "mysql": MySqlPolicy}
+SOURCE_META = {
+    "postgres": [("_source_lsn", "bigint"), ("_source_txid", "string")],
+    "mysql": [
+        ("_source_file", "string"),
+        ("_source_pos", "bigint"),
+        ("_source_row", "int"),
+        ("_source_txid", "string"),
+    ],
+}
+ARRIVALS = {"files": "struct<file:string, block:bigint, row:bigint>", "kafka": "struct<partition:int, offset:bigint>"}
+SMALL = st.integers(0, 3)
+TEXT = st.sampled_from([None, "a", "b", "ü", "\U0001f600"])
+INGESTED = datetime(2026, 11, 29, 2, 30)
+
+
+def _meta(flavor: str, rare: bool) -> st.SearchStrategy[tuple]:
+    """An event's source position; with ``rare``, missing or out of range now and then (a position error)."""
+    if flavor == "postgres":
+        lsn = st.one_of(SMALL, st.just(2**63 - 1), st.just(-1), *([st.none()] if rare else []))
+        return st.tuples(lsn, st.just("7"))
+    files = ["mysql-bin.000009", "mysql-bin.000010", "mysql-bin.9", "a.b.000010"]
+    if rare:
+        files += [None, "binlog", "mysql-bin.12345678901", "mysql-bin.000011\n", "mysql-bin.000011\r"]
+    pos = st.one_of(SMALL, *([st.none(), st.just(-1)] if rare else []))
+    row = st.one_of(st.none(), SMALL, st.just(-2147483648))
+    return st.tuples(st.sampled_from(files), pos, row, st.just(None))
+
+
+def _event(flavor: str, rare: bool) -> st.SearchStrategy[tuple]:
+    return st.tuples(
+        st.integers(0, 4),  # the key
+        st.sampled_from(["c", "u", "u", "d", "r"]),
+        _meta(flavor, rare),
+        TEXT,
+        st.one_of(TEXT, st.just(PLACEHOLDER)) if rare else TEXT,
+        st.one_of(st.none(), st.integers(-5, 5)),
+        st.one_of(st.none(), st.integers(1_700_000_000_000, 1_700_000_000_005)),
+        st.sampled_from([None, None, None, "the Avro payload does not decode"]) if rare else st.none(),
+    )
+
+
+def _rows(flavor: str, arrival: str, events: list[tuple]) -> tuple[list[dict[str, Any]], list[tuple], str]:
+    """The events as flat rows (as ``envelope.flatten`` makes them), their arrivals, and the frame's DDL."""
+    names = [name for name, _ in SOURCE_META[flavor]]
+    rows, arrivals = [], []
+    for i, (key, op, meta, name, bio, amount, ts, error) in enumerate(events):
+        arrived = {"files": (f"file:/e/{i // 7}.avro", 0, i % 7), "kafka": (i % 2, i)}[arrival]
+        rows.append(
+            {
+                "id": key,
+                "name": name,
+                "bio": bio,
+                "amount": amount,
+                ORIGIN_COLUMN: "e.avro",
+                ARRIVAL_COLUMN: arrived,
+                "_source_op": op,
+                **dict(zip(names, meta, strict=True)),
+                "_source_ts_ms": ts,
+                "_hoodie_is_deleted": op == "d",
+                "_ingested_at": INGESTED,
+                ERROR_COLUMN: error,
+            }
+        )
+        arrivals.append(arrived)
+    meta_ddl = ", ".join(f"{n} {t}" for n, t in SOURCE_META[flavor])
+    ddl = (
+        f"id bigint, name string, bio string, amount bigint, {ORIGIN_COLUMN} string, {ARRIVAL_COLUMN} "
+        f"{ARRIVALS[arrival]}, _source_op string, {meta_ddl}, _source_ts_ms bigint, _hoodie_is_deleted boolean, "
+        f"_ingested_at timestamp, {ERROR_COLUMN} string"
+    )
+    return rows, arrivals, ddl
+
+
+def _spark_plan(spark, policy: MergePolicy, rows, ddl: str, tombstones: dict, floor: str | None):  # noqa: ANN001, ANN202
+    frame = spark.createDataFrame([tuple(r.values()) for r in rows], ddl)
+    stored = spark.createDataFrame([(k, o) for (k,), o in tombstones.items()], f"id bigint, {ORDER_COLUMN} string")
+    state = StoredState(
+        tombstones=lambda: stored if tombstones else None, stored_rows=lambda columns: None, truncated_at=floor
+    )
+    return policy.plan(policy.with_order(frame), key_fields=["id"], stored=state), frame.columns
+
+
+def _sorted(rows) -> list:  # noqa: ANN001
+    return sorted((dict(r) for r in rows), key=repr)
+
+
+SETTINGS = settings(
+    max_examples=12,  # a Spark plan (a few jobs) per example
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture],
+)
+
+
+@pytest.mark.parametrize("flavor", POLICIES)
+@SETTINGS
+@given(data=st.data(), arrival=st.sampled_from(sorted(ARRIVALS)), rare=st.booleans(), stored=st.booleans())
+def test_driver_decides_as_the_spark_plan(spark, flavor: str, data, arrival: str, rare: bool, stored: bool) -> None:  # noqa: ANN001
+    policy = POLICIES[flavor](toast_placeholder=PLACEHOLDER)
+    streams = data.draw(st.lists(st.lists(_event(flavor, rare), min_size=1, max_size=25), min_size=1, max_size=4))
+    events = [(key + 10 * n, *rest) for n, stream in enumerate(streams) for key, *rest in stream]
+    # Replays: some events arrive again, later (the same change, another arrival).
+    events += data.draw(st.lists(st.sampled_from(events), max_size=5))
+    events = data.draw(st.permutations(events))  # out of order
+    rows, arrivals, ddl = _rows(flavor, arrival, events)
+    orders = sorted({o for r in rows if (o := policy.order_of(r)) is not None}) or ["0"]
+    tombstones = (
+        data.draw(st.dictionaries(st.tuples(st.sampled_from(sorted({r["id"] for r in rows}))), st.sampled_from(orders)))
+        if stored
+        else {}
+    )
+    floor = data.draw(st.one_of(st.none(), st.sampled_from(orders))) if stored else None
+    plan, columns = _spark_plan(spark, policy, rows, ddl, tombstones, floor)
+    try:
+        mine = decide(
+            policy,
+            rows,
+            arrivals,
+            columns=columns,
+            key_fields=["id"],
+            tombstones=tombstones or None,
+            truncated_at=floor,
+        )
+        if mine.declined in ("a bad event", "an event without a usable source position"):
+            assert plan.errors, mine.declined  # Spark finds the bad event too
+            return
+        if mine.declined is not None:
+            assert mine.declined == "a TOAST placeholder", mine.declined
+            return
+        assert not plan.errors
+        assert plan.upserts is not None and plan.tombstones is not None
+        assert plan.upserts.columns == written_columns(columns)
+        assert _sorted(mine.rows) == _sorted(r.asDict() for r in plan.upserts.collect())
+        assert _sorted(mine.tombstones) == _sorted(r.asDict() for r in plan.tombstones.collect())
+        assert mine.counts == plan.counts
+    finally:
+        release(*plan.materialised)
+
+
+@pytest.mark.parametrize("flavor", POLICIES)
+@settings(SETTINGS, max_examples=5)  # up to 60 rows each, one job
+@given(data=st.data())
+def test_driver_order_and_position_errors_are_sparks(spark, flavor: str, data) -> None:  # noqa: ANN001
+    """Each row's ``_source_order`` and whether its position is an error: the driver rule's are Spark's, row by row."""
+    from pyspark.sql import functions as F
+
+    policy = POLICIES[flavor]()
+    events = data.draw(st.lists(_event(flavor, True), min_size=1, max_size=60))
+    rows, _, ddl = _rows(flavor, "kafka", events)
+    frame = spark.createDataFrame([tuple(r.values()) for r in rows], ddl).withColumn(ERROR_COLUMN, F.lit(None))
+    found = policy.with_order(frame).select(ORDER_COLUMN, ERROR_COLUMN).collect()
+    assert [(r[ORDER_COLUMN], r[ERROR_COLUMN]) for r in found] == [
+        (policy.order_of(row), policy.position_error_of(row)) for row in rows
+    ]
