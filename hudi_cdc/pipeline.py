@@ -361,9 +361,22 @@ def _decide(round_: _Round, batch: Batch, committed: bool) -> WritePlan:
     except Exception as exc:  # e.g. corrupt Avro blocks, which surface only when the data is read
         from hudi_cdc._jvm import java_message
 
+        refused = _kafka_refused(config, exc)
+        if refused is not None:
+            raise refused from None
         raise DecodeError(
             f"reading, decoding or deciding {batch.description} failed, nothing committed: {java_message(exc)}"
         ) from exc
+
+
+def _kafka_refused(config: IngestConfig, exc: BaseException) -> ConfigError | None:
+    """Spark's Java Kafka client refused by the brokers (a login, a TLS handshake) in a Spark job of the round:
+    the clear error librdkafka's refusals get (``sources.kafka.java_security_error``), else None."""
+    if config.source != "kafka" or not config.bootstrap_servers:
+        return None
+    from hudi_cdc.sources.kafka import java_security_error
+
+    return java_security_error(exc, config.bootstrap_servers)
 
 
 def _plan(round_: _Round, flat: DataFrame, stored: StoredState, quarantine: bool, committed: bool) -> WritePlan:
@@ -444,6 +457,9 @@ def _write(round_: _Round, batch: Batch, plan: WritePlan, committed: bool) -> In
             extra_metadata=round_.carried_metadata(),
         )
     except SinkError as exc:
+        refused = _kafka_refused(config, exc.__cause__) if exc.__cause__ is not None else None
+        if refused is not None:  # the executors' read of the round, done by the write: no write failure
+            raise refused from None
         raise failures.judge(exc, start=json.dumps(round_.checkpoint, sort_keys=True)) from exc.__cause__
     failures.clear()
     details["writer"] = round_.table.last_writer

@@ -49,6 +49,7 @@ __all__ = [
     "client_conf",
     "end_offsets",
     "java_client_conf",
+    "java_security_error",
     "list_topics",
     "new_consumer",
     "plan_ranges",
@@ -271,16 +272,63 @@ def security_error(consumer: Any, bootstrap_servers: str) -> ConfigError | None:
         return None
     error = failures[-1]
     if error.code() == KafkaError._AUTHENTICATION:
-        return ConfigError(
-            f"Kafka at {bootstrap_servers} refused hudi-cdc's login: {error.str()}. Check kafka_sasl_mechanism, "
-            "kafka_sasl_username and the password kafka_sasl_password_env or kafka_sasl_password_file points to "
-            "(the user the broker knows: kafka-configs --describe --entity-type users)"
-        )
+        return _login_refused(bootstrap_servers, error.str())
+    return _tls_refused(bootstrap_servers, error.str())
+
+
+def _login_refused(bootstrap_servers: str, detail: str) -> ConfigError:
     return ConfigError(
-        f"the TLS handshake with Kafka at {bootstrap_servers} failed: {error.str()}. If the broker's certificate "
+        f"Kafka at {bootstrap_servers} refused hudi-cdc's login: {detail}. Check kafka_sasl_mechanism, "
+        "kafka_sasl_username and the password kafka_sasl_password_env or kafka_sasl_password_file points to "
+        "(the user the broker knows: kafka-configs --describe --entity-type users)"
+    )
+
+
+def _tls_refused(bootstrap_servers: str, detail: str) -> ConfigError:
+    return ConfigError(
+        f"the TLS handshake with Kafka at {bootstrap_servers} failed: {detail}. If the broker's certificate "
         "is not signed by a CA this machine trusts, set kafka_ssl_ca_file to the PEM file of the CA that signed "
         "it; check that kafka_security_protocol matches the listener (SSL or SASL_SSL)"
     )
+
+
+# Spark's Java Kafka client (the executors' reads, the driver's offset lookups of a Spark read): the classes of
+# a refused login and of a refused TLS handshake (its cause, javax.net.ssl's, says why: an unknown CA...).
+_JAVA_LOGIN_REFUSED = "org.apache.kafka.common.errors.SaslAuthenticationException"
+_JAVA_TLS_REFUSED = ("org.apache.kafka.common.errors.SslAuthenticationException", "javax.net.ssl.SSLHandshakeException")
+
+
+def java_security_error(exc: BaseException, bootstrap_servers: str) -> ConfigError | None:
+    """The error :func:`security_error` gives librdkafka's refusals, for the same refusal seen by Spark's Java
+    client (a Spark job failed by it: ``exc`` a py4j error), or None. Found by the Java causes' classes, or, for
+    a task's failure Spark reports as text only, by their names in its message: ``Class: message`` of the
+    innermost, which names what failed and never the password (the JAAS line is not in Kafka's messages)."""
+    found: list[tuple[str, str]] = []  # (class, message), outermost first
+    throwable = getattr(exc, "java_exception", None)
+    try:
+        while throwable is not None and len(found) < 20:
+            found.append((str(throwable.getClass().getName()), str(throwable.getMessage() or "")))
+            cause = throwable.getCause()
+            throwable = None if cause is None or cause.equals(throwable) else cause
+    except Exception:  # noqa: BLE001 - the JVM may be gone: the text below still tells
+        pass
+    text = "\n".join(message for _, message in found) or str(exc)
+    login = [(c, m) for c, m in found if c == _JAVA_LOGIN_REFUSED]
+    tls = [(c, m) for c, m in found if c in _JAVA_TLS_REFUSED]
+    if login or _JAVA_LOGIN_REFUSED in text:
+        return _login_refused(bootstrap_servers, _java_detail(login, _JAVA_LOGIN_REFUSED, text))
+    if tls or any(name in text for name in _JAVA_TLS_REFUSED):
+        return _tls_refused(bootstrap_servers, _java_detail(tls, _JAVA_TLS_REFUSED[0], text))
+    return None
+
+
+def _java_detail(causes: list[tuple[str, str]], name: str, text: str) -> str:
+    """``Class: message`` of the innermost matching cause, else the line of ``text`` that names ``name``."""
+    if causes:
+        cls, message = causes[-1]
+        return f"Spark's Kafka client: {cls.rsplit('.', 1)[-1]}: {message.splitlines()[0] if message else ''}"
+    line = next((ln for ln in text.splitlines() if name in ln), name)
+    return "Spark's Kafka client: " + line[line.index(name) :].split(" at ", 1)[0].strip()[:400]
 
 
 def list_topics(
