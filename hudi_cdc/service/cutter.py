@@ -74,6 +74,7 @@ class _Underway:
     why: str = ""  # why no plan was found
     quarantined: dict[str, int] = field(default_factory=dict)  # name -> events quarantined since its last cut
     bound: list[TableState] = field(default_factory=list)  # tables given the cut's offsets as their bound
+    planned_at: float = 0.0
 
 
 @dataclass
@@ -210,7 +211,7 @@ class Cutter:
         if self.underway is not None or now < self.next_at:
             return
         for _ in range(PLAN_TRIES):
-            underway = self.underway = _Underway()
+            underway = self.underway = _Underway(planned_at=now)
             try:
                 placed = self._plan(tables)
             except Exception as exc:  # noqa: BLE001 - a cut that cannot be planned must not stop the tables
@@ -522,7 +523,11 @@ class Cutter:
         until = underway.tables[table.name]["offsets"]
         head = self._heads.get(table.name) or head_commit(self.spark, table.config.target_base_path)
         at = head[1] if head is not None else {}
-        if head is not None and at == until:
+        if head is not None and getattr(head, "repaired", None) != underway.tables[table.name].get("repaired"):
+            with self._lock:  # a repair committed meanwhile: a cut boundary of its own (cut_repairs)
+                table.until = None
+            self._cannot(now, f"abandoned: {table.name} was repaired while the cut waited for it", after_s=0.0)
+        elif head is not None and at == until:
             self.round_done(table, head[0], now, quarantined=quarantined)
         elif all(at.get(p, 0) <= o for p, o in until.items()):
             underway.quarantined[table.name] = underway.quarantined.get(table.name, 0) + quarantined
@@ -567,7 +572,8 @@ class Cutter:
         if self.metrics is not None:
             self.metrics.cut_recorded(partial=bool(partial))
         self.underway, self.misses, self.blocked = None, 0, None
-        self.next_at = now + self.interval_s
+        # The interval counts from the plan: the time its tables took to commit at it is not added to it.
+        self.next_at = max(underway.planned_at + self.interval_s, now)
 
     def _forget_before(self, cut: dict[str, Any]) -> None:
         """What the next plans no longer need once ``cut`` is recorded: the ENDs up to its END, and each of its

@@ -348,3 +348,22 @@ def test_a_plan_reads_no_timeline_of_a_table_whose_own_rounds_reported_its_head(
     ends.append(TransactionEnd(3, "t3", {"other.t": 1}))
     cut.step(cut.next_at, tables.values())
     assert len(timelines) == 2
+
+
+def test_a_repair_committed_while_a_cut_waits_for_its_table_abandons_the_cut(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cut, tables = _setup(tmp_path, monkeypatch, ["srv.s.a"], {"s.a": 1})
+    table = tables["s.a"]
+    cut.reader = _Topics([TransactionEnd(1, "t1", {"s.a": 1})], {"srv.s.a": ["t1"]})  # type: ignore[assignment]
+    table.state = "running"  # its round under way (a repair's, as it turns out) is waited for
+    cut.step(10.0, tables.values())
+    assert cut.underway_now() == {"transaction": "t1", "pending": ["s.a"]}
+    repaired = cutter._Head(("r1", {0: 1}))  # noqa: SLF001 - a head as head_commit reads it
+    repaired.repaired = {"position": "0/3E8"}
+    monkeypatch.setattr(cutter, "head_commit", lambda spark, base: repaired)
+    table.state = "waiting"
+    cut.round_ended(table, 11.0, commit="r1")  # the repair's commit: at the cut's offsets, but repaired
+    blocked = cut.blocked_now()
+    assert _recorded(cut) == [] and table.until is None and cut.underway is None
+    assert blocked is not None and blocked["reason"] == "abandoned: s.a was repaired while the cut waited for it"
