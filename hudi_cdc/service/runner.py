@@ -756,8 +756,9 @@ class Runner:
         if not table.checked:
             preflight(table.config, spark=self.spark)
             table.checked = True
-        if table.until is not None:
-            return self._bounded_round(table, table.until)
+        until = table.until  # read once: the cutter (on the runner's loop) may lift it meanwhile
+        if until is not None:
+            return self._bounded_round(table, until)
         if table.repair is not None:
             return self._repair_round(table, table.repair)
         return ingest_once(table.config, spark=self.spark, steps=table.steps, source=self._cut_source(table))
