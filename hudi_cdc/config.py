@@ -421,9 +421,10 @@ class IngestConfig:
         metavar="PATH",
     )
     compaction: Compaction = setting(
-        "MERGE_ON_READ: where compactions run: inline, inside the round whose commit schedules one; async, on a "
-        "thread of their own while later rounds of ingest --continuous go on (hudi-cdc run compacts inline).",
-        default="inline",
+        "MERGE_ON_READ: where compactions run: async, off the rounds' path (a round's commit only schedules the "
+        "plan; a thread of ingest --continuous or hudi-cdc run runs it, after a one-shot ingest hudi-cdc compact "
+        "does); inline, inside the round whose commit schedules one (docs/tuning.md#compaction).",
+        default="async",
     )
     # --- Type mappings and the schema-change policy per kind (issue 44 items 3-4; docs/types.md) ---
     type_mappings: Mapping[str, str] = setting(

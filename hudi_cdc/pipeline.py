@@ -50,12 +50,23 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
     from hudi_cdc.envelope.events import Batch
-    from hudi_cdc.sink.compaction import AsyncCompactor
+    from hudi_cdc.sink.compaction import Compactor
     from hudi_cdc.sink.hudi import CommitInfo
     from hudi_cdc.sources.base import Source
     from payloads.base import MergePolicy, WritePlan
 
-__all__ = ["IngestResult", "RoundSteps", "ingest_once", "load_first", "merge_policy", "run", "writer_lease"]
+__all__ = [
+    "CompactResult",
+    "IngestResult",
+    "RoundSteps",
+    "compact",
+    "compaction_options",
+    "ingest_once",
+    "load_first",
+    "merge_policy",
+    "run",
+    "writer_lease",
+]
 
 log = logging.getLogger("hudi_cdc")
 
@@ -739,9 +750,10 @@ def run(
 
     In the loop a round starts at most every ``min_sync_interval_seconds``;
     transient errors are retried with backoff for up to ``retry_timeout_seconds``,
-    terminal ones end the loop. With ``config.async_compaction`` a thread runs the
-    MERGE_ON_READ compactions the rounds' commits schedule; the run ends after the
-    one under way, if any.
+    terminal ones end the loop. With ``config.async_compaction`` (MERGE_ON_READ's default) the
+    rounds' commits only schedule compactions: in the loop a thread runs them
+    (``sink.compaction.Compactor``) and the run ends after the one under way, if any;
+    a single round leaves them to :func:`compact` (``hudi-cdc compact``).
     """
     from hudi_cdc.spark import spark_session
 
@@ -750,10 +762,11 @@ def run(
     # writer is refused (or waits) for as long as this one runs, not only during its rounds.
     with writer_lease(config, spark):
         compactor = None
-        if config.async_compaction:
-            from hudi_cdc.sink.compaction import AsyncCompactor
+        if config.async_compaction and config.continuous:
+            from hudi_cdc.sink.compaction import Compactor
 
-            compactor = AsyncCompactor(spark, config.target_base_path, _write_options(config, ()))
+            compactor = Compactor(spark)
+            compactor.add(config.target_base_path, compaction_options(config))
         try:
             yield from _rounds(config, spark, sleep, compactor)
         finally:
@@ -761,11 +774,62 @@ def run(
                 compactor.close()
 
 
+def _note_pending_compactions(config: IngestConfig, spark: SparkSession | None) -> None:
+    from hudi_cdc.sink.hudi import HudiTable
+    from hudi_cdc.spark import spark_session
+
+    pending = HudiTable(spark or spark_session(), config.target_base_path).pending_compactions()
+    if pending:
+        log.info(
+            "%s: compaction %s pending; `hudi-cdc compact` (same settings) or a continuous run compacts it, "
+            "off the rounds' path",
+            config.target_table,
+            ", ".join(pending),
+        )
+
+
+@dataclass(frozen=True)
+class CompactResult:
+    """What :func:`compact` did: the plans it completed, and its seconds."""
+
+    table: str
+    base_path: str
+    compacted: list[str]
+    duration_s: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def compact(config: IngestConfig, *, spark: SparkSession | None = None) -> CompactResult:
+    """Run the MERGE_ON_READ table's pending compaction plans (its rounds scheduled them), under its writer
+    lease: refused (or waits ``lease_wait_seconds``) while another process writes or compacts the table.
+    A compaction killed mid-run stays pending; the next one rolls it back and runs it again."""
+    from hudi_cdc.sink.compaction import run_pending
+    from hudi_cdc.spark import spark_session
+
+    if config.table_type != "MERGE_ON_READ":
+        raise ConfigError(
+            f"{config.target_table}: compaction is for MERGE_ON_READ tables, and table_type is "
+            f"{config.table_type}: set --table-type mor for a MERGE_ON_READ table"
+        )
+    spark = spark or spark_session()
+    started = time.monotonic()
+    with writer_lease(config, spark):
+        compacted = run_pending(spark, config.target_base_path, compaction_options(config))
+    return CompactResult(config.target_table, config.target_base_path, compacted, time.monotonic() - started)
+
+
+def compaction_options(config: IngestConfig) -> dict[str, str]:
+    """The write options a compaction of ``config``'s table runs with (its index: the one its commits recorded)."""
+    return _write_options(config, ())
+
+
 def _rounds(
     config: IngestConfig,
     spark: SparkSession | None,
     sleep: Callable[[float], None],
-    compactor: AsyncCompactor | None,
+    compactor: Compactor | None,
 ) -> Iterator[IngestResult]:
     from hudi_cdc.checks.validate import preflight
     from hudi_cdc.spark import spark_session
@@ -781,7 +845,7 @@ def _rounds(
                 preflight(config, spark=spark or spark_session())
                 checked = True
             if compactor is not None:
-                compactor.check()
+                compactor.check(config.target_base_path)
             result = ingest_once(config, spark=spark)
             failures = 0
         except HudiCdcError as exc:
@@ -797,7 +861,9 @@ def _rounds(
             sleep(wait)
             continue
         if compactor is not None and result.committed:
-            compactor.notify()
+            compactor.notify(config.target_base_path)
+        elif result.committed and config.async_compaction and not config.continuous:
+            _note_pending_compactions(config, spark)
         yield result
         rounds += 1
         if not config.continuous or (config.max_rounds is not None and rounds >= config.max_rounds):

@@ -73,14 +73,15 @@ def test_killed_during_a_compaction_the_next_run_finishes(spark, tmp_path: Path)
     sample = SampleCustomers(tmp_path / "events", keys=300)
     sample.snapshot(rows=200)
     base = tmp_path / "table"
-    _ingest(sample, base, "mor", *COMPACT_EACH_ROUND)
+    inline = ("--compaction", "inline", *COMPACT_EACH_ROUND)
+    _ingest(sample, base, "mor", *inline)
 
     sample.changes(seed=2)
     timeline = base / ".hoodie" / "timeline"
-    kill_when_pending(_command(sample, base, "mor", *COMPACT_EACH_ROUND), timeline, "compaction")
+    kill_when_pending(_command(sample, base, "mor", *inline), timeline, "compaction")
 
     sample.changes(seed=3)
-    _ingest(sample, base, "mor", *COMPACT_EACH_ROUND)
+    _ingest(sample, base, "mor", *inline)
     assert _table(spark, base) == sample.state
     assert not pending_instants(timeline, "commit") and not pending_instants(timeline, "compaction")
 

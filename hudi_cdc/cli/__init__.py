@@ -8,6 +8,7 @@ import sys
 import click
 
 from hudi_cdc.cli.bootstrap import bootstrap
+from hudi_cdc.cli.compact import compact
 from hudi_cdc.cli.config_cmd import config
 from hudi_cdc.cli.connect import connect
 from hudi_cdc.cli.control import pause, remove, resume
@@ -43,6 +44,7 @@ def main(ctx: click.Context, verbose: int) -> None:
 
 for _command in (
     ingest,
+    compact,
     run,
     status,
     pause,

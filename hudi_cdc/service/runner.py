@@ -61,6 +61,7 @@ from hudi_cdc.service.schedule import Arrivals, committed_offsets, deadline, nex
 from hudi_cdc.service.spec import PipelineSpec, TableRef, select
 from hudi_cdc.service.states import DONE, DROPPED, FAILED, PAUSED, REMOVED, RETRYING, RUNNING, WAITING, TableState
 from hudi_cdc.sink import lease as leases
+from hudi_cdc.sink.compaction import Compactor
 from hudi_cdc.sink.object_store import configure_table
 
 if TYPE_CHECKING:
@@ -142,6 +143,9 @@ class Runner:
         # What the tables' own folders say (pause, remove, last resume: control.table_flags), for the tables it
         # holds and those its state folder pauses or removes; read at a lease's taking and at every discovery.
         self._table_flags: dict[str, control.TableFlags] = {}
+        # The MERGE_ON_READ tables' compactions (compaction = "async", the default): run off the rounds' path, one
+        # at a time, for the tables whose lease this runner holds (made when the first such table is taken).
+        self._compactor: Compactor | None = None
         self.lease_expiry_s = float(spec.defaults.get("lease_expiry_seconds", leases.DEFAULT_EXPIRY_S))
         self.metrics = PipelineMetrics(spec.name)
         self.backlog = BacklogWatch(
@@ -345,6 +349,10 @@ class Runner:
         try:
             self._loop()
         finally:
+            if self._compactor is not None:
+                # A run that ends by itself (one-shot, --max-rounds): the plans its last rounds scheduled run now,
+                # every round done, under the leases; a stop leaves a plan not yet started to the next run.
+                self._compactor.close(drain=not self._stop.is_set())
             self._release_leases()
             if self._offsets is not None:
                 self._offsets.stop()
@@ -484,7 +492,18 @@ class Runner:
         self._refused_since.pop(table.name, None)
         table.writer = "this runner"
         log.info("%s: writer lease taken (%s)", table.name, table.target)
+        if table.config.async_compaction:
+            self._compact(table)
         return self._flags_allow(table, fresh=True)
+
+    def _compact(self, table: TableState) -> None:
+        """Run the table's compactions off its rounds' path from now on (a plan left pending runs at once)."""
+        from hudi_cdc.pipeline import compaction_options
+
+        assert table.config is not None
+        if self._compactor is None:
+            self._compactor = Compactor(self.spark)
+        self._compactor.add(table.target, compaction_options(table.config))
 
     def _flags_allow(self, table: TableState, *, fresh: bool) -> bool:
         """Whether the table's own folder lets a round start: read when the lease was just taken (``fresh``: a
@@ -612,6 +631,8 @@ class Runner:
         self._table_flags.pop(name, None)  # read again when this runner takes the table next
         lease = self._leases.pop(name, None)
         if lease is not None:
+            if self._compactor is not None:
+                self._compactor.remove(lease.base_path)  # after its compaction under way: the lease covers it
             leases.unregister(lease)
 
     def _release_leases(self) -> None:
@@ -756,6 +777,8 @@ class Runner:
         if not table.checked:
             preflight(table.config, spark=self.spark)
             table.checked = True
+        if self._compactor is not None:
+            self._compactor.check(table.target)  # compaction failing again and again fails the table
         until = table.until  # read once: the cutter (on the runner's loop) may lift it meanwhile
         if until is not None:
             return self._bounded_round(table, until)
@@ -925,6 +948,8 @@ class Runner:
         self.backlog.changed(table.name)
         if self.on_round:
             self.on_round(table, result)
+        if self._compactor is not None and result.committed:
+            self._compactor.notify(table.target)  # its commit may have scheduled a plan
 
     def _round_failed(self, table: TableState, exc: Exception, now: float) -> None:
         """A round that raised: cut short by the runner's own stop, or the table's failure."""

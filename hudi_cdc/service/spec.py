@@ -629,21 +629,21 @@ def load_pipeline(path: str | os.PathLike[str], *, env: Mapping[str, str] | None
 def read_environment(env: Mapping[str, str], origin: str) -> dict[str, tuple[str, Any]]:
     """The ``HUDI_CDC__*`` variables of ``env`` as a pipeline's tables take them: setting -> (variable, value).
 
-    A variable the pipeline cannot take (a source setting, which ``[source]`` gives; ``--continuous``'s;
-    ``compaction=async``) is refused here, once, naming it, rather than failing every table."""
+    A variable the pipeline cannot take (a source setting, which ``[source]`` gives; ``--continuous``'s)
+    is refused here, once, naming it, rather than failing every table."""
     out: dict[str, tuple[str, Any]] = {}
     for variable in sorted(k for k in env if k.startswith(ENV_PREFIX)):
         where = f"environment variable {variable}"
         values = normalise_settings({variable[len(ENV_PREFIX) :].lower(): env[variable]}, where, place="env")
         for name, value in values.items():
-            problem = _env_problem(name, value, origin)
+            problem = _env_problem(name, origin)
             if problem:
                 raise ConfigError(f"{where}: {problem}; unset {variable} (it is for hudi-cdc ingest)")
             out[name] = (variable, value)
     return out
 
 
-def _env_problem(name: str, value: Any, origin: str) -> str | None:  # noqa: ANN401 - a setting's value
+def _env_problem(name: str, origin: str) -> str | None:
     if name in _ROUTE_LEVEL:
         return f"{name} is set by the pipeline's [[routes]] in {origin}, not per process"
     if name in _SOURCE_LEVEL:
@@ -652,8 +652,6 @@ def _env_problem(name: str, value: Any, origin: str) -> str | None:  # noqa: ANN
         return f"{name} of a pipeline is given on hudi-cdc run's command line (--continuous, --max-rounds)"
     if name == "checkpoint":
         return "every table of a pipeline starts from its own checkpoint"
-    if name == "compaction" and str(value).lower() == "async":
-        return 'compaction = "async" is for `hudi-cdc ingest --continuous`; hudi-cdc run compacts inline'
     return None
 
 
@@ -848,10 +846,6 @@ def _settings(raw: Any, where: str, place: str) -> dict[str, Any]:  # noqa: ANN4
     lineage = sorted(k for k in raw if k.startswith("lineage_"))
     if lineage:
         raise ConfigError(f"{where}: {', '.join(lineage)}: lineage is pipeline-wide: set it in [lineage]")
-    if raw.get("compaction") == "async":  # the runner has no compaction thread: the plans would pile up
-        raise ConfigError(
-            f'{where}: compaction = "async" is for `hudi-cdc ingest --continuous`; hudi-cdc run compacts inline'
-        )
     return normalise_settings(raw, where, place=place)
 
 

@@ -26,9 +26,10 @@ it writes them). It only ever steps aside, never holds the table up:
 - two file groups in one bucket are refused as the corruption they are (Hudi's bucket index
   refuses them too).
 
-It runs no compaction: where compaction runs inline, its commit schedules the plan and the next
-round goes to the datasource, whose inline compaction executes pending plans first; with
-``async_compaction`` the compactor (``sink.compaction``) executes it.
+It runs no compaction: its commit schedules the plan, and with ``compaction = "async"`` (the
+default) the next rounds stay its own while the compactor (``sink.compaction``: a continuous
+process's thread, or ``hudi-cdc compact``) executes the plan; where compaction runs inline the
+next round goes to the datasource, whose inline compaction executes pending plans first.
 """
 
 from __future__ import annotations

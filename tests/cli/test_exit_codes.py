@@ -20,6 +20,7 @@ DOCS = Path(__file__).resolve().parents[2] / "docs" / "cli.md"
 # Each command with a configuration error it meets before any session starts.
 BAD_CONFIGURATION: dict[str, list[str]] = {
     "ingest": ["ingest", "--source", "files", "--source-path", "/x", "--target-table", "t"],  # no target path
+    "compact": ["compact", "--source", "files", "--source-path", "/x", "--target-table", "t"],  # as ingest's
     "run": ["run", "--pipeline", MISSING],
     "status": ["status", "--pipeline", MISSING],
     "pause": ["pause", "--pipeline", MISSING, "public.orders"],

@@ -79,11 +79,13 @@ def test_the_environment_wins_over_the_file_and_source_settings_are_refused_once
     for variable, value, message in (
         ("HUDI_CDC__TOPIC", "x", "topic is a setting of the pipeline's source: a pipeline takes it from \\[source\\]"),
         ("HUDI_CDC__SOURCE_PATH", "/x", "source_path is a setting of the pipeline's source"),
-        ("HUDI_CDC__COMPACTION", "async", 'compaction = "async" is for `hudi-cdc ingest --continuous`'),
         ("HUDI_CDC__CONTINUOUS", "true", r"continuous of a pipeline .* \(--continuous, --max-rounds\)"),
     ):
         with pytest.raises(ConfigError, match=f"^environment variable {variable}: {message}.*unset {variable}"):
             load_pipeline(_write(tmp_path, KAFKA), env={variable: value})
+    # The runner compacts off the rounds' path too: async (the default) and inline are both a pipeline's to choose.
+    inline = load_pipeline(_write(tmp_path, KAFKA), env={"HUDI_CDC__COMPACTION": "inline"})
+    assert inline.table_config(TableRef("dbserver1.inventory.orders")).compaction == "inline"
     with pytest.raises(ConfigError, match="HUDI_CDC__TABLE_TYP.*did you mean table_type"):
         load_pipeline(_write(tmp_path, KAFKA), env={"HUDI_CDC__TABLE_TYP": "cow"})
     # Lineage is pipeline-wide in the file, and the environment's lineage settings reach every table.
@@ -200,10 +202,6 @@ def test_a_kafka_source_of_json_topics_needs_no_registry(tmp_path: Path) -> None
         (
             "[source]\nsource = 'files'\nsource_path = '/x'\ntables = '*'\nschema_change_topic = 'dbserver1'\n",
             "schema_change_topic is a Kafka topic name",
-        ),
-        (
-            "[source]\nsource = 'files'\nsource_path = '/x'\ntables = '*'\n[defaults]\ncompaction = 'async'\n",
-            r"\[defaults\]: compaction = \"async\" is for `hudi-cdc ingest --continuous`",
         ),
         ("[source\n", "cannot read pipeline file"),
         ("name = 'x'\n", "a \\[source\\] section is required"),

@@ -185,7 +185,7 @@ def test_compaction_is_scheduled_by_the_java_client_and_run_by_the_next_spark_ro
     sample.snapshot(rows=80)
     base = tmp_path / "table"
     table = HudiTable(spark, str(base))
-    every_other_round = ("--hoodie-conf", "hoodie.compact.inline.max.delta.commits=2")
+    every_other_round = ("--compaction", "inline", "--hoodie-conf", "hoodie.compact.inline.max.delta.commits=2")
     _ingest(sample, base, *every_other_round)
     sample.changes(seed=11)
     _ingest(sample, base, *every_other_round)

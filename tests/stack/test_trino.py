@@ -216,7 +216,7 @@ def test_mor_ro_and_rt_read_base_files_until_a_compaction(replica: Replica) -> N
     assert replica.trino(table) == read_optimized
 
     replica.change("update {t} set qty = 31 where id = 3")
-    replica.ingest("mor", "--hoodie-conf", "hoodie.compact.inline.max.delta.commits=1")
+    replica.ingest("mor", "--compaction", "inline", "--hoodie-conf", "hoodie.compact.inline.max.delta.commits=1")
     assert replica.hudi("mor", "read_optimized") == replica.source()  # compacted: the base files hold everything
     assert replica.trino(f"{table}_ro") == replica.source()
     assert replica.trino(f"{table}_rt") == replica.trino(table) == replica.source()
