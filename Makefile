@@ -8,7 +8,7 @@ JARS := $(JARS_DIR)/.fetched
 PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help install jars wheel airflow demo demo-files demo-stack test test-setup test-archive test-nostack bench bench-scale bench-freshness bench-verify bench-repair bench-first-load bench-pipeline bench-pipeline-skewed bench-pipeline-cuts bench-formats bench-rounds bench-oneshot bench-commit-cost bench-java-client bench-small-round bench-history bench-history-size bench-shape bench-index bench-toast bench-pick bench-report bench-all chaos chaos-runners test-fast lint clean stack-up stack-down stack-reset trino-up trino-down test-trino
+.PHONY: help install jars wheel airflow demo demo-files demo-stack test test-setup test-archive test-nostack bench bench-scale bench-freshness bench-verify bench-repair bench-first-load bench-pipeline bench-pipeline-skewed bench-pipeline-cuts bench-formats bench-rounds bench-oneshot bench-commit-cost bench-java-client bench-small-round bench-history bench-history-size bench-shape bench-index bench-toast bench-pick bench-report bench-all chaos chaos-runners chaos-s3a test-fast lint clean stack-up stack-down stack-reset trino-up trino-down test-trino
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -248,6 +248,11 @@ CHAOS_RUNNERS_ARGS ?= --tables 10 --kills 3
 
 chaos-runners: install stack-up ## Two runners on one 10-table pipeline, SIGKILLed by turns (inside commits, during a repair); verify; no table with two writers; results into docs/many-processes.md
 	$(PY) -m chaos.runners --markdown docs/many-processes.md $(CHAOS_RUNNERS_ARGS)
+
+CHAOS_S3A_ARGS ?= --kills 5 --table-types cow,mor
+
+chaos-s3a: install stack-up ## Kill hudi-cdc ingest inside commits on s3a tables (COW and MOR, 5 kills each) on the stack's S3 server; read back against the source
+	$(PY) -m chaos.object_store $(CHAOS_S3A_ARGS)
 
 stack-up: $(INSTALLED) | $(JARS) ## Start the local CDC stack: PostgreSQL 15, MariaDB, Hive metastore 3.1.3, SeaweedFS (S3), Kafka (KRaft), Apicurio Registry, Kafka Connect + Debezium (state in .stack/)
 	bash stack/setup.sh
