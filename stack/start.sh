@@ -86,10 +86,13 @@ wait_for kafka 60 kafka/kafka.pid grep -q 'Kafka Server started' kafka/kafka.log
 #     password: the marker, in the broker's data, goes with the data (stack/reset.sh) and names the password's hash.
 #     Kafka's ConfigCommand would take the password on its command line or echo it in an error: librdkafka's admin
 #     client, in the venv, reads it from its file instead.
-scram_mark=kafka/data/.scram-$KAFKA_SASL_USER
-scram_want=$(sha256sum kafka/tls/hudicdc.password | cut -c1-64)
-if [ "$(cat "$scram_mark" 2>/dev/null)" != "$scram_want" ]; then
-  "$PY" - "127.0.0.1:$KAFKA_PORT" "$KAFKA_SASL_USER" kafka/tls/hudicdc.password > kafka/scram.log 2>&1 <<'PYEOF' ||
+# A stack set up before the listener existed (stack/setup.sh not run since) has neither its config nor its
+# material: it starts without it, with a warning, rather than not at all (a service restart runs this script).
+if grep -q '^listeners=.*SASL_SSL' kafka/server.properties && [ -s kafka/tls/hudicdc.password ]; then
+  scram_mark=kafka/data/.scram-$KAFKA_SASL_USER
+  scram_want=$(sha256sum kafka/tls/hudicdc.password | cut -c1-64)
+  if [ "$(cat "$scram_mark" 2>/dev/null)" != "$scram_want" ]; then
+    "$PY" - "127.0.0.1:$KAFKA_PORT" "$KAFKA_SASL_USER" kafka/tls/hudicdc.password > kafka/scram.log 2>&1 <<'PYEOF' ||
 import sys
 from confluent_kafka.admin import AdminClient, ScramCredentialInfo, ScramMechanism, UserScramCredentialUpsertion
 servers, user, path = sys.argv[1:]
@@ -101,15 +104,18 @@ for future in admin.alter_user_scram_credentials([UserScramCredentialUpsertion(u
     future.result(timeout=30)
 print(f"SCRAM-SHA-512 user {user} set")
 PYEOF
-    { echo "adding the SCRAM user failed, see $STACK/kafka/scram.log" >&2; exit 1; }
-  echo "$scram_want" > "$scram_mark"
-fi
-sasl_up() { (exec 3<>/dev/tcp/127.0.0.1/$KAFKA_SASL_PORT); }
-if [ -n "$kafka_new" ] || sasl_up 2>/dev/null; then
-  wait_for kafka-sasl-ssl 30 kafka/kafka.pid sasl_up
-else  # a broker started before its config had the listener: the rest of the stack still serves
-  echo "warning: the running Kafka has no SASL_SSL listener on $KAFKA_SASL_PORT (started from an older config):" \
-    "make stack-down && make stack-up adds it" >&2
+      { echo "adding the SCRAM user failed, see $STACK/kafka/scram.log" >&2; exit 1; }
+    echo "$scram_want" > "$scram_mark"
+  fi
+  sasl_up() { (exec 3<>/dev/tcp/127.0.0.1/$KAFKA_SASL_PORT); }
+  if [ -n "$kafka_new" ] || sasl_up 2>/dev/null; then
+    wait_for kafka-sasl-ssl 30 kafka/kafka.pid sasl_up
+  else  # a broker started before its config had the listener: the rest of the stack still serves
+    echo "warning: the running Kafka has no SASL_SSL listener on $KAFKA_SASL_PORT (started from an older config):" \
+      "make stack-down && make stack-up adds it" >&2
+  fi
+else
+  echo "warning: no SASL_SSL listener in $STACK/kafka/server.properties: stack/setup.sh (make stack-up) adds it" >&2
 fi
 
 # 3. Apicurio Registry 3.0.9, H2 in a file under .stack: schema ids must outlive a restart, since
@@ -126,15 +132,19 @@ wait_for apicurio 90 apicurio/apicurio.pid curl -sf http://127.0.0.1:$APICURIO_P
 # 3b. The same registry asking for a login (HTTP basic; apicurio/auth/users, made by setup.sh) on the next port: a
 #     proxy in front of it (hudi_cdc/testing/registry_proxy.py, stdlib only: run as a file, the package not imported;
 #     Apicurio itself authenticates through OIDC only).
-if ! alive apicurio/auth-proxy.pid; then
-  (cd apicurio; setsid nohup "$PY" "$REPO/hudi_cdc/testing/registry_proxy.py" --listen 127.0.0.1:$APICURIO_AUTH_PORT \
-     --upstream http://127.0.0.1:$APICURIO_PORT --users-file "$STACK/apicurio/auth/users" > auth-proxy.log 2>&1 < /dev/null &
-   echo $! > auth-proxy.pid)
+if [ -s apicurio/auth/users ]; then
+  if ! alive apicurio/auth-proxy.pid; then
+    (cd apicurio; setsid nohup "$PY" "$REPO/hudi_cdc/testing/registry_proxy.py" --listen 127.0.0.1:$APICURIO_AUTH_PORT \
+       --upstream http://127.0.0.1:$APICURIO_PORT --users-file "$STACK/apicurio/auth/users" > auth-proxy.log 2>&1 < /dev/null &
+     echo $! > auth-proxy.pid)
+  fi
+  # Ready when it refuses a request without a login (401) and passes one with it.
+  auth_ready() { [ "$(curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:$APICURIO_AUTH_PORT/apis/ccompat/v7/subjects)" = 401 ] &&
+    curl -sf -o /dev/null -u "hudicdc:$(cat apicurio/auth/hudicdc.password)" http://127.0.0.1:$APICURIO_AUTH_PORT/apis/ccompat/v7/subjects; }
+  wait_for registry-auth 30 apicurio/auth-proxy.pid auth_ready
+else
+  echo "warning: no $STACK/apicurio/auth/users: stack/setup.sh (make stack-up) makes the registry's login" >&2
 fi
-# Ready when it refuses a request without a login (401) and passes one with it.
-auth_ready() { [ "$(curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:$APICURIO_AUTH_PORT/apis/ccompat/v7/subjects)" = 401 ] &&
-  curl -sf -o /dev/null -u "hudicdc:$(cat apicurio/auth/hudicdc.password)" http://127.0.0.1:$APICURIO_AUTH_PORT/apis/ccompat/v7/subjects; }
-wait_for registry-auth 30 apicurio/auth-proxy.pid auth_ready
 
 # 4. Kafka Connect standalone with the Debezium connectors (Postgres, MariaDB)
 if ! alive connect/connect.pid; then
