@@ -137,6 +137,7 @@ class Cutter:
     ) -> None:
         from hudi_cdc.sources.kafka import client_conf
         from hudi_cdc.sources.kafka_security import KafkaSecurity
+        from hudi_cdc.sources.registry import RegistryLogin
         from hudi_cdc.sources.transactions import TransactionReader
 
         self.spec = spec
@@ -150,6 +151,7 @@ class Cutter:
             str(spec.source.schema_registry_url),
             client_conf(spec.defaults.get("hoodie_conf", {}), KafkaSecurity.of(spec.source)),
             flavor=spec.source.flavor,
+            registry_login=RegistryLogin.of(spec.source),
         )
         self.next_at = now + interval_s
         self.underway: _Underway | None = None
