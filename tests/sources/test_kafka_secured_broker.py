@@ -43,7 +43,10 @@ PASSWORD_VAR = "HUDI_CDC_TEST_KAFKA_PASSWORD"
 COLUMNS = [("id", "long"), ("name", ["null", "string"])]
 
 
-STACK_SASL_PORT, STACK_REGISTRY_LOGIN_PORT = 59094, 58081
+# The stack's ports (stack/env.sh; the same variables move them, as for a stack under HUDI_CDC_STACK_DIR).
+STACK_KAFKA_PORT = int(os.environ.get("HUDI_CDC_KAFKA_PORT") or PORTS["kafka"])
+STACK_SASL_PORT = int(os.environ.get("HUDI_CDC_KAFKA_SASL_PORT") or 59094)
+STACK_REGISTRY_LOGIN_PORT = int(os.environ.get("HUDI_CDC_APICURIO_AUTH_PORT") or 58081)
 
 
 @dataclass
@@ -63,10 +66,10 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Listener]:
     """The stack's SASL_SSL listener when it is up; else a private KRaft broker with one (about 13 s to start
     here: certificates, storage format with the SCRAM user, broker up), once for the module."""
     tls = STACK / "kafka/tls"
-    if _listening(PORTS["kafka"]) and _listening(STACK_SASL_PORT) and (tls / "hudicdc.password").exists():
+    if _listening(STACK_KAFKA_PORT) and _listening(STACK_SASL_PORT) and (tls / "hudicdc.password").exists():
         password = (tls / "hudicdc.password").read_text().strip()
         yield Listener(
-            f"127.0.0.1:{PORTS['kafka']}", f"127.0.0.1:{STACK_SASL_PORT}", "hudicdc", password, tls / "ca.pem"
+            f"127.0.0.1:{STACK_KAFKA_PORT}", f"127.0.0.1:{STACK_SASL_PORT}", "hudicdc", password, tls / "ca.pem"
         )
         return
     if os.environ.get("CI") == "true":

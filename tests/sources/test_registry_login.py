@@ -24,7 +24,7 @@ from hudi_cdc.testing.registry_proxy import serve
 from tests.stack.conftest import PORTS, REGISTRY, _listening
 
 STACK = Path(os.environ.get("HUDI_CDC_STACK_DIR") or Path(__file__).resolve().parents[2] / ".stack")
-STACK_LOGIN_PORT = 58081
+STACK_LOGIN_PORT = int(os.environ.get("HUDI_CDC_APICURIO_AUTH_PORT") or 58081)  # stack/env.sh's variable
 KAFKA = dict(
     source="kafka",
     topic="db.public.t",
