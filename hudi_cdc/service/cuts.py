@@ -37,7 +37,17 @@ if TYPE_CHECKING:
 
     from hudi_cdc.service.spec import PipelineSpec
 
-__all__ = ["CutPlan", "CutStore", "TableScan", "collections_of", "plan_cut", "plan_or_why", "read_consistent"]
+__all__ = [
+    "CutPlan",
+    "CutStore",
+    "TableScan",
+    "collections_of",
+    "event_counts",
+    "event_key",
+    "plan_cut",
+    "plan_or_why",
+    "read_consistent",
+]
 
 CUTS_FILE = "cuts.json"
 KEPT_CUTS = 500
@@ -63,6 +73,10 @@ class TableScan:
     """The data collections (source tables, as the END events name them) its events come from: more than
     its name for a route or a renamed topic, several for a merge. Those its events name are added; none at
     all: ``name``."""
+    seen: Mapping[str, int] | None = None
+    """Per transaction, how many distinct events of it the messages hold (each ``data_collection_order``
+    once); None: counted from ``events``. Given, ``events`` need only hold the first message of each run of
+    one transaction's messages in a partition (the runner keeps those, :mod:`hudi_cdc.service.cutter`)."""
 
 
 def collections_of(table: TableScan) -> frozenset[str]:
@@ -131,23 +145,33 @@ def _complete_until(table: TableScan, ends: Sequence[TransactionEnd]) -> tuple[i
     """The last END index up to which the table's topic holds every event of every transaction, and why
     not further."""
     collections = collections_of(table)
-    seen: dict[str, set[tuple[object, ...]]] = {}
-    for event in table.events:
-        if event.transaction is not None and not event.tombstone:
-            # A message delivered twice (a producer's resend, a connector restart) is one event.
-            one = (event.collection, event.order) if event.order is not None else (event.partition, event.offset)
-            seen.setdefault(event.transaction, set()).add(one)
+    counts = table.seen if table.seen is not None else event_counts(table.events)
     for i, end in enumerate(ends):
         if end.undecodable:
             return i - 1, f"the transaction topic's message at offset {end.offset} does not decode"
         needed = sum(end.counts.get(c, 0) for c in collections)
-        got = len(seen.get(end.match, ()))
+        got = counts.get(end.match, 0)
         if end.offset > table.ended_before and got < needed:
             return i - 1, (
                 f"{table.name} holds {got} of the {needed} events transaction {end.id} wrote to "
                 f"{', '.join(sorted(collections))}"
             )
     return len(ends) - 1, ""
+
+
+def event_key(event: TableEvent) -> tuple[object, ...]:
+    """What makes two messages of a transaction one event: its place among its transaction's events of its
+    collection (a message delivered twice, by a producer's resend or a connector restart, is one event)."""
+    return (event.collection, event.order) if event.order is not None else (event.partition, event.offset)
+
+
+def event_counts(events: Sequence[TableEvent]) -> dict[str, int]:
+    """Per transaction, its distinct events among ``events`` (tombstones and snapshot reads are none's)."""
+    seen: dict[str, set[tuple[object, ...]]] = {}
+    for event in events:
+        if event.transaction is not None and not event.tombstone:
+            seen.setdefault(event.transaction, set()).add(event_key(event))
+    return {t: len(s) for t, s in seen.items()}
 
 
 def _ranked(table: TableScan, order: Mapping[str, int]) -> dict[int, list[tuple[int, int, TableEvent]]]:

@@ -23,6 +23,7 @@ before, leaves no cut: the next one is planned afresh at a later transaction.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
@@ -35,7 +36,16 @@ from typing import TYPE_CHECKING, Any
 from hudi_cdc.errors import ConfigError, SourceError
 from hudi_cdc.service.cut_repairs import held_by_repairs
 from hudi_cdc.service.cut_retention import PIN_LIFETIME_S, CutPins, oldest_commits
-from hudi_cdc.service.cuts import CutPlan, CutStore, TableScan, collections_of, new_cut, plan_or_why, restarted
+from hudi_cdc.service.cuts import (
+    CutPlan,
+    CutStore,
+    TableScan,
+    collections_of,
+    event_key,
+    new_cut,
+    plan_or_why,
+    restarted,
+)
 from hudi_cdc.service.schedule import committed_offsets
 from hudi_cdc.service.states import RUNNING, WAITING, TableState
 from hudi_cdc.sources.transactions import topic_collection, topic_server
@@ -91,12 +101,56 @@ class _EndTail:
 @dataclass
 class _TableTail:
     """A table's messages since its place in the previous cut (``starts``; empty: from the oldest retained),
-    kept between plans: read on from ``end``."""
+    kept between plans, read on from ``end``: only what a plan needs of them. Per partition the first message
+    of each run of one transaction's messages (where a cut can fall: :func:`hudi_cdc.service.cuts.plan_or_why`
+    ranks messages by their transaction), and per transaction its distinct events, so a plan's work grows
+    with the transactions since the previous cut, not with their messages."""
 
     topic: str
     starts: dict[int, int]
-    events: list[TableEvent] = field(default_factory=list)
     end: dict[int, int] = field(default_factory=dict)
+    heads: list[TableEvent] = field(default_factory=list)  # the first message of each run, in arrival order
+    last: dict[int, tuple[object, ...] | None] = field(default_factory=dict)  # partition -> its last run's key
+    events: dict[str, set[tuple[object, ...]]] = field(default_factory=dict)  # transaction -> its events
+    spans: dict[str, dict[int, int]] = field(default_factory=dict)  # transaction -> partition -> last offset
+    collections: set[str] = field(default_factory=set)  # those its messages name
+
+    def add(self, events: Iterable[TableEvent]) -> None:
+        for event in sorted(events, key=lambda e: (e.partition, e.offset)):
+            if event.collection is not None:
+                self.collections.add(event.collection)
+            if event.transaction is not None and not event.tombstone:
+                self.events.setdefault(event.transaction, set()).add(event_key(event))
+                span = self.spans.setdefault(event.transaction, {})
+                span[event.partition] = max(span.get(event.partition, -1), event.offset)
+            # A tombstone goes with the delete before it; a message that does not decode ranks after all.
+            key: tuple[object, ...] | None
+            if event.tombstone:
+                key = self.last.get(event.partition)
+            else:
+                key = ("undecodable",) if event.undecodable else ("transaction", event.transaction)
+            if event.partition in self.last and self.last[event.partition] == key:
+                continue
+            self.heads.append(event)
+            self.last[event.partition] = key
+
+    def forget_before(self, starts: Mapping[int, int]) -> None:
+        """Drop what lies before ``starts`` (partition -> offset): a run that goes on past it starts there."""
+        ahead: dict[int, int] = {}  # partition -> the offset the run after the one being looked at starts
+        kept: list[TableEvent] = []
+        for event in sorted(self.heads, key=lambda e: (e.partition, -e.offset)):
+            start = starts.get(event.partition, 0)
+            ends_at = ahead.get(event.partition, self.end.get(event.partition, event.offset + 1))
+            ahead[event.partition] = event.offset
+            if event.offset >= start:
+                kept.append(event)
+            elif ends_at > start:
+                kept.append(dataclasses.replace(event, offset=start))
+        self.heads = sorted(kept, key=lambda e: (e.partition, e.offset))
+        gone = [t for t, span in self.spans.items() if all(o < starts.get(p, 0) for p, o in span.items())]
+        for transaction in gone:
+            del self.events[transaction], self.spans[transaction]
+        self.starts = dict(starts)
 
 
 class _Head(tuple):  # type: ignore[type-arg]
@@ -450,15 +504,21 @@ class Cutter:
         for name, (table, _, offsets) in heads.items():
             before = {int(p): int(o) for p, o in previous.get(name, {}).get("offsets", {}).items()}
             starts = {p: min(before.get(p, o), o) for p, o in offsets.items()} if before else {}
-            events, end = self._tail(name, table.topic, starts)
+            tail = self._tail(name, table.topic, starts)
             ended_before = int(newest["transaction_offset"]) if before else -1
             # Matched by source collection: a route's table is named after its target, a renamed topic's events
             # name theirs in their source block; those of the previous cut stay known when no event names them.
             collections = {topic_collection(table.topic, flavor), *previous.get(name, {}).get("collections", ())}
-            scans.append(TableScan(name, ahead[name], events, end, ended_before, frozenset(collections)))
+            collections |= tail.collections
+            seen = {t: len(e) for t, e in tail.events.items()}
+            scans.append(
+                TableScan(
+                    name, ahead[name], list(tail.heads), dict(tail.end), ended_before, frozenset(collections), seen=seen
+                )  # fmt: skip
+            )
         return scans
 
-    def _tail(self, name: str, topic: str, starts: dict[int, int]) -> tuple[list[TableEvent], dict[int, int]]:
+    def _tail(self, name: str, topic: str, starts: dict[int, int]) -> _TableTail:
         """The table's messages from ``starts`` (empty: the oldest retained) to its topic's end: those kept
         from the previous plans, and what arrived since."""
         tail = self._tails.get(name)
@@ -469,15 +529,15 @@ class Cutter:
         )
         if tail is None or not held:
             events, end = self.reader.events(topic, starts)
-            tail = self._tails[name] = _TableTail(topic, dict(starts), list(events), dict(end))
-            return list(tail.events), dict(tail.end)
+            tail = self._tails[name] = _TableTail(topic, dict(starts), dict(end))
+            tail.add(events)
+            return tail
         if starts != tail.starts:  # its place in the previous cut moved on: what is before it is not needed
-            tail.events = [e for e in tail.events if e.offset >= starts.get(e.partition, 0)]
-            tail.starts = dict(starts)
+            tail.forget_before(starts)
         events, end = self.reader.events(topic, tail.end)
-        tail.events.extend(events)
+        tail.add(events)
         tail.end = {**tail.end, **end}
-        return list(tail.events), dict(tail.end)
+        return tail
 
     def round_done(self, table: TableState, commit: str | None, now: float, *, quarantined: int = 0) -> None:
         """A bound round of ``table`` ended: committed at the cut (``commit``) or not (None: the cut is
@@ -588,9 +648,7 @@ class Cutter:
         for name, table in cut["tables"].items():
             kept = self._tails.get(name)
             if kept is not None:
-                starts = {int(p): int(o) for p, o in table["offsets"].items()}
-                kept.events = [e for e in kept.events if e.offset >= starts.get(e.partition, 0)]
-                kept.starts = starts
+                kept.forget_before({int(p): int(o) for p, o in table["offsets"].items()})
 
 
 def _at(anchor: tuple[int, str]) -> dict[str, Any]:

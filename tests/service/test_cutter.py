@@ -367,3 +367,67 @@ def test_a_repair_committed_while_a_cut_waits_for_its_table_abandons_the_cut(
     blocked = cut.blocked_now()
     assert _recorded(cut) == [] and table.until is None and cut.underway is None
     assert blocked is not None and blocked["reason"] == "abandoned: s.a was repaired while the cut waited for it"
+
+def test_a_plan_on_the_kept_runs_and_counts_is_the_plan_on_every_message() -> None:
+    """What the cutter keeps of a table's messages (the first of each run of one transaction, and each
+    transaction's distinct events) plans every cut where all the messages would, before and after a cut
+    moves the table's place on; over generated topics with redeliveries, tombstones, snapshot reads, messages
+    that do not decode and transactions still arriving."""
+    import random
+
+    from hudi_cdc.service.cuts import TableScan, plan_or_why
+
+    rng = random.Random(56)
+    planned = planned_after = 0
+    for _ in range(300):
+        ends = [TransactionEnd(o, f"t{o}", {"s.a": 0}) for o in range(1, 9)]
+        counts: dict[str, int] = {}
+        events: list[TableEvent] = []
+        offsets = {0: 0, 1: 0}
+        for end in ends + [TransactionEnd(99, "t99")]:  # t99: no END read yet
+            for k in range(rng.randint(0, 3)):
+                p = rng.randint(0, 1)
+                kind = rng.random()
+                if kind < 0.05:
+                    events.append(TableEvent(p, offsets[p], None))  # a snapshot read
+                elif kind < 0.08:
+                    events.append(TableEvent(p, offsets[p], None, undecodable=True))
+                else:
+                    events.append(TableEvent(p, offsets[p], end.id, collection="s.a", order=k))
+                    counts[end.id] = k + 1
+                    if rng.random() < 0.1:  # redelivered
+                        offsets[p] += 1
+                        events.append(TableEvent(p, offsets[p], end.id, collection="s.a", order=k))
+                    if rng.random() < 0.1:
+                        offsets[p] += 1
+                        events.append(TableEvent(p, offsets[p], None, tombstone=True))
+                offsets[p] += 1
+        ends = [TransactionEnd(e.offset, e.id, {"s.a": rng.choice([counts.get(e.id, 0)] * 5 + [9])}) for e in ends]
+        end = {p: o for p, o in offsets.items()}
+        tail = cutter._TableTail("srv.s.a", {}, dict(end))  # noqa: SLF001
+        split = rng.randint(0, len(events))
+        tail.add(events[:split])
+        tail.add(events[split:])  # read by two plans
+
+        def kept(t: cutter._TableTail) -> TableScan:  # noqa: SLF001
+            seen = {x: len(e) for x, e in t.events.items()}
+            return TableScan("s.a", {}, list(t.heads), dict(t.end), -1, frozenset({"s.a"}), seen=seen)
+
+        first = ends[: rng.randint(1, len(ends))]  # the ENDs read by the first cut's plan
+        whole = plan_or_why(first, [TableScan("s.a", {}, events, end, -1, frozenset({"s.a"}))])
+        assert plan_or_why(first, [kept(tail)]) == whole
+        if isinstance(whole, str):
+            continue
+        planned += 1
+        # The cut is recorded: the next plan starts from its offsets and its END.
+        starts = dict(whole.offsets["s.a"])
+        tail.forget_before(starts)
+        later = [e for e in ends if e.offset > whole.end.offset]
+        rest = [e for e in events if e.offset >= starts[e.partition]]
+        after = TableScan("s.a", {}, rest, end, whole.end.offset, frozenset({"s.a"}))
+        again = kept(tail)
+        again = TableScan("s.a", {}, again.events, again.end, whole.end.offset, again.collections, seen=again.seen)
+        assert plan_or_why(later, [again]) == plan_or_why(later, [after])
+        planned_after += not isinstance(plan_or_why(later, [after]), str)
+    assert planned > 100 and planned_after > 30  # most generated topics have cuts to plan
+
