@@ -430,4 +430,3 @@ def test_a_plan_on_the_kept_runs_and_counts_is_the_plan_on_every_message() -> No
         assert plan_or_why(later, [again]) == plan_or_why(later, [after])
         planned_after += not isinstance(plan_or_why(later, [after]), str)
     assert planned > 100 and planned_after > 30  # most generated topics have cuts to plan
-
