@@ -368,6 +368,7 @@ def test_a_repair_committed_while_a_cut_waits_for_its_table_abandons_the_cut(
     assert _recorded(cut) == [] and table.until is None and cut.underway is None
     assert blocked is not None and blocked["reason"] == "abandoned: s.a was repaired while the cut waited for it"
 
+
 def test_a_plan_on_the_kept_runs_and_counts_is_the_plan_on_every_message() -> None:
     """What the cutter keeps of a table's messages (the first of each run of one transaction, and each
     transaction's distinct events) plans every cut where all the messages would, before and after a cut
