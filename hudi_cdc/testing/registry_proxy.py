@@ -55,6 +55,8 @@ def _handler(upstream: str, users: dict[str, str]) -> type[BaseHTTPRequestHandle
             return expected is not None and hmac.compare_digest(expected.encode(), password.encode())
 
         def _forward(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            payload = self.rfile.read(length) if length else None  # read even when refused: the connection stays usable
             if not self._allowed():
                 body = b'{"error_code":401,"message":"Unauthorized: this registry needs a login (HTTP basic)"}'
                 self.send_response(401)
@@ -64,8 +66,6 @@ def _handler(upstream: str, users: dict[str, str]) -> type[BaseHTTPRequestHandle
                 self.end_headers()
                 self.wfile.write(body)
                 return
-            length = int(self.headers.get("Content-Length") or 0)
-            payload = self.rfile.read(length) if length else None
             headers = {
                 k: v for k, v in self.headers.items() if k.lower() not in _HOP_BY_HOP | {"authorization", "host"}
             }
