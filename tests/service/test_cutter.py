@@ -431,3 +431,43 @@ def test_a_plan_on_the_kept_runs_and_counts_is_the_plan_on_every_message() -> No
         assert plan_or_why(later, [again]) == plan_or_why(later, [after])
         planned_after += not isinstance(plan_or_why(later, [after]), str)
     assert planned > 100 and planned_after > 30  # most generated topics have cuts to plan
+
+
+def test_the_cuts_transaction_reader_logs_in_to_the_registry(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cutter decodes END events with schemas from the registry: with [source]'s login, as every other
+    registry client does (a registry asking for one refused every plan when the cutter was built without it)."""
+    import base64
+    import json
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    wanted = "Basic " + base64.b64encode(b"cuts:s3cret").decode()
+
+    class Registry(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 - http.server's name
+            ok = self.headers.get("Authorization") == wanted
+            body = json.dumps({"schema": '"string"'} if ok else {"error_code": 401, "message": "Unauthorized"})
+            self.send_response(200 if ok else 401)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            self.wfile.write(body.encode())
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Registry)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        monkeypatch.setenv("CUTS_REGISTRY_PASSWORD", "s3cret")
+        path = tmp_path / "p.toml"
+        path.write_text(
+            "[source]\nsource = 'kafka'\nbootstrap_servers = 'x:1'\n"
+            f"schema_registry_url = 'http://127.0.0.1:{server.server_port}'\nschema_registry_username = 'cuts'\n"
+            "schema_registry_password_env = 'CUTS_REGISTRY_PASSWORD'\ntables = '*'\n"
+            "[defaults]\ntarget_base_path = '/lake/{table}'\ntarget_table = '{table}'\n"
+            "[run]\nconsistent_cut_interval_seconds = 10\n"
+        )
+        cut = cutter.Cutter(load_pipeline(path), None, 10, now=0.0)  # type: ignore[arg-type]
+        assert cut.reader._registry.schema(4242) == "string"  # the reader's own registry client, logged in
+    finally:
+        server.shutdown()
