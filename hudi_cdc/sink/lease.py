@@ -336,13 +336,15 @@ class _HadoopStore:
         return tmp
 
     def names(self) -> list[str]:
-        if not self._fs.exists(self._folder):
-            return []
-        return [
-            s.getPath().getName()
-            for s in self._fs.listStatus(self._folder)
-            if not s.getPath().getName().startswith(".")
-        ]
+        try:
+            found = self._fs.listStatus(self._folder)
+        except Exception as exc:  # noqa: BLE001 - py4j's wrapper of FileNotFoundException
+            # No folder yet; or, on an object store, its last file deleted a moment ago (a folder there is
+            # only the prefix of its files).
+            if "FileNotFoundException" in str(exc):
+                return []
+            raise
+        return [s.getPath().getName() for s in found if not s.getPath().getName().startswith(".")]
 
     def read(self, name: str) -> bytes | None:
         path = self._path(name)
