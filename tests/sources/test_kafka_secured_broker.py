@@ -379,3 +379,35 @@ def test_spark_kafka_clients_refusals_are_the_same_clear_errors(
         assert "set kafka_ssl_ca_file" in str(error)
     assert attempted not in str(error) and broker.password not in str(error)
     assert took < 30, f"{took:.1f}s: Spark's client retried a refusal for long"
+
+
+def test_a_password_rotated_under_a_round_is_the_clear_error_from_the_executors_read(
+    spark, broker: Listener, registry: Registry, tmp_path: Path, monkeypatch, capfd
+) -> None:
+    """The round plans with the password its file held (librdkafka, accepted); the file then changes before
+    the executors' read, whose Java client reads it again and is refused: the round ends with the clear
+    error, through the pipeline's own mapping, not a decode or write failure."""
+    from hudi_cdc.sources.kafka import KafkaSource
+
+    topic = Topic(broker, registry)
+    topic.send([pg_event("c", lsn=10 + k, after=row(k, f"n{k}")) for k in range(3)])
+    secret = tmp_path / "kafka.password"
+    secret.write_text(broker.password)
+    attempted = "Wr0ng-" + uuid.uuid4().hex[:8]
+    read = KafkaSource._read_on_executors
+
+    def rotated_then_read(self: KafkaSource, ranges: Any) -> Any:  # noqa: ANN401
+        secret.write_text(attempted)  # a rotation between the plan and the read
+        return read(self, ranges)
+
+    monkeypatch.setattr(KafkaSource, "_read_on_executors", rotated_then_read)
+    done = ingest(
+        broker, registry, topic, str(tmp_path / "t"),
+        "--kafka-sasl-password-file", str(secret), "--kafka-driver-read-max-messages", "0",
+    )  # fmt: skip
+    assert done.exit_code == 2, done.output
+    assert f"Kafka at {broker.secured} refused hudi-cdc's login: Spark's Kafka client: " in done.output
+    assert "SaslAuthenticationException" in done.output and "decoding" not in done.output
+    captured = capfd.readouterr()
+    for text in (done.output, captured.out, captured.err):
+        assert attempted not in text and broker.password not in text
