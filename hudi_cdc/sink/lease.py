@@ -518,7 +518,7 @@ def _probe(store: _S3Store) -> bool:
                     f"second PUT of s3a://{store._bucket}/{store._key(name)} with `If-None-Match: *` was "  # noqa: SLF001
                     f"{'accepted' if second is not None else 'refused before the key existed'} (it must answer "
                     f"412), so two processes could both take {store.what}. Nothing was written to the table. Use a "
-                    "store that honours them (AWS S3, MinIO, SeaweedFS, Ceph RGW of 2024 on), or put the table on "
+                    "store that honours them (AWS S3 does, since August 2024), or put the table on "
                     "HDFS or a local path (docs/many-processes.md)"
                 )
             if_match = store.put(name, b"{}", ("If-Match", '"0123456789abcdef0123456789abcdef"')) is None
