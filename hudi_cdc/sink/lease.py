@@ -440,7 +440,10 @@ class _S3Store(_HadoopStore):
             self._bucket, self._key(name), self._jvm.java.io.ByteArrayInputStream(bytearray(data)), metadata
         )
         if condition is not None:
-            request.putCustomRequestHeader(*condition)
+            header, value = condition
+            if header == "If-Match" and not value.startswith('"'):
+                value = f'"{value}"'  # an entity tag is quoted (RFC 9110); the SDK hands it back bare
+            request.putCustomRequestHeader(header, value)
         try:
             return str(self._s3.putObject(request).getETag())
         except Exception as exc:  # noqa: BLE001 - py4j's wrapper of AmazonS3Exception

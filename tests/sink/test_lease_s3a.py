@@ -17,6 +17,7 @@ every PUT stands in for one (no real store at hand does that).
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import http.server
 import json
@@ -35,7 +36,7 @@ from typing import Any
 import pytest
 
 from hudi_cdc import ingest
-from hudi_cdc.errors import ConfigError, LeaseHeldError
+from hudi_cdc.errors import ConfigError, LeaseHeldError, LeaseLostError
 from hudi_cdc.sink import lease as lease_mod
 from hudi_cdc.sink.lease import LEASE_FOLDER, LeaseOwner, TableLease, lease_holder
 from hudi_cdc.testing.samples import SampleCustomers
@@ -232,6 +233,26 @@ def test_a_held_table_is_refused_then_taken_over_after_the_killed_holders_expiry
 def _fs(spark: Any, base: str) -> Any:  # noqa: ANN401
     path = spark._jvm.org.apache.hadoop.fs.Path(base)
     return path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+
+
+def test_a_renewal_is_conditional_on_the_holders_etag(reader: Any) -> None:  # noqa: ANN401, F811
+    """The holder rewrites its file only while it is what it wrote last (``If-Match``): rewritten by anyone
+    else, the holder's next renewal fails and it knows the lease is no longer its own."""
+    base = f"{_prefix()}/t"
+    held = TableLease(base, owner=_dead("a"), expiry_s=60, spark=reader)
+    assert held.try_acquire() is None
+    lease_mod._Heartbeat.get().discard(held)  # renewals by hand here
+    assert held.renew() and lease_holder(base, spark=reader).heartbeat == held.record.heartbeat  # type: ignore[union-attr]
+    assert lease_mod._store(base, reader)._if_match  # type: ignore[attr-defined]  # the probe found If-Match honoured
+    other = lease_mod._store(base, reader)  # another writer's view: it knows no ETag, so it overwrites
+    record = lease_holder(base, spark=reader)
+    assert record is not None
+    # The same owner and generation, so only the ETag tells: a stale copy of the holder written back, say.
+    other.replace("000000000001.json", dataclasses.replace(record, released=True).to_json())
+    assert not held.renew() and held.lost is not None and held.lost.released
+    assert lease_holder(base, spark=reader).released  # type: ignore[union-attr]  # not overwritten by the renewal
+    with pytest.raises(LeaseLostError):
+        held.check()
 
 
 class _IgnoresConditions(http.server.BaseHTTPRequestHandler):
