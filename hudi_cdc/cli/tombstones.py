@@ -66,7 +66,10 @@ def tombstones(
             record_key_fields=split_list(record_key_field),
             tombstone_path=tombstone_path,
         )
+    from hudi_cdc.sink.object_store import configure_table
+
     hours = config.tombstone_retention_hours if tombstone_retention_hours is None else tombstone_retention_hours
+    configure_table(session(), config)  # a pipeline's s3a:// table: its buckets' settings (a bare path: Spark's)
     store = TombstoneStore(session(), config.resolved_tombstone_path, key_fields=config.record_key_fields)
     purged = 0
     if purge:

@@ -81,6 +81,9 @@ def quarantine_report(spark: SparkSession, config: IngestConfig, *, limit: int =
     """Counts by state and reason, and the oldest ``limit`` events still quarantined."""
     from pyspark.sql import functions as F
 
+    from hudi_cdc.sink.object_store import configure_table
+
+    configure_table(spark, config)  # an s3a:// table's buckets (the quarantine's too), before it is read
     store = _store(spark, config)
     rows = store.read()
     if rows is None:

@@ -253,10 +253,12 @@ def _table(
     """The table's status but its backlog, and where it stands (None when that cannot be read)."""
     from hudi_cdc.sink.hudi import HudiTable
     from hudi_cdc.sink.lease import lease_holder
+    from hudi_cdc.sink.object_store import configure_table
 
     state = (known or {}).get("state") or "idle"
     try:
         config = spec.table_config(ref)
+        configure_table(spark, config)  # an s3a:// table's buckets, before its folder is read
     except HudiCdcError as exc:  # its settings are refused: reported, the other tables still are
         return TableStatus(ref.name, ref.topic, "?", "failed", last_error=str(exc)), None
     try:  # the table's own folder: a pause or remove given through another runner's state folder counts too
