@@ -1,6 +1,7 @@
 """Where a one-shot round's wall time goes (a scheduler's run: Airflow, cron), JIT and class-data archive compared.
 
     python -m bench.oneshot [--keys 50000] [--events 5000] [--repeats 3] [--jdks JAVA_HOME[,SPARK_HOME] ...]
+        [--settings NAME ...] [--lake s3a://bucket/folder --s3-endpoint URL]
 
 A COW table of ``--keys`` rows is loaded from generated Debezium files (not timed). Then each
 measured run adds one file of ``--events`` events (90% updates, 5% inserts, 5% deletes) and
@@ -18,6 +19,10 @@ the jars, so that jars rebuilt meanwhile do not make the archive stop fitting. `
 other JDKs (with another ``SPARK_HOME`` if given), each with JIT quick and its archive (on Java
 25 an AOT cache) off and on; what building each archive and the first round did is recorded.
 At the end the table is read back and must equal the rows the generated events leave.
+
+``--lake`` runs each setting twice, alternated, against two tables fed the same way from two folders of
+events: one on the local disk, one under the lake's URI (an ``s3a://`` folder: the credentials come
+from the environment, the endpoint from ``--s3-endpoint``); ``--settings`` keeps the named settings only.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ import sys
 import time
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 REPO = Path(__file__).resolve().parent.parent
 PROBE_ENV = "HUDI_CDC_BENCH_ONESHOT_PROBE"
@@ -133,10 +139,11 @@ class Events:
         write_events(self.folder / f"{self.files:05d}.avro", self.schema, events)
 
 
-def ingest_args(events: Events, base: Path) -> list[str]:
+def ingest_args(events: Events, base: Path | str, s3_endpoint: str | None = None) -> list[str]:
     return [
         "ingest", "--source", "files", "--source-path", str(events.folder), "--target-base-path", str(base),
         "--target-table", "oneshot", "--record-key-fields", "id", "--table-type", "cow", "--json",
+        *(["--s3-endpoint", s3_endpoint] if s3_endpoint and str(base).startswith("s3a://") else []),
     ]  # fmt: skip
 
 
@@ -227,10 +234,15 @@ def jdk_settings(entry: str) -> tuple[str, dict[str, str], dict[str, dict[str, s
     )
 
 
-def check_table(base: Path, rows: dict[int, tuple[str, str]]) -> bool:
+def check_table(base: Path | str, rows: dict[int, tuple[str, str]], s3_endpoint: str | None = None) -> bool:
+    from hudi_cdc.sink.object_store import bucket_settings, buckets
     from hudi_cdc.spark import spark_session
 
-    spark = spark_session(app_name="hudi-cdc-bench-oneshot-check", conf={"spark.master": "local[2]"})
+    conf = {"spark.master": "local[2]"}
+    for bucket in buckets([str(base)]):
+        settings = bucket_settings(bucket, endpoint=s3_endpoint, path_style=True)
+        conf.update({f"spark.hadoop.{k}": v for k, v in settings.items()})
+    spark = spark_session(app_name="hudi-cdc-bench-oneshot-check", conf=conf)
     got = {
         r["id"]: (r["name"], r["notes"])
         for r in spark.read.format("hudi").load(str(base)).select("id", "name", "notes").collect()
@@ -245,28 +257,49 @@ def java_of(home: str | None) -> str:
     return (done.stderr.splitlines() or ["?"])[0]
 
 
-def measure(args: argparse.Namespace, work: Path) -> tuple[dict[str, list[dict]], dict[str, str], Events]:
+def lakes(args: argparse.Namespace, work: Path) -> dict[str, str]:
+    """Where the tables are, by label: the local disk alone, or with ``--lake`` the local disk and the lake."""
+    if not args.lake:
+        return {"": str(work / "table")}
+    return {"local disk": str(work / "table"), urlsplit(args.lake).scheme: f"{args.lake.rstrip('/')}/oneshot"}
+
+
+def measure(
+    args: argparse.Namespace, work: Path
+) -> tuple[dict[str, list[dict]], dict[str, str], dict[str, tuple[Events, str]]]:
     """Every setting's runs, alternated; and what each JDK of ``--jdks`` did (its archive, its first round)."""
-    events = Events(work / "events", args.keys)
-    base = work / "table"
-    events.load()
-    settings = {name: dict(env) for name, env in SETTINGS.items()}
-    outcomes = {"Java 17 (JAVA_HOME)": build_archive({})}
+    tables = {
+        where: (Events(work / ("events" + (f"-{i}" if i else "")), args.keys), base)
+        for i, (where, base) in enumerate(lakes(args, work).items())
+    }
+    for events, _ in tables.values():
+        events.load()
+    chosen = {name: dict(env) for name, env in SETTINGS.items() if not args.settings or name in args.settings}
+    if not chosen:
+        raise SystemExit(f"--settings: none of {args.settings} is one of {list(SETTINGS)}")
+    outcomes = {}
+    if any(env.get("HUDI_CDC_JVM_ARCHIVE") != "off" for env in chosen.values()):
+        outcomes["Java 17 (JAVA_HOME)"] = build_archive({})
     for entry in args.jdks:
         label, env, more = jdk_settings(entry)
         outcomes[label] = build_archive(env)
-        settings.update(more)
-    first = one_run(ingest_args(events, base), settings["JIT full, no archive"], work)  # the load, and warm-up
-    if "error" in first:
-        raise SystemExit(f"the first load failed: {first['error']}")
+        chosen.update(more)
+    settings = {
+        (f"{name}, {where}" if where else name): (env, where) for name, env in chosen.items() for where in tables
+    }
+    for where, (events, base) in tables.items():  # the load, and warm-up
+        first = one_run(ingest_args(events, base, args.s3_endpoint), SETTINGS["JIT full, no archive"], work)
+        if "error" in first:
+            raise SystemExit(f"the first load failed ({where or base}): {first['error']}")
     runs: dict[str, list[dict]] = {name: [] for name in settings}
     failed: dict[str, str] = {}
     for repeat in range(args.repeats):
-        for name, env in settings.items():
+        for name, (env, where) in settings.items():
             if name in failed and not runs[name]:
                 continue  # its first round failed: this JDK does not run
+            events, base = tables[where]
             events.batch(args.events)
-            took = one_run(ingest_args(events, base), env, work)
+            took = one_run(ingest_args(events, base, args.s3_endpoint), env, work)
             if "error" in took:  # recorded; a later run also takes this batch's events
                 failed.setdefault(name, took["error"])
                 print(f"  {name}: failed: {took['error']}", flush=True)
@@ -274,10 +307,11 @@ def measure(args: argparse.Namespace, work: Path) -> tuple[dict[str, list[dict]]
             runs[name].append(took)
             print(f"  {repeat + 1}: {name}: {took['wall']:.2f} s wall, session {took['session']:.2f} s, "
                   f"plan {took['plan']:.2f} s, commit {took['commit']:.2f} s", flush=True)  # fmt: skip
-    if "error" in one_run(ingest_args(events, base), settings["JIT full, no archive"], work):  # what a failed run left
-        raise SystemExit("the last round failed")
+    for events, base in tables.values():  # what a failed run left
+        if "error" in one_run(ingest_args(events, base, args.s3_endpoint), SETTINGS["JIT full, no archive"], work):
+            raise SystemExit(f"the last round failed ({base})")
     outcomes.update({name: f"a round failed: {error}" for name, error in failed.items()})
-    return {n: r for n, r in runs.items() if r}, outcomes, events
+    return {n: r for n, r in runs.items() if r}, outcomes, tables
 
 
 def tables(runs: dict[str, list[dict]], outcomes: dict[str, str]) -> dict[str, dict]:
@@ -328,7 +362,11 @@ def main() -> None:
         default=[],
         help="other JDKs to try: JAVA_HOME[,SPARK_HOME] each (JIT quick, archive off/on)",
     )
+    parser.add_argument("--settings", nargs="*", default=[], help=f"only these of {list(SETTINGS)}")
+    parser.add_argument("--lake", help="also a table under this URI (s3a://bucket/folder), runs alternated")
+    parser.add_argument("--s3-endpoint", help="the lake's S3 endpoint, when not AWS")
     parser.add_argument("--work", type=Path, default=REPO / ".bench" / "oneshot")
+    parser.add_argument("--name", default="oneshot", help="the result's name (object-storage-oneshot: with --lake)")
     parser.add_argument("--notes", help="what the result file should say about the run (the machine's load)")
     parser.add_argument(
         "--results", type=Path, help="write the result file under this folder (default: .bench/results)"
@@ -340,17 +378,19 @@ def main() -> None:
     from bench import results
 
     started_utc = results.now_utc()
-    for gone in ("events", "table", "jars"):  # the archives in cache/ are kept: they fit the same copies again
+    for gone in ("events", "events-1", "table", "jars"):  # the archives in cache/ are kept: they fit the same jars
         shutil.rmtree(args.work / gone, ignore_errors=True)
     args.work.mkdir(parents=True, exist_ok=True)
     private_jars(args.work)
-    runs, outcomes, events = measure(args, args.work)
-    same = check_table(args.work / "table", events.rows)
+    runs, outcomes, tables = measure(args, args.work)
+    same = all(check_table(base, events.rows, args.s3_endpoint) for events, base in tables.values())
     print(f"the table equals the rows the events leave: {same}", flush=True)
     results.write(
-        "oneshot",
+        args.name,
         parameters={"keys": args.keys, "events": args.events, "repeats": args.repeats, "table_type": "cow",
-                    "source": "files", "jdks": args.jdks, "table_equal": same},
+                    "source": "files", "jdks": args.jdks, "table_equal": same,
+                    **({"settings": args.settings} if args.settings else {}),
+                    **({"lake": args.lake, "s3_endpoint": args.s3_endpoint} if args.lake else {})},
         tables=tables(runs, outcomes),
         directory=args.results or results.LOCAL,
         started_utc=started_utc,

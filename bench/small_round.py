@@ -10,12 +10,16 @@ file (1M ``op = r`` events); then each round writes one file of ``--rows`` updat
 unchanged: a TOAST placeholder, which the round fills from the stored row), and every variant's
 table ingests it, the variants taking turns so that JIT and load favour none. The round's wall
 time, its steps (``IngestResult.steps_s``) and who wrote it (``details["writer"]``) are kept; the
-first round is left out; a MERGE_ON_READ round whose commit compacted (inline, every fifth delta
-commit by default) is shown apart.
+first round is left out; a MERGE_ON_READ round whose commit compacted (``compaction = "inline"``, every
+fifth delta commit) or only scheduled a compaction (``"async"``, the default) is shown apart, with the
+driver JVM's CPU seconds and the load average beside each round; the plans the rounds left pending run
+at the end as ``hudi-cdc compact`` runs them, timed apart.
 
 Variants (``--variants``, each ``label`` or ``label:key=value,...`` of settings): the default is
 hudi-cdc's defaults (the Java write client for small MOR rounds), the same with
-``java_writer_max_rows = 0`` (Spark's datasource), and both with the metadata table off.
+``java_writer_max_rows = 0`` (Spark's datasource), and both with the metadata table off. A variant's
+``lake=URI`` puts its table under that folder instead of ``--work`` (an ``s3a://`` one: its endpoint from
+``s3_endpoint=URL``, the credentials from the environment).
 
 At the end every table is read back by Spark and must equal the source's rows, column for column.
 """
@@ -23,6 +27,7 @@ At the end every table is read back by Spark and must equal the source's rows, c
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import shutil
 import statistics
@@ -105,27 +110,51 @@ class Source:
 def _config(label: str, settings: dict[str, str], source: Source, work: Path) -> Any:  # noqa: ANN401
     from hudi_cdc import load_config
 
-    ours = {k: v for k, v in settings.items() if not k.startswith("hoodie.")}
+    ours = {k: v for k, v in settings.items() if not k.startswith("hoodie.") and k != "lake"}
     hoodie = {k: v for k, v in settings.items() if k.startswith("hoodie.")}
     table = "t_" + "".join(c if c.isalnum() else "_" for c in label)
+    base = f"{settings['lake'].rstrip('/')}/{table}" if settings.get("lake") else str(work / table)
     return load_config(
-        env={}, source="files", source_path=str(source.folder), flavor="postgres", target_base_path=str(work / table),
+        env={}, source="files", source_path=str(source.folder), flavor="postgres", target_base_path=base,
         target_table=table, table_type=label.split()[0].upper(), record_key_fields="id",
         toast_placeholder=PLACEHOLDER, hoodie_conf=hoodie, **ours,
     )  # fmt: skip
 
 
+def _jvm_cpu_s(spark: Any) -> float:  # noqa: ANN401
+    """The driver JVM's CPU seconds so far (every thread of it): a round's is the difference, less swayed by a
+    shared machine's load than its wall time."""
+    pid = int(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _round(spark: Any, config: Any) -> dict[str, Any]:  # noqa: ANN401
     import hudi_cdc
+    from hudi_cdc.sink.hudi import HudiTable
 
+    cpu = _jvm_cpu_s(spark)
     began = time.perf_counter()
     result = hudi_cdc.ingest(config, spark=spark)
     wall = time.perf_counter() - began
     assert result.committed, result
     return {
         "seconds": wall, "round_s": result.duration_s, "writer": result.details.get("writer", "?"),
-        "compacted": _compactions(spark, config.target_base_path), **{f"{k}_s": v for k, v in result.steps_s.items()},
+        "cpu_s": round(_jvm_cpu_s(spark) - cpu, 2), "load": round(os.getloadavg()[0], 1),
+        "compacted": _compactions(spark, config.target_base_path),
+        "pending": len(HudiTable(spark, config.target_base_path).pending_compactions()),
+        **{f"{k}_s": v for k, v in result.steps_s.items()},
     }  # fmt: skip
+
+
+def _compact(spark: Any, config: Any) -> dict[str, Any]:  # noqa: ANN401
+    """The plans the rounds left pending (compaction = "async"), run as ``hudi-cdc compact`` runs them."""
+    from hudi_cdc.pipeline import compact
+
+    cpu = _jvm_cpu_s(spark)
+    result = compact(config, spark=spark)
+    return {"compact_s": round(result.duration_s, 2), "compact_cpu_s": round(_jvm_cpu_s(spark) - cpu, 2),
+            "compact_load": round(os.getloadavg()[0], 1), "compacted_plans": len(result.compacted)}  # fmt: skip
 
 
 def _compactions(spark: Any, base: str) -> int:  # noqa: ANN401
@@ -146,10 +175,13 @@ def _equal(spark: Any, source: Source, base: str) -> bool:  # noqa: ANN401
     return missing == extra == 0
 
 
-def _summary(label: str, rounds: list[dict[str, Any]], build_s: float, equal: bool) -> dict[str, Any]:
+def _summary(
+    label: str, rounds: list[dict[str, Any]], build_s: float, equal: bool, compacted: dict[str, Any]
+) -> dict[str, Any]:
     measured = rounds[1:]
-    plain = [r for r in measured if not r["compacted_now"]]
+    plain = [r for r in measured if not r["compacted_now"] and not r["scheduled_now"]]
     compacting = [r["seconds"] for r in measured if r["compacted_now"]]
+    scheduling = [r for r in measured if r["scheduled_now"] and not r["compacted_now"]]
 
     def median(key: str) -> float | None:
         values = [r[key] for r in plain if key in r]
@@ -160,8 +192,16 @@ def _summary(label: str, rounds: list[dict[str, Any]], build_s: float, equal: bo
         "max_s": round(max(r["seconds"] for r in plain), 3) if plain else None, "rounds": len(plain),
         "writer": ",".join(sorted({r["writer"] for r in plain})), **{f"{s}_s": median(f"{s}_s") for s in ("open", "read", "plan", "tombstones", "commit")},
         "compacting_s": round(statistics.median(compacting), 2) if compacting else None,
-        "build_s": round(build_s, 1), "equal": equal,
+        "compacting_cpu_s": _median_of([r["cpu_s"] for r in measured if r["compacted_now"]]),
+        "scheduling_s": _median_of([r["seconds"] for r in scheduling]),
+        "scheduling_cpu_s": _median_of([r["cpu_s"] for r in scheduling]),
+        "plain_cpu_s": _median_of([r["cpu_s"] for r in plain]),
+        **compacted, "build_s": round(build_s, 1), "equal": equal,
     }  # fmt: skip
+
+
+def _median_of(values: list[float]) -> float | None:
+    return round(statistics.median(values), 2) if values else None
 
 
 COLUMNS_OUT = [
@@ -170,13 +210,21 @@ COLUMNS_OUT = [
     result_files.column("rounds", unit="#"), result_files.column("writer", "written by"),
     result_files.column("open_s", "open", "s"), result_files.column("read_s", "read", "s"),
     result_files.column("plan_s", "plan", "s"), result_files.column("tombstones_s", "tombstones", "s"),
-    result_files.column("commit_s", "commit", "s"), result_files.column("compacting_s", "a round that compacted", "s"),
+    result_files.column("commit_s", "commit", "s"), result_files.column("plain_cpu_s", "round's JVM CPU", "s"),
+    result_files.column("compacting_s", "a round that compacted", "s"),
+    result_files.column("compacting_cpu_s", "its JVM CPU", "s"),
+    result_files.column("scheduling_s", "a round that scheduled a compaction", "s"),
+    result_files.column("scheduling_cpu_s", "its JVM CPU", "s"),
+    result_files.column("compact_s", "the compaction after (hudi-cdc compact)", "s"),
+    result_files.column("compact_cpu_s", "its JVM CPU", "s"),
     result_files.column("build_s", "first round (1M rows)", "s"), result_files.column("equal", "table equals the source"),
 ]  # fmt: skip
 ROUND_COLUMNS = [
     result_files.column("variant"), result_files.column("round", unit="#"), result_files.column("seconds", unit="s"),
     result_files.column("round_s", "round (its own clock)", "s"), result_files.column("writer"),
-    result_files.column("compacted_now", "compacted"), result_files.column("commit_s", unit="s"),
+    result_files.column("compacted_now", "compacted"), result_files.column("scheduled_now", "scheduled a compaction"),
+    result_files.column("commit_s", unit="s"), result_files.column("cpu_s", "JVM CPU", "s"),
+    result_files.column("load", "load average (1 min)"),
 ]  # fmt: skip
 
 
@@ -222,13 +270,21 @@ def main(argv: list[str] | None = None) -> int:
                 if rounds[label]
                 else _compactions(spark, configs[label].target_base_path)
             )
+            pending = rounds[label][-1]["pending"] if rounds[label] else 0
             outcome = _round(spark, configs[label])
-            outcome.update(variant=label, round=number, compacted_now=outcome["compacted"] > before)
+            outcome.update(variant=label, round=number, compacted_now=outcome["compacted"] > before,
+                           scheduled_now=outcome["pending"] > pending)  # fmt: skip
             rounds[label].append(outcome)
-            print(f"round {number} {label}: {outcome['seconds']:.2f} s by {outcome['writer']}"
-                  f"{' (compacted)' if outcome['compacted_now'] else ''}", flush=True)  # fmt: skip
+            print(f"round {number} {label}: {outcome['seconds']:.2f} s ({outcome['cpu_s']} CPU s, load "
+                  f"{outcome['load']}) by {outcome['writer']}{' (compacted)' if outcome['compacted_now'] else ''}"
+                  f"{' (scheduled a compaction)' if outcome['scheduled_now'] else ''}", flush=True)  # fmt: skip
+    compactions = {
+        label: _compact(spark, config) if rounds[label][-1]["pending"] else {} for label, config in configs.items()
+    }
+    for label, done in compactions.items():
+        print(f"{label}: compaction after the rounds: {done or 'none pending'}", flush=True)
     equal = {label: _equal(spark, source, config.target_base_path) for label, config in configs.items()}
-    summary = [_summary(label, rounds[label], builds[label], equal[label]) for label in configs]
+    summary = [_summary(label, rounds[label], builds[label], equal[label], compactions[label]) for label in configs]
     path = result_files.write(
         args.name,
         series=f"{args.table_rows:,} rows, {args.rows:,} changes a round",
