@@ -44,7 +44,8 @@ class S3ChaosReport:
     rows: int = 0
     equal: bool = False
     doubled: int = 0  # rows read back beyond one per key
-    pending_after: list[str] = field(default_factory=list)
+    pending_after: list[str] = field(default_factory=list)  # instants a kill left that no run finished
+    plans_pending: list[str] = field(default_factory=list)  # compaction plans waiting for their run
     lease_generation: int = 0
     duration_s: float = 0.0
     kill_s: list[float] = field(default_factory=list)  # each killed process's life, start to kill
@@ -167,7 +168,11 @@ def run_s3a_chaos(
     report.rows = len(table)
     report.doubled = len(rows) - len(table)
     report.equal = table == sample.state
-    report.pending_after = pending(_timeline_names(spark, base))
+    left = pending(_timeline_names(spark, base))
+    # A compaction plan a MOR round scheduled and left to the next round (or `hudi-cdc compact`) is no
+    # leftover of a kill: its execution never started.
+    report.plans_pending = [n for n in left if n.endswith(".compaction.requested")]
+    report.pending_after = [n for n in left if n not in report.plans_pending]
     from hudi_cdc.sink.lease import lease_holder
 
     holder = lease_holder(base, spark=spark)

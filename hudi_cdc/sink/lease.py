@@ -426,7 +426,15 @@ class _S3Store(_HadoopStore):
         self._bucket = str(fs.getBucket())
         self._model = self._jvm.com.amazonaws.services.s3.model
         self._etags: dict[str, str] = {}  # name -> the ETag of what this process last wrote there
-        self._if_match = _probe(self)
+        self._probed: bool | None = None  # whether the store honours If-Match, once probed
+
+    def honours_if_match(self) -> bool:
+        """Whether the store honours ``If-Match``; the first call probes it, and refuses a store that ignores
+        ``If-None-Match``. Called at the first write, not before: a reader (``status``) may hold read-only
+        credentials."""
+        if self._probed is None:
+            self._probed = _probe(self)
+        return self._probed
 
     def _key(self, name: str) -> str:
         return str(self._fs.pathToKey(self._path(name)))
@@ -458,6 +466,7 @@ class _S3Store(_HadoopStore):
             ) from exc
 
     def publish(self, name: str, data: bytes) -> bool:
+        self.honours_if_match()  # the probe, before the first publish: it refuses an unsafe store
         etag = self.put(name, data, ("If-None-Match", "*"))
         if etag is None:
             return False
@@ -465,7 +474,7 @@ class _S3Store(_HadoopStore):
         return True
 
     def replace(self, name: str, data: bytes) -> bool:
-        known = self._etags.get(name) if self._if_match else None
+        known = self._etags.get(name) if self.honours_if_match() else None
         etag = self.put(name, data, ("If-Match", known) if known else None)
         if etag is None:
             self._etags.pop(name, None)

@@ -243,7 +243,7 @@ def test_a_renewal_is_conditional_on_the_holders_etag(reader: Any) -> None:  # n
     assert held.try_acquire() is None
     lease_mod._Heartbeat.get().discard(held)  # renewals by hand here
     assert held.renew() and lease_holder(base, spark=reader).heartbeat == held.record.heartbeat  # type: ignore[union-attr]
-    assert lease_mod._store(base, reader)._if_match  # type: ignore[attr-defined]  # the probe found If-Match honoured
+    assert lease_mod._store(base, reader).honours_if_match()  # type: ignore[attr-defined]  # the probe says so
     other = lease_mod._store(base, reader)  # another writer's view: it knows no ETag, so it overwrites
     record = lease_holder(base, spark=reader)
     assert record is not None
@@ -278,6 +278,17 @@ class _IgnoresConditions(http.server.BaseHTTPRequestHandler):
     def do_DELETE(self) -> None:  # noqa: N802
         self._reply(204)
 
+    def do_HEAD(self) -> None:  # noqa: N802 - no object is ever there: the lease's folder is empty
+        self._reply(404)
+
+    def do_GET(self) -> None:  # noqa: N802 - a listing: empty
+        body = b'<?xml version="1.0"?><ListBucketResult><IsTruncated>false</IsTruncated><KeyCount>0</KeyCount></ListBucketResult>'
+        self.send_response(200)
+        self.send_header("Content-Type", "application/xml")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
     def log_message(self, *args: Any) -> None:  # noqa: ANN401
         pass
 
@@ -294,8 +305,9 @@ def test_a_store_without_conditional_writes_is_refused(reader: Any) -> None:  # 
     }.items():  # fmt: skip
         conf.set(f"fs.s3a.bucket.{bucket}.{key}", value)
     try:
+        assert lease_holder(f"s3a://{bucket}/t", spark=reader) is None  # a reader (status) is not probed: no PUT
         with pytest.raises(ConfigError) as refused:
-            TableLease(f"s3a://{bucket}/t", owner=_dead("x"), spark=reader)
+            TableLease(f"s3a://{bucket}/t", owner=_dead("x"), spark=reader).try_acquire()
     finally:
         server.shutdown()
     message = str(refused.value)
