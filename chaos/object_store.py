@@ -150,10 +150,9 @@ def run_s3a_chaos(
     env = {**os.environ, **(env or {})}
     for round_ in range(kills):
         sample.changes(seed=seed + round_)
-        # The first commit of a new table is a commit on MOR too (a bulk insert); later MOR rounds deltacommits.
-        action = "commit" if round_ == 0 or table_type == "cow" else "deltacommit"
+        # "commit" matches a MOR table's deltacommits too: the round's write, whatever its action.
         left, life = _kill_when_pending(
-            spark, _command(settings), base, env, work / "killed.log", action, rng.uniform(0.0, 1.5)
+            spark, _command(settings), base, env, work / "killed.log", "commit", rng.uniform(0.0, 1.5)
         )
         report.kills.append(left[0])
         report.kill_s.append(round(life, 1))
