@@ -29,8 +29,9 @@ absent" is, per storage:
   processes could both pass the check), so the PUT goes through s3a's own AWS SDK client (its endpoint,
   credentials and per-bucket settings: the table's). A renewal or a release rewrites the holder's file with
   ``If-Match`` on the ETag it wrote last, where the store honours that. A store that ignores
-  ``If-None-Match`` would make the lease unsafe: the first lease of a bucket in a process probes it (a second
-  conditional PUT of one key must answer 412) and a store that fails is refused (:class:`ConfigError`).
+  ``If-None-Match`` would make the lease unsafe: a process's first write of a lease in a bucket probes it
+  first (a second conditional PUT of one key must answer 412) and a store that fails is refused
+  (:class:`ConfigError`); reading a lease (``status``) does not probe, and needs no write permission.
 - other object storage (GCS, ABFS): ``create(overwrite=false)`` with the whole content, which an object store
   makes visible at once when the stream closes; best effort where the connector checks then writes (a
   warning says so).
