@@ -689,7 +689,7 @@ class TableLease:
             generation = current.generation + 1 if current is not None else 1
             record = LeaseRecord(generation, self.owner, now, now, self.expiry_s)
             if self._store.publish(_generation_name(generation), record.to_json()):
-                if _generations(self._store)[-1] != generation:  # a pruned name, long after a newer taking
+                if _generations(self._store)[-1:] != [generation]:  # a pruned name, long after a newer taking
                     self._store.delete(_generation_name(generation))
                     continue
                 if current is not None and not current.released and current.owner.id != self.owner.id:
@@ -707,7 +707,10 @@ class TableLease:
                 _Heartbeat.get().add(self)
                 return None
         holder = _current(self._store)
-        assert holder is not None
+        if holder is None:  # three publishes lost, and no one holds it: S3's 409 to every racer, say
+            raise SinkError(
+                f"{self.base_path}: the writer lease could not be taken (lost three races for it); try again"
+            )
         return holder
 
     def acquire(self, wait_s: float = 0.0, *, what: str = "write") -> TableLease:
