@@ -34,6 +34,7 @@ from hudi_cdc.sink.lineage import RoundLineage
 from hudi_cdc.sink.object_store import configure_table
 from hudi_cdc.sink.quarantine import QuarantineStore
 from hudi_cdc.sink.tombstones import TombstoneStore
+from hudi_cdc.small_plan import Declined, plan_in_driver
 from hudi_cdc.spark import release
 from payloads import ChangeCounts, StoredState
 from payloads.base import INTERNAL_PREFIX, ORDER_COLUMN, TOMBSTONED_AT_COLUMN, is_data_column
@@ -264,9 +265,10 @@ def _ingest_once(
         return _commit_checkpoint_only(round_, committed, batch)
     steps.enter("plan")
     with RoundLineage(config, batch, round_.policy, spark) as lineage:  # OpenLineage events, if set (sink.lineage)
-        plan = _decide(round_, batch, committed)
+        plan, planned_by = _plan_round(round_, batch, committed)
         try:
-            return lineage.completed(_write(round_, batch, plan, committed))
+            result = _write(round_, batch, plan, committed)
+            return lineage.completed(dataclasses.replace(result, details={**result.details, **planned_by}))
         finally:
             # In a continuous process the next round needs that memory (see release).
             release(*plan.materialised, *(part.envelopes for part in batch.parts))
@@ -322,6 +324,28 @@ def _settle_keys(round_: _Round, batch: Batch) -> None:
     round_.keys = batch.key_fields
     log.info("%s: record key from the Debezium key schema: %s", config.target_table, ", ".join(round_.keys))
     round_.tombstones = round_.tombstone_store(round_.keys)
+
+
+def _plan_round(round_: _Round, batch: Batch, committed: bool) -> tuple[WritePlan, dict[str, str]]:
+    """The round's plan, and who made it: the driver where ``small_plan`` takes the round (no Spark job),
+    else Spark (:func:`_decide`); why the driver did not is logged and kept in the result's details."""
+    planned = plan_in_driver(
+        round_.spark,
+        round_.config,
+        batch,
+        policy=round_.policy,
+        table=round_.table,
+        keys=round_.keys,
+        tombstones=round_.tombstones,
+        now=round_.now,
+        truncated_at=round_.truncated_at,
+        committed=committed,
+    )
+    if isinstance(planned, Declined):
+        log.info("%s: the round is planned by Spark: %s", round_.config.target_table, planned.why)
+        return _decide(round_, batch, committed), {"plan": "spark", **planned.details()}
+    log.info("%s: the round is planned in the driver", round_.config.target_table)
+    return planned, {"plan": "driver"}
 
 
 def _decide(round_: _Round, batch: Batch, committed: bool) -> WritePlan:

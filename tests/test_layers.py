@@ -47,6 +47,7 @@ LAYERS: dict[str, int] = {
     "hudi_cdc.checks": 8,
     # 9 one table's round
     "hudi_cdc.pipeline": 9,
+    "hudi_cdc.small_plan": 9,
     # 10 many tables
     "hudi_cdc.service": 10,
     # 11 operator commands

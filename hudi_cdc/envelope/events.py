@@ -28,6 +28,8 @@ class BatchPart:
     envelopes: DataFrame
     avro_schema: dict[str, Any] | None = None
     where: str = ""
+    files: tuple[str, ...] = ()
+    """The files the envelopes are read from, in arrival order (the files source), for a plan made in the driver."""
 
 
 @dataclass(frozen=True)

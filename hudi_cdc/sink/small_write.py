@@ -90,6 +90,8 @@ def round_bytes(rows: DataFrame) -> int:
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
+    if (local := _local_bytes(rows)) is not None:
+        return local
     sizes: list[Column] = []
     fixed = 0
     for field in rows.schema.fields:
@@ -103,6 +105,27 @@ def round_bytes(rows: DataFrame) -> int:
     per_row = sum(sizes, F.lit(fixed).cast("long"))
     total = rows.agg(F.sum(per_row).alias("bytes")).first()
     return int(total["bytes"] or 0) if total else 0
+
+
+def _local_bytes(rows: DataFrame) -> int | None:
+    """:func:`round_bytes` of rows the driver already holds (a local relation: a small plan made in the driver),
+    counted from them without a Spark job; None for any other plan, or a nested column."""
+    from pyspark.sql import types as T
+
+    plan = rows._jdf.queryExecution().optimizedPlan()
+    if plan.getClass().getSimpleName() != "LocalRelation":
+        return None
+    fields = rows.schema.fields
+    if any(isinstance(f.dataType, (T.ArrayType, T.MapType, T.StructType)) for f in fields):
+        return None
+    text = [i for i, f in enumerate(fields) if isinstance(f.dataType, T.StringType)]
+    binary = [i for i, f in enumerate(fields) if isinstance(f.dataType, T.BinaryType)]
+    fixed = 8 * (len(fields) - len(text) - len(binary))
+    total = 0
+    for row in rows.collect():  # a local relation's collect runs no job
+        total += fixed + sum(len(row[i].encode("utf-8")) for i in text if row[i] is not None)
+        total += sum(len(row[i]) for i in binary if row[i] is not None)
+    return total
 
 
 def write(

@@ -30,6 +30,7 @@ run otherwise read every tombstone twice a round (the purge, the count), about
 from __future__ import annotations
 
 import math
+import os
 import re
 import threading
 import uuid
@@ -78,6 +79,15 @@ _schemas: dict[str, Any] = {}
 
 def _shape(schema: Any) -> list[tuple[str, Any]]:  # noqa: ANN401 - StructType
     return [(f.name, f.dataType) for f in schema.fields]  # Parquet reads every column as nullable
+
+
+def _utc(value: datetime | None) -> datetime | None:
+    return value.astimezone(UTC) if value is not None else None
+
+
+def _held_by_driver(frame: DataFrame) -> bool:
+    """Whether ``frame`` is a local relation: rows the driver holds, collected without a Spark job."""
+    return bool(frame._jdf.queryExecution().optimizedPlan().getClass().getSimpleName() == "LocalRelation")
 
 
 class TombstoneStore:
@@ -160,9 +170,23 @@ class TombstoneStore:
         with the store), so the next count need not read the store either: that read was
         3-4 Spark jobs of every round with a delete.
         """
+        if self.local_path() is not None and _held_by_driver(tombstones):  # a plan made in the driver: no job
+            rows = [row.asDict() for row in tombstones.collect()]
+            self.record_in_driver(rows, tombstones.schema, stamped_at=stamped_at, new_keys=new_keys)
+            return
         before = self._directories() if new_keys is not None else None
         tombstones.coalesce(1).write.parquet(self._new_directory("batch"))
-        if self.path in _schemas and _shape(_schemas[self.path]) != _shape(tombstones.schema):
+        self._recorded(tombstones.schema, before, stamped_at, new_keys)
+
+    def _recorded(
+        self,
+        schema: Any,  # noqa: ANN401 - StructType
+        before: list[str] | None,
+        stamped_at: datetime | None,
+        new_keys: int | None,
+    ) -> None:
+        """What :meth:`record` remembers of the store once a batch directory of ``schema`` is written."""
+        if self.path in _schemas and _shape(_schemas[self.path]) != _shape(schema):
             del _schemas[self.path]  # another key type: the next read looks at the files again
         after = self._directories() if new_keys is not None else None
         stamp = stamped_at.timestamp() if stamped_at is not None else None
@@ -186,6 +210,70 @@ class TombstoneStore:
                 _known[self.path] = _Known(frozenset(after), known.count + new_keys, oldest)
             else:
                 _known[self.path] = _Known(known.directories, None, oldest)
+
+    # -- the driver's side: a small round's plan reads and adds tombstones without a Spark job (pipeline's
+    # small plan). Local stores only: pyarrow reads and writes the same Parquet directories Spark does.
+    def local_path(self) -> str | None:
+        """The store's folder on the local file system, or None when it lives elsewhere (the driver reads only there)."""
+        if self.path.startswith("file:"):
+            return "/" + self.path.removeprefix("file:").lstrip("/")
+        return self.path if "://" not in self.path and self.path.startswith("/") else None
+
+    def newest_in_driver(self) -> dict[tuple[Any, ...], str] | None:
+        """:meth:`read`'s newest delete position per key tuple, read by pyarrow in the driver; None if no tombstone.
+
+        Raises ``ValueError`` for a store off the local file system (the caller plans with Spark instead)."""
+        import pyarrow.parquet as pq
+
+        if self.local_path() is None:
+            raise ValueError(f"the tombstone store {self.path} is not on the local file system")
+        directories = self._directories()
+        if not directories:
+            return None
+        newest: dict[tuple[Any, ...], str] = {}
+        for directory in directories:
+            local = directory.removeprefix("file:")
+            files = [f for f in pq.ParquetDataset(local).files if not f.rsplit("/", 1)[-1].startswith(("_", "."))]
+            for file in files:
+                table = pq.read_table(file)
+                keys = self._keys or [c for c in table.column_names if c not in (ORDER_COLUMN, TOMBSTONED_AT_COLUMN)]
+                columns = [table.column(k).to_pylist() for k in keys]
+                for key, order in zip(zip(*columns, strict=True), table.column(ORDER_COLUMN).to_pylist(), strict=True):
+                    if order is not None and (key not in newest or order > newest[key]):
+                        newest[key] = order
+        return newest
+
+    def record_in_driver(
+        self,
+        rows: Sequence[dict[str, Any]],
+        schema: Any,  # noqa: ANN401 - StructType
+        *,
+        stamped_at: datetime | None,
+        new_keys: int | None,
+    ) -> None:
+        """:meth:`record` for tombstones held by the driver: one Parquet file written by pyarrow, then the
+        ``_SUCCESS`` marker that makes the directory count. ``schema``: their Spark schema (key columns,
+        ``_source_order``, ``_tombstoned_at``)."""
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+        from pyspark.sql.pandas.types import to_arrow_schema
+
+        local = self.local_path()
+        if local is None:
+            raise ValueError(f"the tombstone store {self.path} is not on the local file system")
+        before = self._directories() if new_keys is not None else None
+        directory = self._new_directory("batch").removeprefix("file:")
+        arrow_schema = to_arrow_schema(schema)
+        # Spark writes timestamps as UTC instants; pyarrow's own UTC timestamps read back as the same instants.
+        stamps = [f.name for f in schema.fields if f.dataType.typeName() == "timestamp"]
+        # A naive datetime is Spark's collect of an instant, in local time: the instant, in UTC.
+        aware = [{**row, **{s: _utc(row[s]) for s in stamps}} for row in rows]
+        table = pa.Table.from_pylist(aware, schema=arrow_schema)
+        os.makedirs(directory)
+        pq.write_table(table, f"{directory}/part-00000-{uuid.uuid4()}-c000.snappy.parquet", compression="snappy")
+        with open(directory + _MARKER, "wb"):
+            pass
+        self._recorded(schema, before, stamped_at, new_keys)
 
     def purge(self, older_than: datetime) -> int:
         """Delete tombstones recorded before ``older_than`` (timezone-aware); return how many."""

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import posixpath
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
     from hudi_cdc.config import IngestConfig
     from hudi_cdc.envelope.events import Batch, BatchPart
 
-__all__ = ["FileSource", "ListedFile"]
+__all__ = ["FileSource", "ListedFile", "read_in_driver"]
 
 CHECKPOINT_KIND = "files/v1"
 
@@ -55,6 +56,33 @@ class ListedFile:
 def _hidden(relative: str) -> bool:
     # Hadoop/Spark conventions (_SUCCESS, .crc) and Kafka Connect's HDFS "+tmp" folders.
     return any(part[:1] in ("_", ".", "+") for part in relative.split("/"))
+
+
+# Characters Hadoop's Path.toString and Spark's _metadata.file_path render alike: the driver's arrival order
+# (by path) is then the Spark plan's.
+_PLAIN_PATH = re.compile(r"[A-Za-z0-9/._+=:,~@-]*")
+
+
+def read_in_driver(part: BatchPart, max_events: int) -> tuple[list[dict[str, Any]], list[tuple[str, int]]] | str:
+    """The part's envelopes read by fastavro in the driver, with their arrivals ``(file, index)`` ordered as the
+    Spark read orders them (file, then block and row); or why not: a file off the local file system, a path
+    Spark may render otherwise, more than ``max_events`` events."""
+    import fastavro
+
+    records: list[dict[str, Any]] = []
+    arrivals: list[tuple[str, int]] = []
+    if not part.files:
+        return "not the files source's batch"
+    for path in part.files:
+        if not path.startswith("file:/") or not _PLAIN_PATH.fullmatch(path):
+            return f"{path} is not a plain local path"
+        with open(path.removeprefix("file:"), "rb") as f:
+            for i, record in enumerate(fastavro.reader(f)):
+                if len(records) == max_events:
+                    return f"more than {max_events} events"
+                records.append(record)  # type: ignore[arg-type]
+                arrivals.append((path, i))
+    return records, arrivals
 
 
 class FileSource:
@@ -179,7 +207,9 @@ class FileSource:
                 F.monotonically_increasing_id().alias("row"),
             ).alias(ARRIVAL_COLUMN),
         )
-        return BatchPart(envelopes=envelopes, avro_schema=envelope_schema, where=where)
+        return BatchPart(
+            envelopes=envelopes, avro_schema=envelope_schema, where=where, files=tuple(f.path for f in files)
+        )
 
     def next_batch(self, checkpoint: dict[str, Any] | None) -> Batch | None:
         listed = self._list()

@@ -1,0 +1,196 @@
+"""A small round's plan in the driver: decode, decide and check tombstones without a Spark job (issue 58).
+
+A MERGE_ON_READ round under the Java writer's threshold (``java_writer_max_rows``) is written by Hudi's
+Java write client without a Spark job (``sink.small_write``); its plan, run by Spark, cost more than the
+write. Where the source's events can be read in the driver, this plans the round there instead:
+
+1. read: the files source's batch, by fastavro (``sources.files.read_in_driver``);
+2. flatten: ``envelope.driver_rows`` (what ``envelope.flatten`` makes of each event);
+3. decide: ``payloads.driver.decide``, the merge policy's rules over Python rows, against the
+   tombstone store read by pyarrow (``TombstoneStore.newest_in_driver``);
+4. hand over: the rows and the tombstones as local relations (a Spark collect of those runs no job),
+   which the pipeline writes as any plan's: the tombstones by pyarrow, the rows by the Java client.
+
+One set of rules: the decision is proven equal to the Spark plan's (tests/payloads/test_driver_plan.py,
+tests/test_small_plan.py). Whatever this slice does not take (another source, a history mode, a shaping
+option, a type mapping, a TOAST placeholder, a bad event, a batch whose columns are not the table's, a
+table off the local file system...) it declines, naming why: the round goes to the Spark plan, before
+anything is written, and the result's ``details`` say so (``driver_declined``), as for the Java writer.
+Any failure of its own is a decline too, logged as a warning (``driver_failed``).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from hudi_cdc.envelope.driver_rows import flat_rows
+from hudi_cdc.envelope.shape import Shape
+from hudi_cdc.envelope.unflatten import is_flattened
+from hudi_cdc.sources.files import read_in_driver
+from payloads.base import ORDER_COLUMN, TOMBSTONED_AT_COLUMN, WritePlan, is_data_column
+from payloads.driver import decide, written_columns
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from hudi_cdc.config import IngestConfig
+    from hudi_cdc.envelope.events import Batch
+    from hudi_cdc.sink.hudi import HudiTable
+    from hudi_cdc.sink.tombstones import TombstoneStore
+    from payloads.base import MergePolicy
+
+__all__ = ["Declined", "ineligible", "plan_in_driver"]
+
+log = logging.getLogger("hudi_cdc")
+
+
+@dataclass(frozen=True)
+class Declined:
+    """Why a round's plan was not made in the driver; ``failed``: by a failure of the driver path's own."""
+
+    why: str
+    failed: bool = False
+
+    def details(self) -> dict[str, str]:
+        return {"driver_failed" if self.failed else "driver_declined": self.why}
+
+
+def ineligible(config: IngestConfig, policy: MergePolicy, keys: tuple[str, ...]) -> str | None:
+    """Why a table's rounds are never planned in the driver (by its settings alone), or None."""
+    if config.table_type != "MERGE_ON_READ" or config.java_writer_max_rows <= 0:
+        return "not a small MERGE_ON_READ round"
+    if config.partition_path_field:
+        return "a partitioned table"
+    if config.source != "files" or config.shard_sources:
+        return f"the {config.source} source's events are not read in the driver"
+    if config.history != "none":
+        return f"history = {config.history}"
+    if config.unique_keys:
+        return "unique_keys"
+    if Shape.of(config, policy, keys=keys).active:
+        return "a shaping option (masks, renames, computed columns, a row filter, kept columns)"
+    if config.type_mappings or config.column_types:
+        return "a type mapping"
+    if policy.order_of is None:
+        return f"the {policy.name} flavor has no driver rule"
+    return None
+
+
+def plan_in_driver(
+    spark: SparkSession,
+    config: IngestConfig,
+    batch: Batch,
+    *,
+    policy: MergePolicy,
+    table: HudiTable,
+    keys: tuple[str, ...],
+    tombstones: TombstoneStore,
+    now: datetime,
+    truncated_at: str | None,
+    committed: bool,
+) -> WritePlan | Declined:
+    """The round's write plan made in the driver, its rows and tombstones local relations; or why not.
+
+    Nothing is written here: a decline or a failure leaves the round to the Spark plan as it was.
+    """
+    why = ineligible(config, policy, keys)
+    if why is None and not committed:
+        why = "a new table"
+    if why is None and len(batch.parts) != 1:
+        why = "more than one writer schema"
+    if why is not None:
+        return Declined(why)
+    try:
+        return _plan(spark, config, batch, policy, table, keys, tombstones, now, truncated_at)
+    except Exception as exc:  # the Spark plan is the proven one: any surprise here hands the round to it
+        from hudi_cdc._jvm import java_message
+
+        log.warning(
+            "%s: planning the round in the driver failed; the Spark plan takes it: %s",
+            config.target_table,
+            java_message(exc),
+        )
+        return Declined(f"{type(exc).__name__}: {java_message(exc)}", failed=True)
+
+
+def _plan(
+    spark: SparkSession,
+    config: IngestConfig,
+    batch: Batch,
+    policy: MergePolicy,
+    table: HudiTable,
+    keys: tuple[str, ...],
+    tombstones: TombstoneStore,
+    now: datetime,
+    truncated_at: str | None,
+) -> WritePlan | Declined:
+    from hudi_cdc.spark import ARROW_ENABLED
+
+    if str(spark.conf.get(ARROW_ENABLED, "false")).lower() != "true":  # rows would reach Spark as an RDD: jobs
+        return Declined(f"{ARROW_ENABLED} is not true")
+    part = batch.parts[0]
+    if part.avro_schema is None or is_flattened(part.envelopes.columns):
+        return Declined("not Debezium envelopes with their Avro schema")
+    read = read_in_driver(part, config.java_writer_max_rows)
+    if isinstance(read, str):
+        return Declined(read)
+    records, arrivals = read
+    flat = flat_rows(records, part.avro_schema, source_meta_columns=policy.source_meta_columns, ingested_at=now)
+    if isinstance(flat, str):
+        return Declined(flat)
+    stored = [f for f in table.read().schema.fields if is_data_column(f.name)]
+    types = {**flat.types, ORDER_COLUMN: "string"}
+    ours = {c: types[c] for c in written_columns(flat.columns)}
+    theirs = {f.name: f.dataType.simpleString() for f in stored}
+    if ours != theirs:  # a schema change, or a type the Spark plan would align: its own rules
+        return Declined("the batch's columns are not the table's")
+    if tombstones.local_path() is None:
+        return Declined("the tombstone store is not on the local file system")
+    decided = decide(
+        policy,
+        flat.rows,
+        arrivals,
+        columns=flat.columns,
+        key_fields=keys,
+        tombstones=tombstones.newest_in_driver(),
+        truncated_at=truncated_at,
+    )
+    if decided.declined is not None:
+        return Declined(decided.declined)
+    from pyspark.sql.types import StringType, StructField, StructType, TimestampType
+
+    schema = StructType(stored)
+    by_name = {f.name: f for f in stored}
+    key_schema = StructType(
+        [
+            *[by_name[k] for k in keys],
+            StructField(ORDER_COLUMN, StringType()),
+            StructField(TOMBSTONED_AT_COLUMN, TimestampType()),
+        ]
+    )
+    return WritePlan(
+        decided=None,
+        upserts=_local(spark, decided.rows, schema),
+        tombstones=_local(spark, decided.tombstones, key_schema) if decided.tombstones else None,
+        counts=decided.counts,
+    )
+
+
+def _local(spark: SparkSession, rows: tuple[dict[str, Any], ...], schema: Any) -> DataFrame:  # noqa: ANN401
+    """``rows`` as a local relation of ``schema``: Arrow batches from a pandas frame, which Spark keeps in the
+    driver (below ``spark.sql.execution.arrow.localRelationThreshold``), so reading it runs no job."""
+    import pandas as pd
+    from pyspark.sql.types import TimestampType
+
+    columns = {}
+    for field in schema.fields:
+        values = [row[field.name] for row in rows]
+        if isinstance(field.dataType, TimestampType):
+            columns[field.name] = pd.Series(pd.to_datetime(values, utc=True), dtype="datetime64[us, UTC]")
+        else:
+            columns[field.name] = pd.Series(values, dtype=object)
+    frame = pd.DataFrame(columns, columns=[f.name for f in schema.fields])
+    return spark.createDataFrame(frame, schema=schema)

@@ -1,0 +1,128 @@
+"""A small MERGE_ON_READ round planned in the driver (``hudi_cdc.small_plan``) lands what the Spark plan lands.
+
+Two tables ingest the same files round after round: one with the defaults (small rounds planned in the
+driver and written by Hudi's Java client), one with ``java_writer_max_rows = 0`` (the Spark plan, Spark's
+datasource). Rounds of updates, deletes and re-inserts arrive shuffled, with duplicates, replays of an
+earlier file and late events below a stored delete's tombstone. After each round both results' counts
+are equal, both tables equal the source, and the driver's rounds start no Spark job at all. A round with
+a TOAST placeholder is declined to the Spark plan, and says so.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hudi_cdc.testing import envelope_schema, pg_event, write_events
+from tests.support import CUSTOMERS, PLACEHOLDER, apply_events, expected_rows, read_rows
+
+pytestmark = pytest.mark.hudi
+
+SCHEMA = envelope_schema("customers", CUSTOMERS)
+COLUMNS = ["id", "name", "bio"]
+COUNTS = ("events", "upserts", "deletes", "stale", "superseded", "toast_filled", "ops", "tombstones_held")
+
+
+def _config(source: Path, base: Path, **settings: Any) -> Any:  # noqa: ANN401
+    from hudi_cdc import load_config
+
+    return load_config(
+        env={},
+        source="files",
+        source_path=str(source),
+        flavor="postgres",
+        target_base_path=str(base),
+        target_table=base.name,
+        table_type="MERGE_ON_READ",
+        record_key_fields="id",
+        toast_placeholder=PLACEHOLDER,
+        **settings,
+    )
+
+
+def _changes(rng: random.Random, live: dict[int, dict], lsn: int, keys: int) -> tuple[list[dict], int]:
+    events = []
+    for key in rng.sample(range(keys), keys // 2):
+        lsn += rng.randint(1, 3)
+        if key not in live:
+            live[key] = {"id": key, "name": f"again {lsn}", "bio": None}
+            events.append(pg_event("c", lsn=lsn, after=live[key], txid=lsn))
+        elif rng.random() < 0.3:
+            events.append(pg_event("d", lsn=lsn, before={"id": key, "name": None, "bio": None}))
+            del live[key]
+        else:
+            live[key] = {**live[key], "name": f"n{lsn}", "bio": f"b{lsn}" if rng.random() < 0.7 else None}
+            events.append(pg_event("u", lsn=lsn, after=live[key], txid=lsn))
+    return events, lsn
+
+
+def test_driver_planned_rounds_equal_the_spark_plans(spark, tmp_path: Path) -> None:  # noqa: ANN001
+    import hudi_cdc
+
+    rng = random.Random(58)
+    source = tmp_path / "events"
+    driver = _config(source, tmp_path / "t_driver")
+    spark_planned = _config(source, tmp_path / "t_spark", java_writer_max_rows=0)
+    keys, lsn = 40, 1000
+    live = {k: {"id": k, "name": f"k{k}", "bio": f"bio {k}"} for k in range(keys)}
+    history = [pg_event("r", lsn=lsn, after=row) for row in live.values()]
+    batches, seen = [list(history)], [list(history)]  # each round's events, and the history up to it
+    for _ in range(3):
+        events, lsn = _changes(rng, live, lsn, keys)
+        late = [e for e in history if e["op"] != "d" and rng.random() < 0.1]  # replays and late, older events
+        used = {e["source"]["lsn"] for e in history}
+        # Late updates of keys deleted since: below their tombstone, so stale.
+        late += [
+            pg_event("u", lsn=e["source"]["lsn"] - 1, after={"id": e["before"]["id"], "name": "late", "bio": None})
+            for e in history
+            if e["op"] == "d" and e["source"]["lsn"] - 1 not in used and rng.random() < 0.5
+        ]
+        history += events + [e for e in late if e["source"]["lsn"] not in used]
+        batch = events + late + rng.sample(events, len(events) // 4)  # duplicates
+        rng.shuffle(batch)
+        batches.append(batch)
+        seen.append(list(history))
+    context = spark.sparkContext
+    decisions = {"stale": 0, "superseded": 0, "deletes": 0}
+    for number, batch in enumerate(batches):
+        write_events(source / f"{number:04d}.avro", SCHEMA, batch)
+        context.setJobGroup(f"small-plan-{number}", "a round planned in the driver")
+        ours = hudi_cdc.ingest(driver, spark=spark)
+        context.setJobGroup(f"spark-plan-{number}", "the same round planned by Spark")
+        theirs = hudi_cdc.ingest(spark_planned, spark=spark)
+        context.setJobGroup(None, None)  # type: ignore[arg-type]
+        assert {c: getattr(ours, c) for c in COUNTS} == {c: getattr(theirs, c) for c in COUNTS}, number
+        assert theirs.details["plan"] == "spark"
+        if number == 0:  # the first commit creates the table: Spark's
+            assert ours.details["driver_declined"] == "a new table"
+            continue
+        decisions = {k: n + getattr(ours, k) for k, n in decisions.items()}
+        assert ours.details["plan"] == "driver" and ours.details["writer"] == "java", ours.details.get(
+            "driver_declined"
+        )
+        assert list(context.statusTracker().getJobIdsForGroup(f"small-plan-{number}")) == []
+        assert list(context.statusTracker().getJobIdsForGroup(f"spark-plan-{number}")) != []
+        expected = expected_rows(apply_events(seen[number]), COLUMNS)
+        assert read_rows(spark, str(tmp_path / "t_driver"), COLUMNS) == expected
+        assert read_rows(spark, str(tmp_path / "t_spark"), COLUMNS) == expected
+    assert all(decisions.values()), decisions  # the driver's rounds made each kind of decision
+    # Every written column, the round's own stamp and position included, as the Spark plan writes it.
+    written = ["id", "name", "bio", "_source_op", "_source_lsn", "_source_txid", "_source_ts_ms", "_source_snapshot"]
+    written += ["_source_order", "_hoodie_is_deleted"]
+    assert read_rows(spark, str(tmp_path / "t_driver"), written) == read_rows(spark, str(tmp_path / "t_spark"), written)
+    stamps = spark.read.format("hudi").load(str(tmp_path / "t_driver")).where("_source_op != 'r'")
+    assert stamps.selectExpr("min(_ingested_at) > timestamp'2026-01-01'").first()[0]
+
+    # A TOAST placeholder: its fill reads stored rows, which the driver does not yet: the Spark plan takes it.
+    lsn += 1
+    key = min(live)  # a key the table holds
+    placeholder = pg_event("u", lsn=lsn, after={"id": key, "name": "kept bio", "bio": PLACEHOLDER}, txid=lsn)
+    history.append(placeholder)
+    write_events(source / "9999.avro", SCHEMA, [placeholder])
+    declined = hudi_cdc.ingest(driver, spark=spark)
+    assert declined.details["plan"] == "spark" and declined.details["driver_declined"] == "a TOAST placeholder"
+    assert declined.toast_filled == 1
+    assert read_rows(spark, str(tmp_path / "t_driver"), COLUMNS) == expected_rows(apply_events(history), COLUMNS)
