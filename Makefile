@@ -112,6 +112,9 @@ test-nostack: install test-archive ## The test suite without the local stack (it
 test-fast: install ## Only the tests that need no Spark
 	$(PY) -m pytest -m "not spark" $(PYTEST_ARGS)
 
+test-cuts-long: install ## Consistent cuts' strong stack test, long form: more transactions and runner kills (stack up)
+	$(TEST_ENV) HUDI_CDC_LONG_CUTS=1 $(PY) -m pytest -p no:cacheprovider -q tests/stack/test_cuts_strong.py $(PYTEST_ARGS)
+
 lint: install ## ruff and mypy
 	$(VENV)/bin/ruff check hudi_cdc payloads tests examples bench chaos
 	$(VENV)/bin/mypy hudi_cdc payloads
