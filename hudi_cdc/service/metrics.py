@@ -41,6 +41,10 @@ Pushgateway after a one-shot run (``[run] pushgateway_url``). Per table:
   column_dropped, type_widened, type_changed, column_renamed; envelope.evolution).
 - ``hudi_cdc_java_writer_fallbacks_total{table}``: rounds Hudi's Java write client failed before its
   commit and Spark's datasource wrote instead (sink.small_write; the round's ``java_failed`` says why).
+- ``hudi_cdc_round_plans_total{table,by}``: committed rounds by who planned them: ``driver`` (a small
+  round planned without a Spark job, hudi_cdc.small_plan), ``spark``, or ``driver_failed`` (the driver's
+  plan failed and Spark's planned the round; its ``driver_failed`` says why; a decline is ``spark``, its
+  ``driver_declined`` says why).
 
 Per pipeline, with consistent cuts on (docs/consistent-cuts.md): ``hudi_cdc_cuts_total{result}`` (recorded,
 partial: recorded with quarantined events missing, no_cut: a plan found no boundary or was abandoned, error:
@@ -125,6 +129,7 @@ class PipelineMetrics:
             labels,
             registry=r,
         )
+        self.plans = Counter("hudi_cdc_round_plans", "Rounds by who planned them", [*labels, "by"], registry=r)
 
         self.cuts = Counter("hudi_cdc_cuts", "Consistent cuts planned, by result", ["result"], registry=r)
         self.cut_failed_plans = Gauge(
@@ -165,6 +170,9 @@ class PipelineMetrics:
             self.schema_changes.labels(name, kind).inc(n)
         if result.details.get("java_failed"):
             self.java_fallbacks.labels(name).inc()
+        if "plan" in result.details:
+            planner = "driver_failed" if result.details.get("driver_failed") else result.details["plan"]
+            self.plans.labels(name, planner).inc()
         if result.committed and result.source_ts_ms_min is not None:
             self.freshness.labels(name).observe(max(0.0, now - result.source_ts_ms_min / 1000))
 

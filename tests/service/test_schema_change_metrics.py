@@ -20,3 +20,21 @@ def test_schema_changes_are_counted_per_kind() -> None:
     sample = metrics.registry.get_sample_value
     assert sample("hudi_cdc_schema_changes_total", {"table": "orders", "kind": "column_added"}) == 4
     assert sample("hudi_cdc_schema_changes_total", {"table": "orders", "kind": "type_widened"}) == 2
+
+
+def test_rounds_are_counted_by_who_planned_them() -> None:
+    metrics = PipelineMetrics("p")
+    table = TableState("orders", "dbserver1.inventory.orders", "/lake/orders")
+    for details in (
+        {"plan": "driver"},
+        {"plan": "driver"},
+        {"plan": "spark", "driver_declined": "a TOAST placeholder"},
+        {"plan": "spark", "driver_failed": "OSError: gone"},
+        {},  # a round that planned nothing (only a checkpoint)
+    ):
+        result = IngestResult(table="orders", base_path="/lake/orders", commit_time="1", checkpoint={}, details=details)
+        metrics.observe(table, result)
+    sample = metrics.registry.get_sample_value
+    assert sample("hudi_cdc_round_plans_total", {"table": "orders", "by": "driver"}) == 2
+    assert sample("hudi_cdc_round_plans_total", {"table": "orders", "by": "spark"}) == 1
+    assert sample("hudi_cdc_round_plans_total", {"table": "orders", "by": "driver_failed"}) == 1
