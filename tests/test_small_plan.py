@@ -33,13 +33,12 @@ def _config(source: Path, base: Path, **settings: Any) -> Any:  # noqa: ANN401
         env={},
         source="files",
         source_path=str(source),
-        flavor="postgres",
         target_base_path=str(base),
         target_table=base.name,
         table_type="MERGE_ON_READ",
         record_key_fields="id",
         toast_placeholder=PLACEHOLDER,
-        **settings,
+        **{"flavor": "postgres", **settings},
     )
 
 
@@ -128,3 +127,54 @@ def test_driver_planned_rounds_equal_the_spark_plans(spark, tmp_path: Path) -> N
     assert declined.details["plan"] == "spark" and declined.details["driver_declined"] == "a TOAST placeholder"
     assert declined.toast_filled == 1
     assert read_rows(spark, str(tmp_path / "t_driver"), COLUMNS) == expected_rows(apply_events(history), COLUMNS)
+
+
+@pytest.mark.parametrize("flavor", ["postgres", "mysql"])
+def test_driver_rows_are_the_spark_flattens(spark, tmp_path: Path, flavor: str) -> None:  # noqa: ANN001
+    """One file of every kind of event, decoded and flattened by Spark (``change_rows``) and by the driver
+    (``read_in_driver``, ``flat_rows``): the same rows, value by value, every written column."""
+    from datetime import UTC, datetime
+
+    from hudi_cdc.envelope.batch import change_rows
+    from hudi_cdc.envelope.driver_rows import flat_rows
+    from hudi_cdc.policy import merge_policy
+    from hudi_cdc.sources.files import FileSource, read_in_driver
+    from hudi_cdc.testing import mysql_event
+    from payloads.driver import written_columns
+
+    def event(op: str, n: int, image: dict) -> dict:
+        side = {"before": image} if op == "d" else {"after": image}
+        if flavor == "postgres":
+            return pg_event(op, lsn=None if op == "r" and n % 2 else 100 + n, txid=n if n % 3 else None, **side)
+        return mysql_event(
+            op, file=f"mysql-bin.{n % 3:06d}", pos=4 + n, row=n % 2, gtid=f"g:{n}" if n % 2 else None, **side
+        )
+
+    images = [{"id": n, "name": None if n % 4 == 0 else f"ü{n}", "bio": "x" * n if n % 3 else None} for n in range(12)]
+    ops = ["r", "c", "u", "d"]
+    events = [
+        event(ops[n % 4], n, {**image, **({"name": None, "bio": None} if n % 4 == 3 else {})})
+        for n, image in enumerate(images)
+    ]
+    write_events(tmp_path / "events" / "0.avro", envelope_schema("customers", CUSTOMERS, flavor=flavor), events)
+    config = _config(tmp_path / "events", tmp_path / "t", flavor=flavor)
+    policy = merge_policy(config)
+    batch = FileSource(spark, config).next_batch(None)
+    assert batch is not None and len(batch.parts) == 1
+    now = datetime(2026, 11, 29, 3, 0, tzinfo=UTC)
+    flat = change_rows(
+        batch, policy, key_fields=("id",), ingested_at=now, behavior=config.schema_change_behavior, table_schema=None
+    )
+    columns = [c for c in written_columns(flat.columns) if c not in ("_ingested_at",)]
+    theirs = sorted(tuple(r) for r in flat.select(*columns).collect())
+    read = read_in_driver(batch.parts[0], 100)
+    assert not isinstance(read, str), read
+    rows = flat_rows(
+        read[0], batch.parts[0].avro_schema, source_meta_columns=policy.source_meta_columns, ingested_at=now
+    )
+    assert not isinstance(rows, str), rows
+    ours = sorted(tuple(policy.order_of(r) if c == "_source_order" else r[c] for c in columns) for r in rows.rows)
+    assert ours == theirs
+    assert {c: t for c, t in rows.types.items()} == {
+        f.name: f.dataType.simpleString() for f in flat.schema.fields if f.name in rows.types
+    }
