@@ -284,7 +284,9 @@ def _run_and_check(spark: Any, tmp_path: Path, workload: LedgerWorkload) -> None
     assert [c["id"] for c in retained] == [c["id"] for c in checked][-10:]
     assert cuts.check(retained[0]) == cuts.checked[retained[0]["id"]]["top"]
     cleaned = [n for n in NAMES.values() if any(timeline_of(_base(tmp_path, n)).glob("*.clean"))]
-    print(f"strong cuts: {len(checked)} cuts read in {cuts.read_s:.0f} s; tables cleaned: {cleaned}")
+    reasons = sorted({w for c in checked for w in c["left_out"].values()})
+    print(f"strong cuts: {len(checked)} cuts ({len(whole)} whole) read in {cuts.read_s:.0f} s; left out: {reasons}; "
+          f"repair: {len(outcome['keys'])} keys; tables cleaned: {cleaned}")  # fmt: skip
     if len(checked) > 10:  # the oldest cuts' commits were unpinned: the cleaner passed them
         assert cleaned, "no table was cleaned"
 
