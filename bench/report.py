@@ -69,6 +69,7 @@ SHOW: dict[str, list[Shown]] = {
     "verify": [Shown("verify", turned=True)],
     "first-load": [Shown("load", turned=True)],
     "overlap": [],  # an experiment on a design hudi-cdc does not have; tuning.md says what it found
+    "compaction-cost": [],  # inline against async compaction; tuning.md#compaction says what it found
 }
 
 
