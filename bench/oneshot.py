@@ -382,8 +382,8 @@ def main() -> None:
         shutil.rmtree(args.work / gone, ignore_errors=True)
     args.work.mkdir(parents=True, exist_ok=True)
     private_jars(args.work)
-    runs, outcomes, tables = measure(args, args.work)
-    same = all(check_table(base, events.rows, args.s3_endpoint) for events, base in tables.values())
+    runs, outcomes, fed = measure(args, args.work)
+    same = all(check_table(base, events.rows, args.s3_endpoint) for events, base in fed.values())
     print(f"the table equals the rows the events leave: {same}", flush=True)
     results.write(
         args.name,
