@@ -22,6 +22,7 @@ Any failure of its own is a decline too, logged as a warning (``driver_failed``)
 from __future__ import annotations
 
 import logging
+import os
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -45,6 +46,10 @@ if TYPE_CHECKING:
 __all__ = ["Declined", "ineligible", "plan_in_driver"]
 
 log = logging.getLogger("hudi_cdc")
+
+TEST_HOOK = "HUDI_CDC_TEST_SMALL_PLAN"
+"""``off``: every round planned by Spark (bench/small_plan.py's comparison), as HUDI_CDC_TEST_JAVA_WRITER hooks
+the Java writer; not a setting."""
 
 
 @dataclass(frozen=True)
@@ -97,6 +102,8 @@ def plan_in_driver(
     Nothing is written here: a decline or a failure leaves the round to the Spark plan as it was.
     """
     why = ineligible(config, policy, keys)
+    if why is None and os.environ.get(TEST_HOOK, "").lower() == "off":  # a benchmark's before, in one process
+        why = f"{TEST_HOOK}=off"
     if why is None and not committed:
         why = "a new table"
     if why is None and len(batch.parts) != 1:

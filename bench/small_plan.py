@@ -1,0 +1,123 @@
+"""A small round's plan in the driver against Spark's: plan time and CPU, same table, same changes.
+
+    python -m bench.small_plan [--table-rows 100000] [--rows 1000] [--rounds 6]
+
+Two MERGE_ON_READ tables are built by hudi-cdc from the same snapshot (``bench.small_round``'s source:
+``--table-rows`` Postgres rows, Debezium Avro files); then each round writes one file of ``--rows``
+changes to random keys (20% deletes, no TOAST placeholder: the driver's slice) and both tables ingest
+it, taking turns first: one planned in the driver (the default, ``hudi_cdc.small_plan``), one by Spark
+(``HUDI_CDC_TEST_SMALL_PLAN=off``); both written by Hudi's Java client. Per round: wall time, the plan
+and commit steps, and the CPU seconds of the whole process (Python and the JVM, from /proc), and the
+load average when it started (the machine is shared). The first round is left out of the medians. At
+the end both tables must equal the source.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from bench import results as result_files
+from bench.run import REPO
+
+VARIANTS = {"driver": None, "spark": "off"}
+
+
+def _cpu(pid: int) -> float:
+    """User and system CPU seconds of process ``pid``, all its threads."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--table-rows", type=int, default=100_000)
+    parser.add_argument("--rows", type=int, default=1000)
+    parser.add_argument("--rounds", type=int, default=6)
+    parser.add_argument("--work", type=Path, default=REPO / ".bench" / "small_plan")
+    parser.add_argument("--results", type=Path, help="default: .bench/results")
+    args = parser.parse_args(argv)
+    import hudi_cdc
+    from bench.small_round import Source, _config, _equal
+    from hudi_cdc.small_plan import TEST_HOOK
+
+    started_utc = result_files.now_utc()
+    shutil.rmtree(args.work, ignore_errors=True)
+    spark = hudi_cdc.spark_session(
+        app_name="small-plan", conf={"spark.master": "local[2]", "spark.driver.memory": "4g"}
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    jvm = int(spark.sparkContext._jvm.ProcessHandle.current().pid())  # type: ignore[union-attr]
+    source = Source(args.work / "events", args.table_rows, placeholders=0.0, deletes=0.2)
+    source.snapshot()
+    configs = {label: _config(f"mor {label}", {}, source, args.work) for label in VARIANTS}
+    for config in configs.values():
+        hudi_cdc.ingest(config, spark=spark)
+    rounds: list[dict[str, Any]] = []
+    for number in range(1, args.rounds + 1):
+        source.changes(args.rows)
+        for label in list(VARIANTS) if number % 2 else list(reversed(VARIANTS)):
+            hook = VARIANTS[label]
+            if hook is not None:
+                os.environ[TEST_HOOK] = hook
+            load = os.getloadavg()[0]
+            cpu, began = _cpu(os.getpid()) + _cpu(jvm), time.perf_counter()
+            result = hudi_cdc.ingest(configs[label], spark=spark)
+            wall, used = time.perf_counter() - began, _cpu(os.getpid()) + _cpu(jvm) - cpu
+            os.environ.pop(TEST_HOOK, None)
+            row = {
+                "variant": label, "round": number, "seconds": round(wall, 3), "cpu_s": round(used, 3),
+                "plan_s": result.steps_s.get("plan"), "commit_s": result.steps_s.get("commit"),
+                "planned_by": result.details.get("plan"), "writer": result.details.get("writer"), "load": round(load, 1),
+            }  # fmt: skip
+            rounds.append(row)
+            print(row, flush=True)
+    equal = {label: _equal(spark, source, config.target_base_path) for label, config in configs.items()}
+
+    def median(label: str, key: str) -> float:
+        return round(statistics.median(r[key] for r in rounds if r["variant"] == label and r["round"] > 1), 3)
+
+    summary = [
+        {"variant": label, **{k: median(label, k) for k in ("seconds", "cpu_s", "plan_s", "commit_s")},
+         "load": median(label, "load"), "equal": equal[label]}
+        for label in VARIANTS
+    ]  # fmt: skip
+    columns = [
+        result_files.column("variant", "planned by"), result_files.column("seconds", "median round", "s"),
+        result_files.column("cpu_s", "CPU (Python + JVM)", "s"), result_files.column("plan_s", "plan", "s"),
+        result_files.column("commit_s", "commit", "s"), result_files.column("load", "load average"),
+        result_files.column("equal", "table equals the source"),
+    ]  # fmt: skip
+    each = [
+        result_files.column(k, unit=u)
+        for k, u in (("variant", None), ("round", "#"), ("seconds", "s"), ("cpu_s", "s"), ("plan_s", "s"),
+                     ("commit_s", "s"), ("planned_by", None), ("writer", None), ("load", None))
+    ]  # fmt: skip
+    path = result_files.write(
+        "small-plan",
+        series=f"{args.table_rows:,} rows, {args.rows:,} changes a round",
+        parameters={
+            "table_rows": args.table_rows,
+            "rows": args.rows,
+            "rounds": args.rounds,
+            "measured_from_round": 2,
+            "shared_machine": True,
+        },  # fmt: skip
+        tables={"rounds": result_files.table(columns, summary), "each": result_files.table(each, rounds)},
+        directory=args.results or result_files.LOCAL,
+        started_utc=started_utc,
+    )
+    for row in summary:
+        print(row, flush=True)
+    shutil.rmtree(args.work, ignore_errors=True)
+    return 0 if all(equal.values()) and path else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
