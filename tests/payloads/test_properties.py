@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from hudi_cdc.testing import envelope_schema, oracle_event, pg_event, sqlserver_event
@@ -147,6 +147,10 @@ def _run(
     settings_name: str = "defaults",
     partitioned: bool = False,
 ) -> None:
+    # Hypothesis runs its simplest example first: every key inserted once and never changed, which the
+    # scenario tests' inserts already assert. Rejected here, it costs no table, and each max_examples below
+    # is one less than before: the random examples drawn are the same ones (derandomize), only that one goes.
+    assume(any(histories))
     rng = random.Random(seed)
     events, expected = _events_and_state(histories, rng, with_toast=toast, partitioned=partitioned)
     batches = _batches(events, rng, count, keep_key_order=toast)
@@ -171,7 +175,7 @@ def _run(
 
 
 COMMON = settings(
-    max_examples=3,
+    max_examples=2,
     deadline=None,
     derandomize=True,
     database=None,
@@ -204,7 +208,7 @@ def test_toast_placeholders_converge_under_kafka_ordering(
 @pytest.mark.parametrize("settings_name", PARTITIONED_SETTINGS)
 @pytest.mark.parametrize("toast", [False, True], ids=["shuffled", "placeholders-kafka-order"])
 @pytest.mark.parametrize("table_type", ["cow", "mor"])
-@settings(COMMON, max_examples=2)
+@settings(COMMON, max_examples=1)
 @given(histories=HISTORIES, seed=st.integers(0, 2**32), count=st.integers(2, 3))
 def test_partitioned_histories_converge(
     spark, tmp_path: Path, table_type: str, toast: bool, settings_name: str, histories, seed: int, count: int
@@ -215,7 +219,7 @@ def test_partitioned_histories_converge(
 
 @pytest.mark.parametrize("table_type", ["cow", "mor"])
 @pytest.mark.parametrize("flavor", ["sqlserver", "oracle"])
-@settings(COMMON, max_examples=2)
+@settings(COMMON, max_examples=1)
 @given(histories=HISTORIES, seed=st.integers(0, 2**32), count=st.integers(1, 3))
 def test_sqlserver_and_oracle_converge(
     spark, tmp_path: Path, table_type: str, flavor: str, histories, seed: int, count: int
