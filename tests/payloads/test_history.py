@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from hudi_cdc.testing import envelope_schema, pg_event
@@ -144,9 +144,13 @@ def test_a_table_keeps_the_history_mode_of_its_first_commit(spark, tmp_path: Pat
 
 STEPS = st.sampled_from(["update", "update_keep_bio", "delete"])
 HISTORIES = st.lists(st.lists(STEPS, max_size=5), min_size=20, max_size=40)
+# Hypothesis runs its simplest example first: every key inserted once, one batch, one version each, which the
+# scenario tests above already assert. The properties reject it (assume), so it costs no table, and ask for one
+# example: the random one they drew as their second before (derandomize: the same one).
 
 
 def _stream(histories: list[list[str]], rng: random.Random) -> list[dict]:
+    assume(any(histories))  # the simplest example: see above (here, not in the tests' bodies, whose source seeds)
     events, lsn = [], 100
     for key, steps in enumerate(histories):
         lsn += rng.randint(1, 3)
@@ -202,7 +206,7 @@ def _shuffled(events: list[dict], rng: random.Random, count: int) -> list[list[d
 
 @pytest.mark.parametrize("table_type", ["cow", "mor"])
 @settings(
-    max_examples=2,
+    max_examples=1,
     deadline=None,
     derandomize=True,
     database=None,
@@ -292,7 +296,7 @@ def _soft_oracle(events: list[dict]) -> list[tuple]:
 
 @pytest.mark.parametrize("table_type", ["mor"])  # COW: the scenario test above
 @settings(
-    max_examples=2,
+    max_examples=1,
     deadline=None,
     derandomize=True,
     database=None,
