@@ -241,8 +241,9 @@ def _run_and_check(spark: Any, tmp_path: Path, workload: LedgerWorkload) -> None
                 if kill == 0:
                     cuts.wait("the restarted runner", lambda r=runner: _status(state).get("pid") == r.pid)
                     outcome = _repair(cuts, path, workload)
-            before = max(cuts.checked)
-            cuts.wait("more cuts", lambda: max(cuts.checked) >= before + CUTS_AFTER_KILLS)
+            # A cut every 4 s asked; under load one came every 30-40 s (the long form's first run timed out here)
+            more = max(cuts.checked) + CUTS_AFTER_KILLS
+            cuts.wait("more cuts", lambda: max(cuts.checked) >= more, timeout_s=60.0 * CUTS_AFTER_KILLS + 180)
             workload.stop()
             last = workload.seq
             # The newest cut reaches the workload's last transaction.
