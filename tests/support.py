@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import random
 import subprocess
+import sys
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -292,3 +293,11 @@ record_key_fields = "id"
         + sections
     )
     return path
+
+
+def start_runner(pipeline: Path, log: Path) -> subprocess.Popen:
+    """``hudi-cdc run --pipeline PIPELINE --continuous`` in a process group of its own (``kill_group`` kills it with
+    its JVM), its output appended to ``log``."""
+    command = [str(Path(sys.executable).parent / "hudi-cdc"), "run", "--pipeline", str(pipeline), "--continuous"]
+    with log.open("ab") as out:
+        return subprocess.Popen(command, stdout=out, stderr=out, start_new_session=True, env=dict(os.environ))

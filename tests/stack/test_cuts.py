@@ -16,9 +16,6 @@ without kills.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import time
 import uuid
 from pathlib import Path
@@ -34,6 +31,7 @@ from hudi_cdc.testing.postgres import connect
 from hudi_cdc.testing.transfers import TransferWorkload, broken_invariants
 from tests.stack.conftest import BOOTSTRAP, REGISTRY, wait_until
 from tests.stack.connectors import postgres_connector
+from tests.support import start_runner
 
 pytestmark = [pytest.mark.kafka, pytest.mark.postgres, pytest.mark.hudi]
 
@@ -74,12 +72,6 @@ cut_retention = 1000
     return path
 
 
-def _runner(path: Path, log: Path) -> subprocess.Popen:
-    command = [str(Path(sys.executable).parent / "hudi-cdc"), "run", "--pipeline", str(path), "--continuous"]
-    with log.open("ab") as out:
-        return subprocess.Popen(command, stdout=out, stderr=out, start_new_session=True, env=dict(os.environ))
-
-
 def _mid_cut(state: Path) -> bool:
     """Whether the runner's status says a cut is planned and some of its bounded rounds have not committed."""
     try:
@@ -113,13 +105,13 @@ def _run_and_check(spark, tmp_path: Path, workload: TransferWorkload) -> None:  
         workload.start(conn)
         try:
             for kill in range(2):  # killed just after planning a cut: its bounded rounds are under way
-                runner = _runner(path, log)
+                runner = start_runner(path, log)
                 try:
                     wait_until("a cut recorded", lambda k=kill: len(_cuts(state)) > k, timeout_s=240)
                     wait_until("a cut's bounded rounds under way", lambda: _mid_cut(state), timeout_s=240)
                 finally:
                     kill_group(runner)
-            runner = _runner(path, log)
+            runner = start_runner(path, log)
             try:
                 before = len(_cuts(state))
                 wait_until("two more cuts", lambda: len(_cuts(state)) >= before + 2, timeout_s=240)
@@ -193,7 +185,7 @@ def test_mariadb_cuts_keep_the_invariants_too(spark, tmp_path: Path) -> None:  #
         state, log = tmp_path / "cuts.state", tmp_path / "runner.log"
         with mariadb.connect() as conn:
             workload.start(conn)
-            runner = _runner(path, log)
+            runner = start_runner(path, log)
             try:
                 wait_until("three cuts", lambda: len(_cuts(state)) >= 3, timeout_s=300)
                 workload.stop()

@@ -46,7 +46,7 @@ from hudi_cdc.testing.postgres import connect
 from payloads.base import is_data_column
 from tests.stack.conftest import BOOTSTRAP, REGISTRY
 from tests.stack.connectors import postgres_connector
-from tests.support import tamper
+from tests.support import start_runner, tamper
 
 pytestmark = [pytest.mark.kafka, pytest.mark.postgres, pytest.mark.hudi]
 
@@ -102,12 +102,6 @@ consistent_cut_interval_seconds = 4
 """
     )
     return path
-
-
-def _runner(path: Path, log: Path) -> subprocess.Popen:
-    command = [str(Path(sys.executable).parent / "hudi-cdc"), "run", "--pipeline", str(path), "--continuous"]
-    with log.open("ab") as out:
-        return subprocess.Popen(command, stdout=out, stderr=out, start_new_session=True, env=dict(os.environ))
 
 
 def _status(state: Path) -> dict[str, Any]:
@@ -226,7 +220,7 @@ def _run_and_check(spark: Any, tmp_path: Path, workload: LedgerWorkload) -> None
         f"strong-{RUN}", slot=f"slot_{RUN}", topic_prefix=PREFIX, table=tables, **{"provide.transaction.metadata": "true"}
     ), connect() as conn:  # fmt: skip
         workload.start(conn)
-        runner = cuts.runner = _runner(path, log)
+        runner = cuts.runner = start_runner(path, log)
         try:
             for kill in range(KILLS):
                 cuts.wait("a cut recorded", lambda k=kill: len(cuts.checked) > k)
@@ -237,7 +231,7 @@ def _run_and_check(spark: Any, tmp_path: Path, workload: LedgerWorkload) -> None
                     _corrupt_reserve(spark, acct_base)
                     for role in ("acct", "moves", "tags"):
                         resent += _redeliver(f"{PREFIX}.inventory.{workload.tables[role]}", RESENT_PER_PARTITION)
-                runner = cuts.runner = _runner(path, log)
+                runner = cuts.runner = start_runner(path, log)
                 if kill == 0:
                     cuts.wait("the restarted runner", lambda r=runner: _status(state).get("pid") == r.pid)
                     outcome = _repair(cuts, path, workload)

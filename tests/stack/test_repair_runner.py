@@ -8,8 +8,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
 import threading
 import time
 import uuid
@@ -27,7 +25,7 @@ from hudi_cdc.testing.postgres import connect, wait_for_stream
 from hudi_cdc.upstream.database import SourceDatabase
 from payloads.base import ORDER_COLUMN, is_data_column
 from tests.stack.conftest import BOOTSTRAP, REGISTRY
-from tests.support import tamper
+from tests.support import start_runner, tamper
 
 pytestmark = [pytest.mark.stack, pytest.mark.kafka, pytest.mark.postgres, pytest.mark.hudi]
 
@@ -98,9 +96,7 @@ def test_the_runner_repairs_its_table_while_the_stream_goes_on(spark, tmp_path: 
     tamper(spark, base, table_name=NAME, table_type="mor", keys=("id",),
            upserts=[{**one, "label": "wrong", ORDER_COLUMN: "9" * 21}], deletes=[{**one, "id": 2}])  # fmt: skip
 
-    command = [str(Path(sys.executable).parent / "hudi-cdc"), "run", "--pipeline", str(pipeline), "--continuous"]
-    with (tmp_path / "runner.log").open("ab") as log:
-        runner = subprocess.Popen(command, stdout=log, stderr=log, start_new_session=True, env=dict(os.environ))
+    runner = start_runner(pipeline, tmp_path / "runner.log")
     stop, done = threading.Event(), []
     workload = threading.Thread(target=_workload, args=(stop, done), daemon=True)
     try:

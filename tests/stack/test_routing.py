@@ -14,9 +14,6 @@ shards named.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import time
 import uuid
 from pathlib import Path
@@ -30,7 +27,7 @@ from hudi_cdc.testing.postgres import connect
 from hudi_cdc.upstream.database import SourceDatabase
 from tests.stack.conftest import BOOTSTRAP, REGISTRY, wait_until
 from tests.stack.connectors import postgres_connector
-from tests.support import CommittedRows
+from tests.support import CommittedRows, start_runner
 
 pytestmark = [pytest.mark.kafka, pytest.mark.postgres, pytest.mark.hudi]
 
@@ -89,12 +86,6 @@ def _status(state: Path) -> dict[str, Any]:
         return {}
 
 
-def _runner(path: Path, log: Path) -> subprocess.Popen:
-    command = [str(Path(sys.executable).parent / "hudi-cdc"), "run", "--pipeline", str(path), "--continuous"]
-    with log.open("ab") as out:
-        return subprocess.Popen(command, stdout=out, stderr=out, start_new_session=True, env=dict(os.environ))
-
-
 def _pipeline(tmp_path: Path) -> Path:
     path = tmp_path / "shops.toml"
     path.write_text(
@@ -151,7 +142,7 @@ def test_sixteen_shards_merged_a_shard_joining_a_kill_and_a_key_clash(spark, tmp
             f"routing-{RUN}", slot=f"slot_{RUN}", topic_prefix=PREFIX, table=include,
             **{"publication.name": publication, "publication.autocreate.mode": "filtered"},
         ), connect() as conn:  # fmt: skip
-            runner = _runner(path, log)
+            runner = start_runner(path, log)
             wait_until("16 shards in the table", lambda: len(_lake(spark, orders)) == SHOPS * 4, timeout_s=240)
             _churn(conn, range(SHOPS), 1)
             # A 17th shop, created while the runner runs: a new topic matching the route.
@@ -176,7 +167,7 @@ def test_sixteen_shards_merged_a_shard_joining_a_kill_and_a_key_clash(spark, tmp
             conn.execute(f"insert into {RUN}_hub_a.users values (9, 'a9')")  # live in both hubs: a clash
             conn.execute(f"insert into {RUN}_hub_b.users values (9, 'b9')")
             time.sleep(5)  # Debezium publishes them while no runner runs: the restart reads move and clash at once
-            runner = _runner(path, log)
+            runner = start_runner(path, log)
             expected = _union(conn, SHOPS + 1)
             assert len({r[1] for r in expected}) < len(expected)  # the same ids in several shards
             wait_until("the table equal to the union of the shards", lambda: _lake(spark, orders) == expected, 240)
