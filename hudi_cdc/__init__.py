@@ -74,14 +74,21 @@ def ingest(
     hoodie_conf={...}``; also ``config_file`` and ``props_file``), which go over
     the file and the ``HUDI_CDC__*`` environment variables as the CLI's options
     do. An unknown keyword is refused with the closest names; an old name warns.
+
+    As a one-shot ``hudi-cdc ingest``: on a MERGE_ON_READ table with
+    ``compaction = "async"`` (the default) the table's pending compaction plans,
+    the one this round's commit scheduled included, run before it returns, under
+    the table's writer lease.
     """
-    from hudi_cdc.pipeline import ingest_once
+    from hudi_cdc.pipeline import compactions, ingest_once, writer_lease
 
     if config is None:
         config = load_config(**options)
     elif options:
         raise TypeError("pass either an IngestConfig or keyword options, not both")
-    return ingest_once(config, spark=spark)
+    spark = spark or spark_session()
+    with writer_lease(config, spark), compactions(config, spark):
+        return ingest_once(config, spark=spark)
 
 
 def _ingest_signature() -> inspect.Signature:

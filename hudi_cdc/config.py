@@ -422,8 +422,8 @@ class IngestConfig:
     )
     compaction: Compaction = setting(
         "MERGE_ON_READ: where compactions run: async, off the rounds' path (a round's commit only schedules the "
-        "plan; a thread of ingest --continuous or hudi-cdc run runs it, after a one-shot ingest hudi-cdc compact "
-        "does); inline, inside the round whose commit schedules one (docs/tuning.md#compaction).",
+        "plan; a thread of ingest or hudi-cdc run runs it, a one-shot one before it exits); inline, inside the "
+        "round whose commit schedules one (docs/tuning.md#compaction).",
         default="async",
     )
     # --- Type mappings and the schema-change policy per kind (issue 44 items 3-4; docs/types.md) ---

@@ -1,7 +1,7 @@
 """The one orchestrator: source -> flatten -> merge policy -> Hudi, checkpoint in the commit.
 
-The CLI and the Python API are thin shells over :func:`ingest_once` and
-:func:`run`.
+The CLI and the Python API are thin shells over :func:`ingest_once`,
+:func:`run` and :func:`compactions`.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import json
 import logging
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -62,6 +62,7 @@ __all__ = [
     "RoundSteps",
     "compact",
     "compaction_options",
+    "compactions",
     "ingest_once",
     "load_first",
     "merge_policy",
@@ -775,41 +776,44 @@ def run(
     In the loop a round starts at most every ``min_sync_interval_seconds``;
     transient errors are retried with backoff for up to ``retry_timeout_seconds``,
     terminal ones end the loop. With ``config.async_compaction`` (MERGE_ON_READ's default) the
-    rounds' commits only schedule compactions: in the loop a thread runs them
-    (``sink.compaction.Compactor``) and the run ends after the one under way, if any;
-    a single round leaves them to :func:`compact` (``hudi-cdc compact``).
+    rounds' commits only schedule compactions, and :func:`compactions` runs them: in the loop on a
+    thread, after each round; when the rounds end by themselves (one round, ``max_rounds``) every
+    pending plan runs before the generator ends; on an error or a stop only the one under way finishes.
     """
     from hudi_cdc.spark import spark_session
 
     spark = spark or spark_session()
     # The run holds the table's lease from its first round to its end, compactions included: a second
     # writer is refused (or waits) for as long as this one runs, not only during its rounds.
-    with writer_lease(config, spark):
-        compactor = None
-        if config.async_compaction and config.continuous:
-            from hudi_cdc.sink.compaction import Compactor
-
-            compactor = Compactor(spark)
-            compactor.add(config.target_base_path, compaction_options(config))
-        try:
-            yield from _rounds(config, spark, sleep, compactor)
-        finally:
-            if compactor is not None:
-                compactor.close()
+    with writer_lease(config, spark), compactions(config, spark) as compactor:
+        yield from _rounds(config, spark, sleep, compactor)
 
 
-def _note_pending_compactions(config: IngestConfig, spark: SparkSession | None) -> None:
-    from hudi_cdc.sink.hudi import HudiTable
-    from hudi_cdc.spark import spark_session
+@contextmanager
+def compactions(config: IngestConfig, spark: SparkSession) -> Iterator[Compactor | None]:
+    """The table's compactor for a block of rounds run under its writer lease (the caller holds it).
 
-    pending = HudiTable(spark or spark_session(), config.target_base_path).pending_compactions()
-    if pending:
-        log.info(
-            "%s: compaction %s pending; `hudi-cdc compact` (same settings) or a continuous run compacts it, "
-            "off the rounds' path",
-            config.target_table,
-            ", ".join(pending),
-        )
+    ``None`` unless ``config.async_compaction``. A plan already pending (a killed process's) runs at once;
+    a round that committed calls ``notify``. When the block ends by itself the table's pending plans run
+    before this returns (the last round's commit may have scheduled one): what a one-shot ``ingest`` or
+    ``run`` does before it exits. On an exception (a failure, Ctrl-C, a generator closed early) only the
+    compaction under way finishes; a plan not started waits for the next process. A compaction's failure
+    is logged and its plan stays pending for the next one (``Compactor``); the rounds' commits stand.
+    """
+    if not config.async_compaction:
+        yield None
+        return
+    from hudi_cdc.sink.compaction import Compactor
+
+    compactor = Compactor(spark)
+    compactor.add(config.target_base_path, compaction_options(config))
+    try:
+        yield compactor
+    except BaseException:
+        compactor.close()
+        raise
+    compactor.notify(config.target_base_path)
+    compactor.close(drain=True)
 
 
 @dataclass(frozen=True)
@@ -886,8 +890,6 @@ def _rounds(
             continue
         if compactor is not None and result.committed:
             compactor.notify(config.target_base_path)
-        elif result.committed and config.async_compaction and not config.continuous:
-            _note_pending_compactions(config, spark)
         yield result
         rounds += 1
         if not config.continuous or (config.max_rounds is not None and rounds >= config.max_rounds):

@@ -27,7 +27,8 @@ def compact(
 
     Give it the table's ingest settings (the same flags, --config FILE or HUDI_CDC__* variables). It holds
     the table's writer lease while it runs: refused (or it waits --lease-wait-seconds) while an ingest or a
-    runner writes the table; a continuous ingest or hudi-cdc run compacts its tables itself.
+    runner writes the table. ingest and hudi-cdc run compact their tables themselves (a one-shot one before
+    it exits); this runs what a killed one left, or compactions on a schedule of their own.
     """
     from hudi_cdc.pipeline import compact as compact_table
 

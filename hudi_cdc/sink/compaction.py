@@ -9,11 +9,13 @@ default) the round's commit only schedules the compaction (a plan on the
 timeline) and the plan runs elsewhere, while the next rounds write new log
 files, which Hudi keeps apart from the file slices being compacted:
 
-- ``ingest --continuous`` and ``hudi-cdc run``: a :class:`Compactor`, one
-  thread per process for all its tables, in a Spark fair scheduler pool of its
-  own, runs each table's pending plans after a round that committed;
-- a one-shot ``ingest``: ``hudi-cdc compact`` (:func:`run_pending`, under the
-  table's writer lease), or the next continuous process of the table.
+- ``ingest`` and ``hudi-cdc run``: a :class:`Compactor`, one thread per
+  process for all its tables, in a Spark fair scheduler pool of its own, runs
+  each table's pending plans after a round that committed; a process whose
+  rounds end by themselves (one-shot, ``--max-rounds``) runs the plans still
+  due before it exits (:meth:`Compactor.close` with ``drain``);
+- ``hudi-cdc compact`` (:func:`run_pending`, under the table's writer lease):
+  a plan a killed process left, or a compaction run on its own schedule.
 
 The writer lease (``sink.lease``) covers it: the compactor runs a table's plans
 only while its process holds the table's lease, and a runner lets a table's

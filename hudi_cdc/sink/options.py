@@ -95,7 +95,7 @@ def write_options(
     """The options of an upsert, user settings last except for the ones we own.
 
     ``async_compaction`` (MERGE_ON_READ): the commit schedules a compaction every 5 delta
-    commits and ``sink.compaction.AsyncCompactor`` runs it, both under Hudi's in-process lock.
+    commits and ``sink.compaction.Compactor`` runs it, both under Hudi's in-process lock.
     """
     _check_user_conf(user_conf)
     composite = len(record_key_fields) > 1

@@ -27,7 +27,7 @@ it writes them). It only ever steps aside, never holds the table up:
   refuses them too).
 
 It runs no compaction: its commit schedules the plan, and with ``compaction = "async"`` (the
-default) the next rounds stay its own while the compactor (``sink.compaction``: a continuous
+default) the next rounds stay its own while the compactor (``sink.compaction``: the
 process's thread, or ``hudi-cdc compact``) executes the plan; where compaction runs inline the
 next round goes to the datasource, whose inline compaction executes pending plans first.
 """
