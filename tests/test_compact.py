@@ -1,7 +1,8 @@
 """Compaction off the rounds' path (MERGE_ON_READ's default, ``compaction = "async"``): a round's commit only
 schedules the plan; a one-shot ``ingest`` (CLI or Python) runs it before it exits, under the table's writer lease,
-a continuous one on its compactor thread; a kill mid-compaction leaves the table right and ``hudi-cdc compact`` (or
-the next run) runs the plan again. One table for every step, in the order a table lives them."""
+a continuous one on its compactor thread; a kill mid-compaction leaves the table right and ``hudi-cdc compact`` runs
+the plan again (tests/test_crash_recovery.py: the next run does). One table for every step, in the order a table
+lives them."""
 
 from __future__ import annotations
 
