@@ -3,7 +3,8 @@
     python -m bench.small_round [--table-rows 1000000] [--rows 1000] [--rounds 6] [--variants ...]
 
 Issue 42's first goal, measured as a user meets it: one warm Spark session (``local[2]``, 4 GiB),
-``hudi_cdc.ingest(...)`` over the embedded files source, one round per new file of Debezium
+the round ``hudi_cdc.ingest(...)`` runs (``pipeline.ingest_once``: without the compaction a one-shot call
+runs after it, as a continuous process's round) over the embedded files source, one round per new file of Debezium
 envelopes. Every variant's table is built by hudi-cdc's own first round from the same snapshot
 file (1M ``op = r`` events); then each round writes one file of ``--rows`` updates to random keys
 (``--delete-share`` of them deletes, ``--placeholder-share`` of the updates leaving ``notes``
@@ -130,12 +131,12 @@ def _jvm_cpu_s(spark: Any) -> float:  # noqa: ANN401
 
 
 def _round(spark: Any, config: Any) -> dict[str, Any]:  # noqa: ANN401
-    import hudi_cdc
+    from hudi_cdc.pipeline import ingest_once
     from hudi_cdc.sink.hudi import HudiTable
 
     cpu = _jvm_cpu_s(spark)
     began = time.perf_counter()
-    result = hudi_cdc.ingest(config, spark=spark)
+    result = ingest_once(config, spark=spark)
     wall = time.perf_counter() - began
     assert result.committed, result
     return {
@@ -244,6 +245,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     import hudi_cdc
     from bench.run import variant
+    from hudi_cdc.pipeline import ingest_once
 
     started_utc = result_files.now_utc()
     shutil.rmtree(args.work, ignore_errors=True)
@@ -257,7 +259,7 @@ def main(argv: list[str] | None = None) -> int:
     builds = {}
     for label, config in configs.items():
         began = time.perf_counter()
-        hudi_cdc.ingest(config, spark=spark)
+        ingest_once(config, spark=spark)
         builds[label] = time.perf_counter() - began
         print(f"{label}: first round in {builds[label]:.1f} s", flush=True)
     rounds: dict[str, list[dict[str, Any]]] = {label: [] for label in configs}
