@@ -316,8 +316,13 @@ class Cutter:
         if underway is None:
             return
         with self._lock:
-            for table in underway.bound:
-                table.until = None
+            self._lift(underway)
+
+    @staticmethod
+    def _lift(underway: _Underway) -> None:
+        """Lift the bounds of the cut's rounds; the caller holds ``_lock`` (not reentrant)."""
+        for table in underway.bound:
+            table.until = None
 
     def _plan(self, tables: list[TableState]) -> bool:
         """Plan the cut into ``self.underway``: its plan, or why none (``why``). False: a round under way
@@ -377,7 +382,7 @@ class Cutter:
                     and claimed != claims[name]
                     and any(claimed.get(p, 0) > o for p, o in until.items())
                 ):
-                    self._unbound(underway)
+                    self._lift(underway)  # under the lock already: _unbound here would wait for itself
                     underway.why = f"{name}'s round under way planned past the cut while it was planned"
                     return False
                 running = table.state == RUNNING

@@ -3,6 +3,7 @@ it refuses, how a cut that cannot be made says why and backs off, and a cut mark
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -471,3 +472,31 @@ def test_the_cuts_transaction_reader_logs_in_to_the_registry(tmp_path: Path, mon
         assert cut.reader._registry.schema(4242) == "string"  # the reader's own registry client, logged in
     finally:
         server.shutdown()
+
+
+def test_a_round_claiming_past_the_cut_while_it_is_planned_makes_the_cutter_plan_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The race the plan guards against: a round of the table starts (and claims how far it reads) between the
+    plan's look at the claims and its bounds. The cut is given up and planned again, never left half bound."""
+    cut, tables = _setup(tmp_path, monkeypatch, ["srv.s.a"], {"s.a": 1})
+    table = tables["s.a"]
+    table.state, table.claimed = "running", {0: 1}
+    topics = _Topics([TransactionEnd(1, "t1", {"s.a": 1})], {"srv.s.a": ["t1", "t2", "t3"]})
+    events, raced = topics.events, []
+
+    def events_while_a_round_starts(topic: str, starts: dict[int, int]) -> tuple[list[TableEvent], dict[int, int]]:
+        if not raced:  # the round's worker thread, as the plan reads the table's topic
+            raced.append(cut.claim(table, {0: 3}))
+        return events(topic, starts)
+
+    topics.events = events_while_a_round_starts  # type: ignore[method-assign]
+    cut.reader = topics  # type: ignore[assignment]
+    planner = threading.Thread(target=cut.step, args=(10.0, tables.values()), daemon=True)
+    planner.start()
+    planner.join(timeout=30)
+    assert not planner.is_alive(), "the cutter deadlocked on its own lock"
+    assert raced == [None]  # the round was bound by no cut when it claimed
+    # Planned again from the new claim: the table reads past t1 with t2 not ended, so no cut now, and none bound.
+    assert table.until is None and cut.underway is None and _recorded(cut) == []
+    assert cut.blocked_now() is not None

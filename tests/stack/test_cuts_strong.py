@@ -134,6 +134,11 @@ class CutChecker:
             assert not self.checked or cut["id"] == max(self.checked) + 1, (sorted(self.checked)[-3:], cut["id"])
             self.checked[cut["id"]] = {**cut, "top": self.check(cut)}
 
+    def _tail(self) -> str:
+        """The end of the runner's log and its status: what a failure shows of the process under test."""
+        log = (self.state.parent / "runner.log").read_text(errors="replace")[-3000:]
+        return f"status {json.dumps(_status(self.state), default=str)[-1500:]}; runner log: {log}"
+
     def check(self, cut: dict[str, Any]) -> int | None:
         """The cut's invariants hold; the ledger's newest transaction in it (None: the ledger is left out)."""
         started = time.monotonic()
@@ -153,9 +158,8 @@ class CutChecker:
             if got := ready():
                 return got
             if self.runner is not None and self.runner.poll() is not None:
-                tail = (self.state.parent / "runner.log").read_text(errors="replace")[-3000:]
-                raise AssertionError(f"the runner exited {self.runner.returncode} waiting for {what}: {tail}")
-            assert time.monotonic() < deadline, f"timed out after {timeout_s:.0f}s waiting for {what}"
+                raise AssertionError(f"the runner exited {self.runner.returncode} waiting for {what}: {self._tail()}")
+            assert time.monotonic() < deadline, f"timed out after {timeout_s:.0f}s waiting for {what}: {self._tail()}"
             time.sleep(0.2)
 
 
