@@ -87,6 +87,11 @@ class _Underway:
     planned_at: float = 0.0
 
 
+_Heads = dict[str, tuple[TableState, str, dict[int, int]]]  # name -> the table, its head commit, its offsets
+_Repaired = dict[str, dict[str, Any] | None]  # name -> the repair its head carries
+_Claims = dict[str, dict[int, int] | None]  # name -> what its round under way claimed to read to
+
+
 @dataclass
 class _EndTail:
     """The transaction topic's END events a cut may fall at, kept between plans: read on from ``anchor``."""
@@ -329,28 +334,7 @@ class Cutter:
         claimed past the cut while it was planned; the caller plans again."""
         assert self.underway is not None
         underway = self.underway
-        heads: dict[str, tuple[TableState, str, dict[int, int]]] = {}
-        repaired: dict[str, dict[str, Any] | None] = {}
-        claims: dict[str, dict[int, int] | None] = {}
-        for table in tables:
-            # A table done with its rounds (--max-rounds) would never commit at the cut: left out too.
-            if table.state not in (WAITING, RUNNING) or table.config is None:
-                underway.left_out[table.name] = table.state
-                continue
-            if table.config.shard_sources:  # a merged table ([[routes]]) reads many topics: never in a cut
-                underway.left_out[table.name] = "merged shards: not in consistent cuts"
-                continue
-            if table.repair is not None:  # a repair round writes keys as of its snapshot, not offsets
-                underway.left_out[table.name] = "repair under way"
-                continue
-            with self._lock:  # before the topics are read: what they read covers what it claimed
-                claims[table.name] = dict(table.claimed) if table.claimed is not None else None
-            head = self._head(table)
-            if head is None:
-                underway.left_out[table.name] = "new: no commit yet"
-                continue
-            heads[table.name] = (table, *head)
-            repaired[table.name] = getattr(head, "repaired", None)
+        heads, repaired, claims = self._candidates(tables, underway)
         if not heads:
             underway.why = "no table can take part: " + ", ".join(
                 f"{n} ({w})" for n, w in sorted(underway.left_out.items())
@@ -374,6 +358,57 @@ class Cutter:
         if isinstance(plan, str):
             underway.why = plan
             return True
+        if not self._bind(underway, heads, claims, plan):
+            return False
+        for name, (table, instant, _) in heads.items():
+            underway.tables[name] = {
+                "path": table.target,
+                "commit": instant,
+                "offsets": dict(plan.offsets[name]),
+                "collections": sorted(collections_of(scans[name])),
+            }
+            if repaired.get(name):
+                underway.tables[name]["repaired"] = repaired[name]
+            underway.quarantined[name] = table.quarantined - self._quarantined_at.get(name, table.quarantined)
+        underway.plan = plan
+        log.info(
+            "consistent cut at transaction %s: %d table(s), %d to commit at it",
+            plan.end.id,
+            len(heads),
+            len(underway.pending),
+        )
+        return True
+
+    def _candidates(self, tables: list[TableState], underway: _Underway) -> tuple[_Heads, _Repaired, _Claims]:
+        """The tables that can be in the cut: each one's head commit and offsets, the repair its head carries,
+        and what its round under way claimed; the others go to ``underway.left_out``, with why."""
+        heads: _Heads = {}
+        repaired: _Repaired = {}
+        claims: _Claims = {}
+        for table in tables:
+            # A table done with its rounds (--max-rounds) would never commit at the cut: left out too.
+            if table.state not in (WAITING, RUNNING) or table.config is None:
+                underway.left_out[table.name] = table.state
+                continue
+            if table.config.shard_sources:  # a merged table ([[routes]]) reads many topics: never in a cut
+                underway.left_out[table.name] = "merged shards: not in consistent cuts"
+                continue
+            if table.repair is not None:  # a repair round writes keys as of its snapshot, not offsets
+                underway.left_out[table.name] = "repair under way"
+                continue
+            with self._lock:  # before the topics are read: what they read covers what it claimed
+                claims[table.name] = dict(table.claimed) if table.claimed is not None else None
+            head = self._head(table)
+            if head is None:
+                underway.left_out[table.name] = "new: no commit yet"
+                continue
+            heads[table.name] = (table, *head)
+            repaired[table.name] = getattr(head, "repaired", None)
+        return heads, repaired, claims
+
+    def _bind(self, underway: _Underway, heads: _Heads, claims: _Claims, plan: CutPlan) -> bool:
+        """Give each table behind the cut its offsets as the bound of its next round (or of the one under way).
+        False, nothing bound: a round claimed past the cut since ``claims`` were read."""
         with self._lock:
             for name, (table, _, _) in heads.items():
                 claimed, until = table.claimed, plan.offsets[name]
@@ -392,23 +427,6 @@ class Cutter:
                     underway.pending.add(name)
                     if not running:
                         table.due = 0.0
-        for name, (table, instant, _) in heads.items():
-            underway.tables[name] = {
-                "path": table.target,
-                "commit": instant,
-                "offsets": dict(plan.offsets[name]),
-                "collections": sorted(collections_of(scans[name])),
-            }
-            if repaired.get(name):
-                underway.tables[name]["repaired"] = repaired[name]
-            underway.quarantined[name] = table.quarantined - self._quarantined_at.get(name, table.quarantined)
-        underway.plan = plan
-        log.info(
-            "consistent cut at transaction %s: %d table(s), %d to commit at it",
-            plan.end.id,
-            len(heads),
-            len(underway.pending),
-        )
         return True
 
     def _head(self, table: TableState) -> tuple[str, dict[int, int]] | None:
