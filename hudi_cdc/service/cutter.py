@@ -228,11 +228,6 @@ class Cutter:
         # while this runner alone has written it since (its lease held throughout).
         self._heads: dict[str, tuple[str, dict[int, int]]] = {}
 
-    @property
-    def draining(self) -> bool:
-        """Always False: a cut never drains the rounds under way (kept for callers of the old two phases)."""
-        return False
-
     def underway_now(self) -> dict[str, Any] | None:
         """The cut under way, for ``status.json``: its transaction and the tables whose round has not
         committed at the cut yet."""
@@ -245,11 +240,6 @@ class Cutter:
         """Why the cuts are not being made, for ``status.json``: the last plan's reason, since when plans have
         failed and how many, and when the next is tried; None once a cut is recorded."""
         return self.blocked
-
-    def holds(self, table: TableState) -> bool:  # noqa: ARG002 - the runner asks before every round
-        """Whether ``table`` may not start a round of its own now: never. A table a cut is waiting for runs
-        its rounds as usual, bounded at the cut's offsets (``until``) until one commits there."""
-        return False
 
     def claim(self, table: TableState, highs: Mapping[int, int]) -> dict[int, int] | None:
         """A round of ``table`` plans to read up to ``highs`` (partition -> next offset to be written): the

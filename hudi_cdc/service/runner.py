@@ -428,9 +428,7 @@ class Runner:
     def _due(self, now: float, slots: int) -> list[TableState]:
         """The tables to start now: with something to do, earliest deadline first."""
         ready = [
-            t
-            for t in self.tables.values()
-            if t.state in (WAITING, RETRYING) and t.due <= now and self._has_work(t) and self._free_of_cut(t)
+            t for t in self.tables.values() if t.state in (WAITING, RETRYING) and t.due <= now and self._has_work(t)
         ]
         ready.sort(key=lambda t: (deadline(self._waiting_since(t), t.freshness_target_s), t.name))
         chosen: list[TableState] = []
@@ -639,12 +637,6 @@ class Runner:
         for name in list(self._leases):
             self._drop_lease(name)
 
-    def _free_of_cut(self, table: TableState) -> bool:
-        """Whether the table may start a round: not while a cut drains, and its bounded round when it has one."""
-        if self._cutter is None or table.until is not None:
-            return True
-        return not self._cutter.holds(table)
-
     def _has_work(self, table: TableState) -> bool:
         """False only for a watched table known to hold every message its topic has: it costs no round."""
         if table.until is not None or table.repair is not None:
@@ -698,11 +690,7 @@ class Runner:
         return all(t.state in (DONE, FAILED, PAUSED, REMOVED, DROPPED) for t in self.tables.values())
 
     def _sleep_for(self, now: float, free_slots: int) -> float:
-        due_in = [
-            t.due - now
-            for t in self.tables.values()
-            if t.state in (WAITING, RETRYING) and self._has_work(t) and self._free_of_cut(t)
-        ]
+        due_in = [t.due - now for t in self.tables.values() if t.state in (WAITING, RETRYING) and self._has_work(t)]
         others = [self._next_discovery - now] if self.continuous else []
         if self._offsets is not None and free_slots > 0:
             others.append(self.spec.run.offset_poll_seconds)  # what the watch saw meanwhile starts rounds
