@@ -1,6 +1,7 @@
 """Every command on s3a:// tables (issue 57; docs/object-storage.md), on the stack's SeaweedFS, Hive metastore and
 Postgres: ``hudi-cdc run`` of a two-table pipeline synced to the metastore, ``quarantine``, ``tombstones``, the
-table folder's control flags and cut pins, ``bootstrap`` and ``verify --repair``.
+table folder's control flags, a consistent cut of the run's commits (its pins, and ``read_consistent`` from a
+notebook's session), ``bootstrap`` and ``verify --repair``.
 
 One pipeline run serves the module (two tables, one round each). The commands run in this process through the
 CLI, on the test's session, whose Hadoop configuration holds the test identity for the bucket only (as
@@ -14,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -26,14 +28,18 @@ from click.testing import CliRunner
 
 from hudi_cdc.cli import main
 from hudi_cdc.service import control
+from hudi_cdc.service.cut_retention import CutPins, oldest_commits
+from hudi_cdc.service.cuts import CutPlan, CutStore, new_cut
+from hudi_cdc.service.spec import load_pipeline
 from hudi_cdc.sink import retention
 from hudi_cdc.sink.quarantine import QuarantineStore
 from hudi_cdc.sink.tombstones import TombstoneStore
+from hudi_cdc.sources.transactions import TransactionEnd
 from hudi_cdc.testing import pg_event
 from hudi_cdc.testing.postgres import connect
 from hudi_cdc.testing.samples import SampleCustomers
 from tests.sink.test_catalog import Metastore
-from tests.sink.test_object_storage import ACCESS_KEY, BUCKET, HUDI_CDC, SECRET_KEY, s3  # noqa: F401 - the fixture
+from tests.sink.test_object_storage import ACCESS_KEY, BUCKET, SECRET_KEY, s3  # noqa: F401 - the fixture
 from tests.stack.conftest import BOOTSTRAP, REGISTRY
 from tests.support import table_state
 
@@ -176,18 +182,53 @@ def test_quarantine_and_tombstones_of_an_s3a_table(store: Any, lake: Lake) -> No
     assert table_state(store, lake.base("t1"), COLUMNS) == _source(lake.samples["t1"])  # the table untouched
 
 
-def test_pause_and_resume_and_cut_pins_live_in_the_s3a_table_folder(store: Any, lake: Lake) -> None:  # noqa: ANN401
+@dataclass
+class Cut:
+    """A consistent cut of the module's run, recorded in the pipeline's state folder, and the pins it holds."""
+
+    record: dict[str, Any]
+    pins: CutPins
+    owner: str  # the pipeline's state folder: the pins' owner
+
+
+@pytest.fixture(scope="module")
+def cut(store: Any, lake: Lake) -> Cut:  # noqa: ANN401
+    """A cut at each table's commit of the run, recorded and pinned as the runner's cutter does once a cut is
+    whole (:mod:`hudi_cdc.service.cutter`). A files run takes no cut of its own: cuts need a Kafka run and its
+    transaction topic (tests/stack/test_cuts.py); what a cut adds on s3a is its pins and its reading."""
+    spec = load_pipeline(lake.path)
+    tables = {
+        name: {
+            "path": lake.base(name.split(".")[1]),
+            "commit": done["last_commit"],
+            "offsets": {},
+            "collections": [name],
+        }
+        for name, done in lake.report["tables"].items()
+    }
+    plan = CutPlan(TransactionEnd(7, "571:24023128"), dict.fromkeys(tables, {}))
+    cuts = CutStore.load(spec.run.state_dir)
+    cuts.record(new_cut(plan, "dbserver1.transaction", tables, {}, 1), keep=spec.run.cut_retention)
+    pins = CutPins(spec.run.state_dir, store)
+    pins.keep(oldest_commits(cuts.cuts), why="consistent cut 1")
+    return Cut(cuts.cuts[-1], pins, spec.run.state_dir)
+
+
+def test_pause_and_resume_and_cut_pins_live_in_the_s3a_table_folder(store: Any, lake: Lake, cut: Cut) -> None:  # noqa: ANN401
     base = lake.base("t2")
     _cli("pause", "--pipeline", str(lake.path), "public.t2")
     assert control.table_flags(base, spark=store).flags == {control.PAUSED}
     _cli("resume", "--pipeline", str(lake.path), "public.t2")
     assert control.table_flags(base, spark=store).flags == set()
 
-    commit = lake.report["tables"]["public.t2"]["last_commit"]
-    assert retention.pin(base, commit, owner="s3a-test", expires_at=time.time() + 600, why="a cut", spark=store)
-    assert [(p.owner, p.keep_from) for p in retention.pins(base, spark=store)] == [("s3a-test", commit)]
-    retention.unpin(base, owner="s3a-test", spark=store)
-    assert retention.pins(base, spark=store) == []
+    # The cut's pins: each table kept from its commit in the cut (every writer reads them: sink.retention).
+    for name, table in cut.record["tables"].items():
+        assert table["commit"] == lake.report["tables"][name]["last_commit"]
+        held = [(p.owner, p.keep_from) for p in retention.pins(table["path"], spark=store)]
+        assert held == [(cut.owner, table["commit"])], name
+        assert retention.keep_from(table["path"], spark=store) == table["commit"]
+    cut.pins.keep({})  # the table in no retained cut any more: let go
+    assert retention.pins(base, spark=store) == [] and retention.keep_from(lake.base("t1"), spark=store) is None
 
 
 def test_bootstrap_then_verify_and_repair_an_s3a_table(store: Any, s3: str, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: ANN401, F811
@@ -258,16 +299,46 @@ def _postgres(source: str) -> list[tuple]:
         return sorted(tuple(r) for r in conn.execute(f"select id, name, amount from {source}").fetchall())  # noqa: S608
 
 
-def test_a_command_in_its_own_process_reaches_the_store_by_the_pipelines_endpoint(lake: Lake) -> None:
+NOTEBOOK = f"""
+import json, sys
+
+import hudi_cdc
+from hudi_cdc.cli import main
+
+pipeline = sys.argv[1]
+spark = hudi_cdc.spark_session()  # a notebook's session: nothing of the store set on it
+tables = hudi_cdc.read_consistent(spark, pipeline)
+rows = {{name: [list(r) for r in frame.select(*{COLUMNS!r}).collect()] for name, frame in tables.items()}}
+print("read_consistent " + json.dumps(rows, sort_keys=True), flush=True)
+
+# As in a process of its own, `quarantine list` starts from no settings of the bucket and no file system of it
+# (Hadoop's cache keeps one per bucket for the JVM's life): without this, read_consistent's would serve it.
+conf = spark.sparkContext._jsc.hadoopConfiguration()
+for key in ("endpoint", "path.style.access", "connection.ssl.enabled"):
+    conf.unset("fs.s3a.bucket.{BUCKET}." + key)
+uri = spark._jvm.java.net.URI("s3a://{BUCKET}/")
+spark._jvm.org.apache.hadoop.fs.FileSystem.get(uri, conf).close()  # a closed file system leaves Hadoop's cache
+main(["quarantine", "list", "--pipeline", pipeline, "--table", "public.t1", "--json"], standalone_mode=False)
+"""
+
+
+def test_a_notebook_and_a_command_in_a_process_of_their_own_reach_the_store_by_the_pipelines_endpoint(
+    lake: Lake, cut: Cut
+) -> None:
     # Only the pipeline file names the endpoint, and only the environment holds the credentials (as a user runs
-    # it): `quarantine list` had read the quarantine table without the table's bucket settings, so s3a went to
-    # AWS's own endpoint.
+    # it). A notebook reads the cut with read_consistent on a session of its own; then `quarantine list` runs.
+    # Each had read its tables without the tables' bucket settings, so s3a went to AWS's own endpoint.
     env = {**os.environ, "AWS_ACCESS_KEY_ID": ACCESS_KEY, "AWS_SECRET_ACCESS_KEY": SECRET_KEY}
     for name in ("HUDI_CDC__S3_ENDPOINT", "PYSPARK_SUBMIT_ARGS"):
         env.pop(name, None)
-    command = [HUDI_CDC, "quarantine", "list", "--pipeline", str(lake.path), "--table", "public.t1", "--json"]
+    command = [sys.executable, "-c", NOTEBOOK, str(lake.path)]
     done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=600, check=False)
     assert SECRET_KEY not in done.stdout + done.stderr
     assert done.returncode == 0, done.stderr[-3000:]
+    read = next(line for line in done.stdout.splitlines() if line.startswith("read_consistent "))
+    tables = json.loads(read.split(" ", 1)[1])
+    assert set(tables) == set(cut.record["tables"]) == {"public.t1", "public.t2"}
+    for name, rows in tables.items():  # the source at the cut: the tables as the run left them
+        assert sorted(rows) == sorted(list(row) for row in _source(lake.samples[name.split(".")[1]]).values()), name
     listed = _last_json(done.stdout)
     assert (listed["quarantined"], listed["by_reason"]) == (1, {"unknown op 'x'": 1}), listed
