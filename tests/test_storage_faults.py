@@ -11,13 +11,14 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 import pytest
 
 from hudi_cdc.testing import envelope_schema, pg_event, write_events
-from hudi_cdc.testing.faults import fill_disk, kill_group, pending_instants, timeline_of
+from hudi_cdc.testing.faults import fill_disk, pending_instants, timeline_of
 from tests.support import CUSTOMERS, apply_events, commit_instants, ingest_args, read_rows, run_cli
 
 pytestmark = pytest.mark.hudi
@@ -82,25 +83,32 @@ def test_a_target_refusing_writes_during_a_commit(spark, small_disk: Path, tmp_p
     except subprocess.CalledProcessError as exc:
         pytest.skip(f"chattr +i is not supported here: {exc.stderr.decode().strip()}")
 
-    command = [sys.executable, "-m", "hudi_cdc", "ingest", *ingest_args(str(source), base, table_type=table_type)]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    # The round runs in this process (the worker's session: no JVM of its own); a thread watches the timeline
+    # and makes the folders immutable once the round's instant is requested.
     timeline, known = timeline_of(base), set(pending_instants(timeline_of(base)))
-    deadline = time.monotonic() + 300
-    refused = False
-    try:
-        while time.monotonic() < deadline and process.poll() is None:
+    refused, stop = threading.Event(), threading.Event()
+
+    def refuse_once_requested() -> None:
+        deadline = time.monotonic() + 300
+        while not stop.is_set() and time.monotonic() < deadline:
             if set(pending_instants(timeline)) - known:
                 _immutable(folders, True)
-                refused = True
-                break
+                refused.set()
+                return
             time.sleep(0.02)
-        output = process.communicate(timeout=300)[0].decode()
+
+    watcher = threading.Thread(target=refuse_once_requested, daemon=True)
+    watcher.start()
+    try:
+        refusing = run_cli(*ingest_args(str(source), base, table_type=table_type))
     finally:
-        kill_group(process)
+        stop.set()
+        watcher.join(timeout=60)
         _immutable(folders, False)
-    assert refused, f"no instant was requested: {output}"
+    output = refusing.output
+    assert refused.is_set(), f"no instant was requested: {output}"
     # Hadoop's local file system reports the refused rename as a missing file; the line names the table.
-    assert process.returncode == 75, output  # transient: the next run (or --continuous) finishes it
+    assert refusing.exit_code == 75, output  # transient: the next run (or --continuous) finishes it
     lines = [line for line in output.splitlines() if line.startswith("hudi-cdc:")]
     assert len(lines) == 1 and f"writing Hudi table {base} failed" in lines[0], output
     assert read_rows(spark, base, ["id", "name"]) == _expected(first)
