@@ -35,13 +35,14 @@ from hudi_cdc.sources.transactions import TableEvent, TransactionEnd
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-    from hudi_cdc.service.spec import PipelineSpec
+    from hudi_cdc.service.spec import PipelineSpec, TableRef
 
 __all__ = [
     "CutPlan",
     "CutStore",
     "TableScan",
     "collections_of",
+    "configure_stores",
     "event_counts",
     "event_key",
     "plan_cut",
@@ -334,14 +335,44 @@ def read_consistent(
     newest cut at or before it) or a ``datetime`` (the newest cut taken at or before it). Tables left out of
     the cut (paused, failed, new: see docs/consistent-cuts.md) are not in the result. A cut a table's cleaner
     has passed (files of its commit removed, or the commit archived) is refused with
-    :class:`~hudi_cdc.errors.TerminalSinkError` naming the cut, the table and why, never read in part.
+    :class:`~hudi_cdc.errors.TerminalSinkError` naming the cut, the table and why, never read in part. An
+    ``s3a://`` table's bucket gets the table's ``s3_endpoint`` and ``s3_path_style_access`` on ``spark`` first
+    (:func:`configure_stores`); credentials come from s3a's provider chain, as for every command.
     """
     from hudi_cdc.service.spec import PipelineSpec, load_pipeline
 
     spec = pipeline if isinstance(pipeline, PipelineSpec) else load_pipeline(pipeline)
     cut = CutStore.load(spec.run.state_dir).pick(at)
+    configure_stores(spark, spec, cut)  # a notebook's session has none of the tables' bucket settings
     refuse_unreadable(spark, cut, spec.name)  # a cleaned cut would fail to read, or read some file groups only
     return {
         name: spark.read.format("hudi").option("as.of.instant", table["commit"]).load(table["path"])
         for name, table in sorted(cut["tables"].items())
     }
+
+
+def configure_stores(spark: SparkSession, spec: PipelineSpec, cut: Mapping[str, Any]) -> None:
+    """Set the bucket settings (``s3_endpoint``, ``s3_path_style_access``) of each ``s3a://`` table of ``cut`` on
+    ``spark``, from the table's settings in ``spec``, as its writer did: a reader's own session (a notebook's)
+    has none of them, and s3a would look for a bucket of another store at AWS. A ConfigError when the session
+    has no s3a connector, or gives the bucket another endpoint (:func:`hudi_cdc.sink.object_store.configure`)."""
+    from hudi_cdc.service.control import read_status
+    from hudi_cdc.sink.object_store import buckets, configure
+
+    known = (read_status(spec.run.state_dir) or {}).get("tables") or {}
+    for name, table in sorted(cut.get("tables", {}).items()):
+        path = str(table["path"])
+        if not buckets([path]):
+            continue  # a local table, or another file system: nothing to set
+        config = spec.table_config(_table_ref(spec, name, known.get(name) or {}))
+        configure(spark, [path], endpoint=config.s3_endpoint, path_style=config.s3_path_style_access, table=name)
+
+
+def _table_ref(spec: PipelineSpec, name: str, known: Mapping[str, Any]) -> TableRef:
+    """The cut's table ``name`` as the runner that took the cut listed it (``status.json``: its topic, or a routed
+    table's sources), so that sections naming its topic apply; else as its name gives it."""
+    from hudi_cdc.service.spec import TableRef
+
+    sources = known.get("shards") or ([known["topic"]] if known.get("topic") else [])
+    routed, _ = spec.routed([TableRef(str(s)) for s in sources])
+    return next((ref for ref in routed if ref.name == name), TableRef(name))
