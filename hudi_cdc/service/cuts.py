@@ -359,11 +359,11 @@ def configure_stores(spark: SparkSession, spec: PipelineSpec, cut: Mapping[str, 
     from hudi_cdc.service.control import read_status
     from hudi_cdc.sink.object_store import buckets, configure
 
+    on_s3a = {n: str(t["path"]) for n, t in sorted(cut.get("tables", {}).items()) if buckets([str(t["path"])])}
+    if not on_s3a:
+        return  # local tables, or another file system: nothing to set
     known = (read_status(spec.run.state_dir) or {}).get("tables") or {}
-    for name, table in sorted(cut.get("tables", {}).items()):
-        path = str(table["path"])
-        if not buckets([path]):
-            continue  # a local table, or another file system: nothing to set
+    for name, path in on_s3a.items():
         config = spec.table_config(_table_ref(spec, name, known.get(name) or {}))
         configure(spark, [path], endpoint=config.s3_endpoint, path_style=config.s3_path_style_access, table=name)
 
