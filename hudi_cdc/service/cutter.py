@@ -85,6 +85,7 @@ class _Underway:
     quarantined: dict[str, int] = field(default_factory=dict)  # name -> events quarantined since its last cut
     bound: list[TableState] = field(default_factory=list)  # tables given the cut's offsets as their bound
     planned_at: float = 0.0
+    idle: bool = False  # no table could take part (none has a commit yet, or all are paused): nothing was read
 
 
 _Heads = dict[str, tuple[TableState, str, dict[int, int]]]  # name -> the table, its head commit, its offsets
@@ -270,10 +271,20 @@ class Cutter:
                 return
             if placed:
                 break
-        if underway.plan is None:
+        if underway.plan is None and underway.idle:
+            self._idle(now, underway.why)
+        elif underway.plan is None:
             self._cannot(now, underway.why)
         else:
             self._maybe_record(now)
+
+    def _idle(self, now: float, why: str) -> None:
+        """No table can be in a cut yet (the run's first rounds have not committed): said in ``status.json``,
+        but no failed plan (nothing was read, no backoff, no alert): planned again at the next interval, so the
+        first cut follows the first commits by at most one interval."""
+        self._block(why, self.interval_s)
+        log.debug("consistent cut not made: %s; tried again in %.0f s", why, self.interval_s)
+        self._again(now, self.interval_s)
 
     def _cannot(self, now: float, why: str, *, error: bool = False, after_s: float | None = None) -> None:
         """No cut this time: say why (status.json, metrics, the log) and try again later, twice as late after
@@ -281,13 +292,7 @@ class Cutter:
         self.misses += 1
         if after_s is None:
             after_s = min(RETRY_S * 2 ** (self.misses - 1), self.interval_s * MAX_BACKOFF_INTERVALS)
-        wall = datetime.now(UTC)
-        self.blocked = {
-            "reason": why,
-            "since": self.blocked["since"] if self.blocked else _iso(wall),
-            "failed_plans": self.misses,
-            "next_attempt_at": _iso(wall + timedelta(seconds=after_s)),
-        }
+        self._block(why, after_s)
         if self.metrics is not None:
             self.metrics.cut_missed(error=error, in_a_row=self.misses)
         quiet = not error and self.misses < MISSES_BEFORE_FULL_READ
@@ -295,6 +300,16 @@ class Cutter:
             "consistent cut not made (%d in a row): %s; tried again in %.0f s", self.misses, why, after_s
         )
         self._again(now, after_s)
+
+    def _block(self, why: str, after_s: float) -> None:
+        """``status.json``'s why no cut is made, since when, and when the next plan is."""
+        wall = datetime.now(UTC)
+        self.blocked = {
+            "reason": why,
+            "since": self.blocked["since"] if self.blocked else _iso(wall),
+            "failed_plans": self.misses,
+            "next_attempt_at": _iso(wall + timedelta(seconds=after_s)),
+        }
 
     def _stalled(self, tables: list[TableState]) -> bool:
         """Whether a table the cut waits for can no longer commit at it (paused, removed, dropped)."""
@@ -326,6 +341,7 @@ class Cutter:
         underway = self.underway
         heads, repaired, claims = self._candidates(tables, underway)
         if not heads:
+            underway.idle = True
             underway.why = "no table can take part: " + ", ".join(
                 f"{n} ({w})" for n, w in sorted(underway.left_out.items())
             )

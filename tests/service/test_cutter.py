@@ -500,3 +500,25 @@ def test_a_round_claiming_past_the_cut_while_it_is_planned_makes_the_cutter_plan
     # Planned again from the new claim: the table reads past t1 with t2 not ended, so no cut now, and none bound.
     assert table.until is None and cut.underway is None and _recorded(cut) == []
     assert cut.blocked_now() is not None
+
+
+def test_tables_without_a_commit_yet_are_planned_again_each_interval_not_backed_off(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run's first rounds have not committed: no plan failed (nothing was read), so no backoff and no miss
+    counted; the first cut follows the first commit by at most one interval."""
+    cut, tables = _setup(tmp_path, monkeypatch, ["srv.s.a"], {})  # no head: s.a has no commit yet
+    missed: list[dict[str, Any]] = []  # what the metrics were told (an alert rule watches failed plans)
+    monkeypatch.setattr(cut.metrics, "cut_missed", lambda **seen: missed.append(seen))
+    cut.reader = _Topics([TransactionEnd(1, "t1", {"s.a": 1})], {"srv.s.a": ["t1"]})  # type: ignore[assignment]
+    now = 10.0
+    for _ in range(6):  # 2, 4, 8, 16, 32, 64 s apart if each counted as a failed plan
+        cut.step(now, tables.values())
+        assert cut.next_at == now + 10 and cut.misses == 0
+        now = cut.next_at
+    blocked = cut.blocked_now()
+    assert blocked is not None and blocked["reason"] == "no table can take part: s.a (new: no commit yet)"
+    assert missed == []
+    monkeypatch.setattr(cutter, "head_commit", lambda spark, base: ("c1", {0: 1}))  # its first commit
+    cut.step(now, tables.values())
+    assert [c["transaction"] for c in _recorded(cut)] == ["t1"] and cut.blocked_now() is None
