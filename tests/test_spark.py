@@ -17,38 +17,6 @@ from hudi_cdc.testing.cluster import spark_bin
 
 pytestmark = pytest.mark.spark
 
-# A Python UDF runs in a Spark Python worker; pyarrow is what mapInArrow and
-# the decimal UDF need there.
-PROBE = """
-import sys
-import hudi_cdc
-from pyspark.sql import functions as F, types as T
-spark = hudi_cdc.spark_session(master="local[1]")
-
-@F.udf(T.StringType())
-def worker(_):
-    import sys, pyarrow
-    return sys.executable
-
-print("WORKER", spark.range(1).select(worker("id")).first()[0])
-print("DRIVER", sys.executable)
-spark.stop()
-"""
-
-
-def test_python_workers_run_the_driver_interpreter_whatever_python3_is_on_path(tmp_path: Path) -> None:
-    # The PATH a fresh machine has: its python3 holds none of the project's packages.
-    bare = tmp_path / "bare"
-    venv.EnvBuilder(with_pip=False).create(bare)
-    assert subprocess.run([bare / "bin" / "python3", "-c", "import pyarrow"], capture_output=True).returncode != 0
-    env = {k: v for k, v in os.environ.items() if k not in ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON", "VIRTUAL_ENV")}
-    env["PATH"] = f"{bare / 'bin'}:/usr/bin:/bin"
-    done = subprocess.run([sys.executable, "-c", PROBE], env=env, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-3000:]
-    lines = dict(line.split(" ", 1) for line in done.stdout.splitlines() if line.startswith(("WORKER", "DRIVER")))
-    assert lines["WORKER"] == lines["DRIVER"] == sys.executable
-
-
 # What the driver JVM runs with: hudi-cdc's GC-locker option (as HotSpot reports it) and a user's own option.
 OPTIONS_PROBE = """
 import json, sys
@@ -64,29 +32,58 @@ print("PROBE " + json.dumps({
     "user": jvm.java.lang.System.getProperty("hudi.cdc.probe"),
     "rows": spark.range(3).count(),
 }))
-spark.stop()
 """
+# And where its Python workers run: a Python UDF runs in a Spark Python worker; pyarrow is what mapInArrow and
+# the decimal UDF need there.
+WORKER_PROBE = """
+from pyspark.sql import functions as F, types as T
+
+@F.udf(T.StringType())
+def worker(_):
+    import sys, pyarrow
+    return sys.executable
+
+print("WORKER", spark.range(1).select(worker("id")).first()[0])
+print("DRIVER", sys.executable)
+"""
+STOP = "spark.stop()\n"
 
 
 def _probe_output(stdout: str) -> dict:
     return json.loads(next(line for line in stdout.splitlines() if line.startswith("PROBE "))[6:])
 
 
-def test_a_session_hudi_cdc_starts_waits_out_the_gc_locker_and_keeps_the_users_java_options() -> None:
+def test_a_session_hudi_cdc_starts_keeps_the_users_java_options_and_runs_workers_on_the_drivers_python(
+    tmp_path: Path,
+) -> None:
+    # One session, started as hudi-cdc starts one, shows both (each JVM start costs 10-25 CPU-s):
+    # its JVM's options, and its Python workers' interpreter with the PATH a fresh machine has, whose python3
+    # holds none of the project's packages.
+    bare = tmp_path / "bare"
+    venv.EnvBuilder(with_pip=False).create(bare)
+    assert subprocess.run([bare / "bin" / "python3", "-c", "import pyarrow"], capture_output=True).returncode != 0
+    env = {k: v for k, v in os.environ.items() if k not in ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON", "VIRTUAL_ENV")}
+    env["PATH"] = f"{bare / 'bin'}:/usr/bin:/bin"
+    env[JIT_ENV] = "quick"  # Java's default (full) is the JVM's own: nothing of ours to see
     conf = json.dumps({"spark.driver.extraJavaOptions": "-Dhudi.cdc.probe=kept"})
-    env = {**os.environ, JIT_ENV: "quick"}  # Java's default (full) is the JVM's own: nothing of ours to see
     done = subprocess.run(
-        [sys.executable, "-c", OPTIONS_PROBE, conf], capture_output=True, text=True, timeout=300, env=env
+        [sys.executable, "-c", OPTIONS_PROBE + WORKER_PROBE + STOP, conf],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     # quick keeps the full JIT's 240 MB code cache (Java's own for the first tier, 48 MB, ran out: hudi_cdc._jvm)
     expected = {"retries": str(GC_LOCKER_RETRIES), "jit_top_tier": "1", "code_cache": str(240 << 20)}
     assert _probe_output(done.stdout) == {**expected, "user": "kept", "rows": 3}
+    lines = dict(line.split(" ", 1) for line in done.stdout.splitlines() if line.startswith(("WORKER", "DRIVER")))
+    assert lines["WORKER"] == lines["DRIVER"] == sys.executable
 
 
 def test_the_spark_submit_line_of_the_readme_gives_the_driver_the_same_options(tmp_path: Path) -> None:
     script = tmp_path / "probe.py"
-    script.write_text(OPTIONS_PROBE)
+    script.write_text(OPTIONS_PROBE + STOP)
     hudi_cdc = [sys.executable, "-m", "hudi_cdc", "jars"]
     submit_args = subprocess.run([*hudi_cdc, "--submit-args"], capture_output=True, text=True, check=True).stdout
     java_options = subprocess.run([*hudi_cdc, "--java-options"], capture_output=True, text=True, check=True).stdout
