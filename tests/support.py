@@ -306,9 +306,11 @@ record_key_fields = "id"
     return path
 
 
-def start_runner(pipeline: Path, log: Path) -> subprocess.Popen:
+def start_runner(pipeline: Path, log: Path, env: Mapping[str, str] | None = None) -> subprocess.Popen:
     """``hudi-cdc run --pipeline PIPELINE --continuous`` in a process group of its own (``kill_group`` kills it with
-    its JVM), its output appended to ``log``."""
+    its JVM), its output appended to ``log``; ``env``: added to the test's environment."""
     command = [str(Path(sys.executable).parent / "hudi-cdc"), "run", "--pipeline", str(pipeline), "--continuous"]
     with log.open("ab") as out:
-        return subprocess.Popen(command, stdout=out, stderr=out, start_new_session=True, env=dict(os.environ))
+        return subprocess.Popen(
+            command, stdout=out, stderr=out, start_new_session=True, env={**os.environ, **(env or {})}
+        )

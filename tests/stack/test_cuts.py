@@ -29,6 +29,7 @@ from hudi_cdc.service.cuts import CutStore
 from hudi_cdc.testing.faults import kill_group
 from hudi_cdc.testing.postgres import connect
 from hudi_cdc.testing.transfers import TransferWorkload, broken_invariants
+from tests.sink.test_object_storage import ACCESS_KEY, BUCKET, SECRET_KEY, s3  # noqa: F401 - the fixture
 from tests.stack.conftest import BOOTSTRAP, REGISTRY, wait_until
 from tests.stack.connectors import postgres_connector
 from tests.support import start_runner
@@ -40,8 +41,13 @@ PREFIX = f"cuts{RUN[4:]}"
 
 
 def _pipeline(
-    tmp_path: Path, topics: str = f"{PREFIX}.inventory.{RUN}_*", flavor: str = "postgres", run: str = RUN
+    tmp_path: Path,
+    topics: str = f"{PREFIX}.inventory.{RUN}_*",
+    flavor: str = "postgres",
+    run: str = RUN,
+    acct_b: str = "",
 ) -> Path:
+    """The pipeline; ``acct_b``: more settings of the acct_b table (its storage)."""
     path = tmp_path / "cuts.toml"
     path.write_text(
         f"""
@@ -60,6 +66,7 @@ min_sync_interval_seconds = 1
 
 [tables."inventory.{run}_acct_b"]
 table_type = "cow"
+{acct_b}
 
 [run]
 max_concurrent_tables = 2
@@ -171,21 +178,29 @@ def _lake_totals(tables: dict, tag: str) -> tuple[int, int, int]:
     return total_a, orders.count() * 1000 + lines.count(), moved
 
 
-def test_mariadb_cuts_keep_the_invariants_too(spark, tmp_path: Path) -> None:  # noqa: ANN001
-    """The stack's MariaDB connector (GTIDs as transaction ids, the same in END and change events)."""
+def test_mariadb_cuts_keep_the_invariants_too(spark, tmp_path: Path, s3: str) -> None:  # noqa: ANN001, F811
+    """The stack's MariaDB connector (GTIDs as transaction ids, the same in END and change events). One of its
+    tables lives on s3a (the stack's S3 server): the cutter reads its head, pins and records its commits there as
+    for the others, and read_consistent reads it back with the endpoint from the pipeline file."""
     from hudi_cdc.testing import mariadb
 
     tag = f"{RUN}m"
     workload = TransferWorkload(tag)
     with mariadb.connect() as conn:
         workload.create(conn)
+    s3a = f"s3a://{BUCKET}/cuts-{tag}/acct_b"
+    hadoop = spark.sparkContext._jsc.hadoopConfiguration()  # this session's JVM has no credential of its own
+    hadoop.set(f"fs.s3a.bucket.{BUCKET}.access.key", ACCESS_KEY)
+    hadoop.set(f"fs.s3a.bucket.{BUCKET}.secret.key", SECRET_KEY)
     try:
         # Its acct_b section names its own table: the Postgres run's name matched nothing (now refused).
-        path = _pipeline(tmp_path, f"mariadb1.inventory.{tag}_*", "mysql", tag)
+        path = _pipeline(
+            tmp_path, f"mariadb1.inventory.{tag}_*", "mysql", tag, f'target_base_path = "{s3a}"\ns3_endpoint = "{s3}"'
+        )
         state, log = tmp_path / "cuts.state", tmp_path / "runner.log"
         with mariadb.connect() as conn:
             workload.start(conn)
-            runner = start_runner(path, log)
+            runner = start_runner(path, log, env={"AWS_ACCESS_KEY_ID": ACCESS_KEY, "AWS_SECRET_ACCESS_KEY": SECRET_KEY})
             try:
                 wait_until("three cuts", lambda: len(_cuts(state)) >= 3, timeout_s=300)
                 workload.stop()
@@ -200,6 +215,7 @@ def test_mariadb_cuts_keep_the_invariants_too(spark, tmp_path: Path) -> None:  #
                 kill_group(runner)
         cuts = _cuts(state)
         assert workload.committed > 50 and any(c["left_out"] == {} for c in cuts), cuts[-1]
+        assert {c["tables"][f"inventory.{tag}_acct_b"]["path"] for c in cuts if not c["left_out"]} == {s3a}
         for cut in cuts:
             tables = read_consistent(spark, path, at=cut["transaction"])
             assert broken_invariants(tables, tag) == [], (cut["id"], cut["transaction"])
