@@ -10,7 +10,7 @@ from dataclasses import asdict
 
 import click
 
-from hudi_cdc.cli.wrappers import CANNOT_ANSWER, Invocation, OnFailure, command
+from hudi_cdc.cli.wrappers import CANNOT_ANSWER, Invocation, OnFailure, command, stop_signals
 
 # 1 is status's answer "a connector is not RUNNING": what stops either command is 2 (75 when a retry may fix it).
 _CANNOT_RUN = OnFailure(terminal=CANNOT_ANSWER)
@@ -56,11 +56,11 @@ def supervise(run: Invocation, connect_url: str, interval: float, max_backoff: f
 
     stop = threading.Event()
     # systemd and stack/stop.sh send SIGTERM: finish the current cycle and exit 0.
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
     try:
-        summary = supervise_connect(
-            connect_url, interval_s=interval, names=list(names) or None, max_backoff_s=max_backoff, stop=stop
-        )
+        with stop_signals(stop.set, signal.SIGTERM):
+            summary = supervise_connect(
+                connect_url, interval_s=interval, names=list(names) or None, max_backoff_s=max_backoff, stop=stop
+            )
     except KeyboardInterrupt:
         return 130
     logging.getLogger("hudi_cdc.connect").info("stopped after %d polls, %d restarts", summary.cycles, summary.restarts)

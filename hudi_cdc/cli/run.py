@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from hudi_cdc.cli._common import split_list
-from hudi_cdc.cli.wrappers import CANNOT_ANSWER, Invocation, OnFailure, command
+from hudi_cdc.cli.wrappers import CANNOT_ANSWER, Invocation, OnFailure, command, stop_signals
 
 
 @click.command()
@@ -65,9 +65,8 @@ def run(
         spec, spark, tables=split_list(tables), continuous=continuous, max_rounds=max_rounds, on_round=on_round,
         repairer=requested_repair,
     )  # fmt: skip
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: runner.stop())
-    report = runner.run()
+    with stop_signals(runner.stop, signal.SIGTERM, signal.SIGINT):
+        report = runner.run()
     if as_json:
         click.echo(json.dumps({"pipeline": report.pipeline, "failed": report.failed, "dropped": report.dropped,
                                "tables": {n: t.to_dict() for n, t in report.tables.items()}}, sort_keys=True, default=str))  # fmt: skip

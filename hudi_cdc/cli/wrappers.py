@@ -37,8 +37,11 @@ from __future__ import annotations
 import functools
 import logging
 import os
+import signal
 import sys
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Concatenate, NoReturn, ParamSpec
@@ -230,3 +233,21 @@ def _ran_out_of_memory(log_path: Path) -> bool:
     # The JVM's own error rarely reaches Python intact (a dying JVM answers py4j with nothing).
     with open(log_path, "rb") as log:
         return any(b"java.lang.OutOfMemoryError" in line for line in log)
+
+
+@contextmanager
+def stop_signals(stop: Callable[[], object], *signals: signal.Signals) -> Iterator[None]:
+    """``stop()`` on each of ``signals`` (systemd's SIGTERM, Ctrl-C's SIGINT) while the block runs, the process's
+    own handlers restored after it: a command called in process (a notebook, a test, a scheduler's worker) leaves
+    Ctrl-C as it found it. Off the main thread, where Python allows no handler, nothing is installed."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    before = {sig: signal.getsignal(sig) for sig in signals}
+    for sig in signals:
+        signal.signal(sig, lambda *_: stop())
+    try:
+        yield
+    finally:
+        for sig, handler in before.items():
+            signal.signal(sig, handler)

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import threading
+import time
 from pathlib import Path
 
 import click
@@ -9,7 +13,15 @@ import pytest
 from click.testing import CliRunner
 
 from hudi_cdc.cli import main
-from hudi_cdc.cli.wrappers import CANNOT_ANSWER, EXIT_CONFIG, EXIT_TRANSIENT, Invocation, OnFailure, command
+from hudi_cdc.cli.wrappers import (
+    CANNOT_ANSWER,
+    EXIT_CONFIG,
+    EXIT_TRANSIENT,
+    Invocation,
+    OnFailure,
+    command,
+    stop_signals,
+)
 from hudi_cdc.errors import ConfigError, DecodeError, SinkError, TransientError
 
 DEFAULT = OnFailure()
@@ -94,3 +106,34 @@ def test_connect_status_unreachable_is_transient() -> None:
     assert done.exit_code == 75
     (line,) = done.output.splitlines()
     assert line.startswith("hudi-cdc: transient: Kafka Connect at http://127.0.0.1:1 cannot be reached")
+
+
+def test_stop_signals_call_stop_in_the_block_and_leave_the_process_s_handlers_as_they_were() -> None:
+    """``hudi-cdc run`` called in process (a notebook, a test worker): Ctrl-C is Python's again after it."""
+    before = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
+    stopped: list[str] = []
+    with stop_signals(lambda: stopped.append("stop"), signal.SIGTERM, signal.SIGINT):
+        os.kill(os.getpid(), signal.SIGTERM)
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.1)  # handlers run between bytecodes of the main thread
+    assert stopped == ["stop", "stop"]
+    assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before
+    with pytest.raises(KeyboardInterrupt):  # Python's own handler again
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.1)
+
+
+def test_stop_signals_off_the_main_thread_install_nothing_and_raise_nothing() -> None:
+    errors: list[BaseException] = []
+
+    def in_a_worker() -> None:
+        try:
+            with stop_signals(lambda: None, signal.SIGTERM):
+                pass
+        except BaseException as exc:  # noqa: BLE001 - handed to the test
+            errors.append(exc)
+
+    worker = threading.Thread(target=in_a_worker)
+    worker.start()
+    worker.join()
+    assert errors == []
