@@ -225,7 +225,8 @@ def measure(scenario: Scenario, work: Path, hoodie_conf: dict[str, str] | None =
     per_table, missing = _freshness(load, bases, rounds, min(load.committed.values()) + scenario.warmup)
     # Rounds once every table had caught up: nothing new anywhere.
     idle_lines = out_path.read_text().splitlines()[busy_lines:]
-    idle = [r["duration_s"] for r in map(json.loads, filter(None, idle_lines)) if "duration_s" in r]
+    idle_rounds = [json.loads(line) for line in idle_lines if line.startswith("{")]  # a round's line, not the log
+    idle = [r["duration_s"] for r in idle_rounds if "duration_s" in r]
     spark = _check_session(work)
     mismatched = _mismatched(expected, _hudi_sums(spark, bases))
     measured_from = min(load.committed.values()) + scenario.warmup
