@@ -165,13 +165,21 @@ class _Head(tuple):  # type: ignore[type-arg]
     repaired: dict[str, Any] | None = None
 
 
+_TABLE_NOT_FOUND = "org.apache.hudi.exception.TableNotFoundException"
+
+
 def head_commit(spark: SparkSession, base_path: str) -> tuple[str, dict[int, int]] | None:
     """The table's newest checkpoint commit and the Kafka offsets it holds (with ``.repaired``: the newest repair
     of the table, :mod:`hudi_cdc.service.cut_repairs`); None before its first."""
     from hudi_cdc.sink import options as opt
     from hudi_cdc.sink.hudi import HudiTable
 
-    commit = HudiTable(spark, base_path).checkpoint_commit()
+    try:
+        commit = HudiTable(spark, base_path).checkpoint_commit()
+    except Exception as exc:
+        if _TABLE_NOT_FOUND not in str(exc):
+            raise
+        return None  # its first round is creating it: Hudi refuses the folder until then
     if commit is None:
         return None
     offsets = committed_offsets(json.loads(commit.extra[opt.CHECKPOINT_KEY]))

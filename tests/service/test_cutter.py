@@ -522,3 +522,32 @@ def test_tables_without_a_commit_yet_are_planned_again_each_interval_not_backed_
     monkeypatch.setattr(cutter, "head_commit", lambda spark, base: ("c1", {0: 1}))  # its first commit
     cut.step(now, tables.values())
     assert [c["transaction"] for c in _recorded(cut)] == ["t1"] and cut.blocked_now() is None
+
+
+def test_a_table_hudi_is_still_creating_has_no_head_yet_and_other_errors_still_fail_the_plan(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Seen in the pipeline benchmark: a plan read a table while its first round created it (the folder there,
+    Hudi's meta client refusing it), and the plan failed as an error. That table has no commit yet."""
+    from hudi_cdc.sink import hudi
+
+    class _Creating:
+        def __init__(self, spark: object, base_path: str) -> None:
+            self.base_path = base_path
+
+        def checkpoint_commit(self) -> None:
+            raise RuntimeError(
+                "An error occurred while calling o34684.build.\n: org.apache.hudi.exception.TableNotFoundException: "
+                "Hoodie table not found in path Table does not exist"
+            )
+
+    monkeypatch.setattr(hudi, "HudiTable", _Creating)
+    assert cutter.head_commit(None, "/lake/t") is None  # type: ignore[arg-type]
+
+    class _Broken(_Creating):
+        def checkpoint_commit(self) -> None:
+            raise RuntimeError("An error occurred while calling o1.getCommitMetadata.\n: java.io.IOException: gone")
+
+    monkeypatch.setattr(hudi, "HudiTable", _Broken)
+    with pytest.raises(RuntimeError, match="gone"):
+        cutter.head_commit(None, "/lake/t")  # type: ignore[arg-type]
