@@ -168,8 +168,8 @@ def run_s3a_chaos(
     report.doubled = len(rows) - len(table)
     report.equal = table == sample.state
     left = pending(_timeline_names(spark, base))
-    # A compaction plan a MOR round scheduled and left to the next round (or `hudi-cdc compact`) is no
-    # leftover of a kill: its execution never started.
+    # A compaction plan a MOR round scheduled, and its one-shot process was killed before it ran it (the next
+    # ingest or `hudi-cdc compact` runs it), is no leftover of a kill: its execution never started.
     report.plans_pending = [n for n in left if n.endswith(".compaction.requested")]
     report.pending_after = [n for n in left if n not in report.plans_pending]
     from hudi_cdc.sink.lease import lease_holder
