@@ -251,6 +251,7 @@ def _run_and_check(spark: Any, tmp_path: Path, workload: LedgerWorkload) -> None
             if runner.poll() is None:
                 os.killpg(runner.pid, signal.SIGTERM)
                 runner.wait(timeout=120)
+        cuts.poll()  # the cuts recorded after the last wait, up to the runner's stop, are checked too
         with connect() as check:
             source = source_rows(check, workload)
     newest = cuts.checked[max(cuts.checked)]
