@@ -204,10 +204,10 @@ def pipeline_status(spark: SparkSession, spec: PipelineSpec, *, tables: Sequence
     try:
         refs = [r for r in discover(spark, spec) if spec.enabled(r)]
     except HudiCdcError:  # the source is down: the tables the runner knew
-        refs = [TableRef(s) for t in known.values() for s in (t.get("shards") or [t["topic"]])]
+        refs = [TableRef(s) for t in known.values() for s in control.listed_topics(t)]
     refs, _ = spec.routed(refs)  # [[routes]]: a routed table by its target, a merged one with all its shards
     names = {r.name for r in refs}
-    gone = [TableRef(s) for n, t in known.items() if n not in names for s in (t.get("shards") or [t["topic"]])]
+    gone = [TableRef(s) for n, t in known.items() if n not in names for s in control.listed_topics(t)]
     refs += [r for r in spec.routed(gone)[0] if r.name not in names]
     refs = select(sorted(refs, key=lambda r: r.name), tables)
     flags = control.instructions(spec.run.state_dir)

@@ -443,6 +443,15 @@ def runner_alive(status: Mapping[str, Any] | None, now: float | None = None) -> 
     return (time.time() if now is None else now) - float(beat) <= float(expiry)
 
 
+def listed_topics(table: Mapping[str, Any]) -> list[str]:
+    """The source topics a runner listed for one table in ``status.json`` (a merged table's shards, else its
+    topic; none when the entry has neither)."""
+    shards = table.get("shards")
+    if shards:
+        return [str(s) for s in shards]
+    return [str(table["topic"])] if table.get("topic") else []
+
+
 def read_status(state_dir: str | os.PathLike[str]) -> dict[str, Any] | None:
     path = Path(state_dir) / "status.json"
     try:

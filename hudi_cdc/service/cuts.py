@@ -371,8 +371,8 @@ def configure_stores(spark: SparkSession, spec: PipelineSpec, cut: Mapping[str, 
 def _table_ref(spec: PipelineSpec, name: str, known: Mapping[str, Any]) -> TableRef:
     """The cut's table ``name`` as the runner that took the cut listed it (``status.json``: its topic, or a routed
     table's sources), so that sections naming its topic apply; else as its name gives it."""
+    from hudi_cdc.service.control import listed_topics
     from hudi_cdc.service.spec import TableRef
 
-    sources = known.get("shards") or ([known["topic"]] if known.get("topic") else [])
-    routed, _ = spec.routed([TableRef(str(s)) for s in sources])
+    routed, _ = spec.routed([TableRef(s) for s in listed_topics(known)])
     return next((ref for ref in routed if ref.name == name), TableRef(name))
