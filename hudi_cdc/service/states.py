@@ -6,14 +6,14 @@ The runner writes these states and the metrics read them; both import them from 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
     from hudi_cdc.config import IngestConfig
     from hudi_cdc.pipeline import RoundSteps
     from hudi_cdc.service.schedule import Arrivals
 
-__all__ = ["STATES", "TableState"]
+__all__ = ["STATES", "AtCut", "TableState"]
 
 WAITING, RUNNING, RETRYING, FAILED, PAUSED, REMOVED, DONE, DROPPED = (
     "waiting",
@@ -26,6 +26,14 @@ WAITING, RUNNING, RETRYING, FAILED, PAUSED, REMOVED, DONE, DROPPED = (
     "dropped",
 )
 STATES = (WAITING, RUNNING, RETRYING, FAILED, PAUSED, REMOVED, DONE, DROPPED)
+
+
+class AtCut(NamedTuple):
+    """A round's commit at a consistent cut's offsets, and the events it set aside up to there."""
+
+    commit: str
+    offsets: dict[int, int]
+    quarantined: int
 
 
 @dataclass
@@ -71,13 +79,11 @@ class TableState:
     round_started_s: float | None = field(default=None, repr=False)
     round_waiting_since_s: float | None = field(default=None, repr=False)  # its oldest change, as it started
     until: dict[int, int] | None = field(default=None, repr=False)  # a consistent cut's bound on its next round
-    cut_commit: str | None = field(default=None, repr=False)
+    at_cut: AtCut | None = field(default=None, repr=False)  # its bounded round's commit at a cut, until reported
     claimed: dict[int, int] | None = field(default=None, repr=False)
     """Where the round under way reads to (partition -> next offset), once it has planned: the head it will
     commit at most; a consistent cut is planned against it (:meth:`hudi_cdc.service.cutter.Cutter.claim`)."""
-    repair: dict[str, Any] | None = field(
-        default=None, repr=False
-    )  # a repair request, run as its next round  # the commit its bounded round ended at the cut with
+    repair: dict[str, Any] | None = field(default=None, repr=False)  # a repair request, run as its next round
 
     def to_dict(self) -> dict[str, Any]:
         hidden = {
@@ -90,7 +96,7 @@ class TableState:
             "round_started_s",
             "round_waiting_since_s",
             "until",
-            "cut_commit",
+            "at_cut",
             "claimed",
         }
         return {k: v for k, v in self.__dict__.items() if k not in hidden}
