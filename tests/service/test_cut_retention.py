@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from hudi_cdc._jvm import jvm
 from hudi_cdc.config import IngestConfig
 from hudi_cdc.errors import TerminalSinkError
 from hudi_cdc.service import cutter
@@ -131,14 +132,32 @@ def test_the_oldest_retained_cut_reads_back_after_many_commits_with_the_default_
     config = IngestConfig(
         source="files", source_path=str(tmp_path / "landing" / "items"), flavor="postgres", target_base_path=base,
         target_table="items", record_key_fields=("id",),
+        # Hudi's default policy (KEEP_LATEST_COMMITS) keeping 2 commits, not 10: the pins raise it the same way
+        # (the defaults' path: tests/sink/test_retention.py, and Hudi's own defaults are asserted below), and 10
+        # commits pass the cleaner where Hudi's 10 needed 31.
+        hoodie_conf={"hoodie.clean.commits.retained": "2"},
     )  # fmt: skip
+    # The pins' arithmetic (sink.retention) assumes Hudi's defaults: the cleaner this test runs is that one.
+    hudi = jvm(spark).org.apache.hudi.config
+    defaults = [
+        hudi.HoodieCleanConfig.CLEANER_POLICY.defaultValue(),
+        hudi.HoodieCleanConfig.CLEANER_COMMITS_RETAINED.defaultValue(),
+        hudi.HoodieArchivalConfig.MIN_COMMITS_TO_KEEP.defaultValue(),
+        hudi.HoodieArchivalConfig.MAX_COMMITS_TO_KEEP.defaultValue(),
+    ]
+    assert [str(d) for d in defaults] == [
+        retention.KEEP_LATEST_COMMITS,
+        *map(str, (retention.HUDI_COMMITS_RETAINED, retention.HUDI_KEEP_MIN_COMMITS, retention.HUDI_KEEP_MAX_COMMITS)),
+    ]
     pipeline = _pipeline(tmp_path)
-    commits = [_commit(spark, config, n) for n in range(7)]
-    for n in (2, 4, 6):  # cuts at v=2, 4, 6; two kept: those at 4 and 6
-        _record(spark, pipeline, n, commits[n], base)
-    assert retention.keep_from(base) == commits[4]
-    commits += [_commit(spark, config, n) for n in range(7, 31)]  # 24 more: Hudi's default keeps 10
-    # The cleaner ran (it plans every 10th commit) and kept the oldest retained cut's commit.
+    commits = []
+    for n in range(7):  # cuts at v=2, 4, 6, each recorded (and pinned) once its commit is written, as the cutter does
+        commits.append(_commit(spark, config, n))
+        if n in (2, 4, 6):
+            _record(spark, pipeline, n, commits[n], base)
+    assert retention.keep_from(base) == commits[4]  # two kept: those at 4 and 6
+    commits += [_commit(spark, config, n) for n in range(7, 10)]  # 3 more: a cleaner keeping 2 would pass t4
+    # The cleaner ran and kept the oldest retained cut's commit.
     cleans = list((Path(base) / ".hoodie" / "timeline").glob("*.clean"))
     assert cleans, "no clean ran: the test proves nothing"
     tables = read_consistent(spark, pipeline, at="t4")
@@ -161,12 +180,14 @@ def test_a_cut_a_file_versions_cleaner_may_have_cut_short_is_refused_not_read_in
     config = IngestConfig(
         source="files", source_path=str(tmp_path / "landing" / "items"), flavor="postgres", target_base_path=base,
         target_table="items", record_key_fields=("id",),
-        hoodie_conf={"hoodie.clean.policy": "KEEP_LATEST_FILE_VERSIONS", "hoodie.clean.fileversions.retained": "1"},
+        hoodie_conf={"hoodie.clean.policy": "KEEP_LATEST_FILE_VERSIONS", "hoodie.clean.fileversions.retained": "1",
+                     # a clean planned after each commit, not every 10th (sink.options): 5 commits, not 14
+                     "hoodie.clean.trigger.max.commits": "1"},
     )  # fmt: skip
     pipeline = _pipeline(tmp_path)
     commits = [_commit(spark, config, n) for n in range(3)]
     _record(spark, pipeline, 2, commits[2], base)
-    commits += [_commit(spark, config, n) for n in range(3, 14)]
+    commits += [_commit(spark, config, n) for n in range(3, 5)]  # keeping one version: the next clean passes t2
     assert list((Path(base) / ".hoodie" / "timeline").glob("*.clean")), "no clean ran: the test proves nothing"
     with pytest.raises(TerminalSinkError, match=r"consistent cut 2 .*KEEP_LATEST_FILE_VERSIONS.*could miss its rows"):
         read_consistent(spark, pipeline, at="t2")
