@@ -4,7 +4,9 @@ A MERGE_ON_READ round under the Java writer's threshold (``java_writer_max_rows`
 Java write client without a Spark job (``sink.small_write``); its plan, run by Spark, cost more than the
 write. Where the source's events can be read in the driver, this plans the round there instead:
 
-1. read: the files source's batch, by fastavro (``sources.files.read_in_driver``);
+1. read: the files source's batch, by fastavro (``sources.files.read_in_driver``); or a small Kafka round's
+   messages, which the source's own consumer read in the driver, decoded by fastavro from the Confluent
+   wire format as the single-pass decode does (``sources.kafka_driver.decode_in_driver``);
 2. flatten: ``envelope.driver_rows`` (what ``envelope.flatten`` makes of each event);
 3. decide: ``payloads.driver.decide``, the merge policy's rules over Python rows, against the
    tombstone store read by pyarrow (``TombstoneStore.newest_in_driver``);
@@ -12,7 +14,8 @@ write. Where the source's events can be read in the driver, this plans the round
    which the pipeline writes as any plan's: the tombstones by pyarrow, the rows by the Java client.
 
 One set of rules: the decision is proven equal to the Spark plan's (tests/payloads/test_driver_plan.py,
-tests/test_small_plan.py). Whatever this slice does not take (another source, a history mode, a shaping
+tests/test_small_plan.py, tests/stack/test_small_plan_kafka.py). Whatever this slice does not take (a JDBC or
+JSON source, Kafka messages read by the executors or decoded per writer schema, a Kafka tombstone, a history mode, a shaping
 option, a type mapping, a TOAST placeholder, a bad event, a batch whose columns are not the table's, a
 table off the local file system...) it declines, naming why: the round goes to the Spark plan, before
 anything is written, and the result's ``details`` say so (``driver_declined``), as for the Java writer.
@@ -23,6 +26,7 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -31,6 +35,7 @@ from hudi_cdc.envelope.driver_rows import flat_rows
 from hudi_cdc.envelope.shape import Shape
 from hudi_cdc.envelope.unflatten import is_flattened
 from hudi_cdc.sources.files import read_in_driver
+from hudi_cdc.sources.kafka_driver import decode_in_driver
 from payloads.base import ORDER_COLUMN, TOMBSTONED_AT_COLUMN, WritePlan, is_data_column
 from payloads.driver import decide, written_columns
 
@@ -69,8 +74,10 @@ def ineligible(config: IngestConfig, policy: MergePolicy, keys: tuple[str, ...])
         return "not a small MERGE_ON_READ round"
     if config.partition_path_field:
         return "a partitioned table"
-    if config.source != "files" or config.shard_sources:
+    if config.source not in ("files", "kafka") or config.shard_sources:
         return f"the {config.source} source's events are not read in the driver"
+    if config.source == "kafka" and config.kafka_value_format != "avro":
+        return f"a {config.kafka_value_format} topic (the driver decodes Avro in the Confluent wire format only)"
     if config.history != "none":
         return f"history = {config.history}"
     if config.unique_keys:
@@ -141,7 +148,7 @@ def _plan(
     part = batch.parts[0]
     if part.avro_schema is None or is_flattened(part.envelopes.columns):
         return Declined("not Debezium envelopes with their Avro schema")
-    read = read_in_driver(part, config.java_writer_max_rows)
+    read = _read(config, batch)
     if isinstance(read, str):
         return Declined(read)
     records, arrivals = read
@@ -184,6 +191,18 @@ def _plan(
         tombstones=_local(spark, decided.tombstones, key_schema) if decided.tombstones else None,
         counts=decided.counts,
     )
+
+
+def _read(config: IngestConfig, batch: Batch) -> tuple[list[dict[str, Any]], Sequence[tuple[Any, ...]]] | str:
+    """The batch's envelopes read in the driver and their arrivals, as the Spark plan orders them; or why not."""
+    part = batch.parts[0]
+    if config.source == "files":
+        return read_in_driver(part, config.java_writer_max_rows)
+    if batch.details.get("decode") == "per-writer-schema":
+        return "a topic decoded per writer schema (its versions have no common reader schema)"
+    if batch.details.get("read") == "executors":
+        return "the messages were read by Spark's executors (more than kafka_driver_read_max_messages)"
+    return decode_in_driver(part, config.java_writer_max_rows)
 
 
 def _local(spark: SparkSession, rows: tuple[dict[str, Any], ...], schema: Any) -> DataFrame:  # noqa: ANN401

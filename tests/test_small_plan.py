@@ -178,3 +178,127 @@ def test_driver_rows_are_the_spark_flattens(spark, tmp_path: Path, flavor: str) 
     assert {c: t for c, t in rows.types.items()} == {
         f.name: f.dataType.simpleString() for f in flat.schema.fields if f.name in rows.types
     }
+
+
+def test_kafka_driver_decodes_are_the_spark_decodes(spark, tmp_path: Path) -> None:  # noqa: ANN001
+    """A Kafka round's messages as the source's consumer hands them over (Confluent-framed, two writer versions
+    of the subject, two partitions, out of arrival order, replays): decoded in one pass and flattened by Spark
+    (``_single_pass`` over the frame ``_read_on_driver`` makes, ``change_rows``) and by the driver
+    (``decode_in_driver``, ``flat_rows``): the same rows, value by value, at the same arrivals (partition,
+    offset). What the single pass turns into an error row (a message not framed, an unknown schema id, a payload
+    that does not decode) the driver declines, as it declines a Kafka tombstone; the Spark plan takes those."""
+    import dataclasses
+    from datetime import UTC, datetime
+
+    from hudi_cdc.envelope.avro_schemas import merged_reader_schema
+    from hudi_cdc.envelope.batch import change_rows
+    from hudi_cdc.envelope.driver_rows import flat_rows
+    from hudi_cdc.envelope.events import Batch
+    from hudi_cdc.envelope.types import reader_schema
+    from hudi_cdc.policy import merge_policy
+    from hudi_cdc.sources.kafka import MESSAGE_SCHEMA, KafkaSource
+    from hudi_cdc.sources.kafka_driver import decode_in_driver
+    from hudi_cdc.testing.kafka import Framer
+    from payloads.base import ARRIVAL_COLUMN, ERROR_COLUMN
+    from payloads.driver import written_columns
+
+    topic = "dbserver1.public.customers"
+    old, new = CUSTOMERS[:2], CUSTOMERS  # v2 adds bio: v1's messages read it as its default, NULL
+    writers = {7: envelope_schema("customers", old), 9: envelope_schema("customers", new)}
+    framers = {i: Framer(i, s) for i, s in writers.items()}
+    rng = random.Random(11)
+    messages: list[tuple[bytes | None, bytes | None, int, int]] = []
+    offsets = {0: 40, 1: 3}
+    events = []
+    for n in range(24):
+        op = "rcud"[n % 4]
+        image = {"id": n % 9, "name": None if n % 5 == 0 else f"ü{n}", "bio": "b" * n if n % 3 else None}
+        schema_id = 7 if n % 2 else 9
+        if schema_id == 7:
+            image.pop("bio")
+        side = {"before": image} if op == "d" else {"after": image}
+        events.append((schema_id, pg_event(op, lsn=100 + rng.randint(0, 6), txid=n if n % 3 else None, **side)))
+    events += rng.sample(events, 5)  # replays: the same change again, later
+    for schema_id, event in events:
+        partition = rng.randint(0, 1)
+        messages.append((b"k", framers[schema_id](event), partition, offsets[partition]))
+        offsets[partition] += rng.randint(1, 2)  # gaps: a compacted topic
+    rng.shuffle(messages)  # the consumer interleaves partitions
+    config = load_config_for_kafka(tmp_path)
+    policy = merge_policy(config)
+    source = KafkaSource(spark, config, reader_schema=reader_schema)
+    reader = merged_reader_schema([writers[7], writers[9]])
+    assert reader is not None
+
+    def single_pass(batch: list) -> Any:  # noqa: ANN401 - a BatchPart
+        import pandas as pd
+
+        frame = pd.DataFrame(batch, columns=["key", "value", "partition", "offset"])
+        part = source._single_pass(  # the source's own decode of the frame it reads in the driver
+            spark.createDataFrame(frame, schema=MESSAGE_SCHEMA), [7, 9], writers, reader, f"{topic}-value"
+        )
+        schemas = {i: reader_schema(s) for i, s in writers.items()}
+        return dataclasses.replace(part, messages=tuple(batch), writer_schemas=schemas)
+
+    part = single_pass(messages)
+    now = datetime(2026, 11, 29, 3, 0, tzinfo=UTC)
+    flat = change_rows(
+        Batch([part], {}, "kafka"),
+        policy,
+        key_fields=("id",),
+        ingested_at=now,
+        behavior=config.schema_change_behavior,
+        table_schema=None,
+    )
+    columns = [c for c in written_columns(flat.columns) if c != "_ingested_at"]
+    theirs = sorted(
+        ((r[ARRIVAL_COLUMN]["partition"], r[ARRIVAL_COLUMN]["offset"]), *r[1:])
+        for r in (flat.select(ARRIVAL_COLUMN, *columns).collect())
+    )
+    read = decode_in_driver(part, 100)
+    assert not isinstance(read, str), read
+    records, arrivals = read
+    assert arrivals == sorted(arrivals) and len(arrivals) == len(messages)  # arrival order, every message
+    rows = flat_rows(records, part.avro_schema, source_meta_columns=policy.source_meta_columns, ingested_at=now)
+    assert not isinstance(rows, str), rows
+    ours = sorted(
+        (arrival, *(policy.order_of(r) if c == "_source_order" else r[c] for c in columns))
+        for arrival, r in zip(arrivals, rows.rows, strict=True)
+    )
+    assert ours == theirs
+    assert any(r[2] is None for r in ours) and any(r[2] for r in ours)  # v1's bio read as NULL, v2's kept
+
+    # What the single pass makes an error row of, and a tombstone (which it drops): the driver declines each.
+    good = messages[0]
+    bad = {
+        "a message not in the Confluent wire format": b'{"op": "c"}',
+        "schema id 8 at": b"\x00\x00\x00\x00\x08" + good[1][5:],  # type: ignore[index]
+        "a payload that does not decode": good[1][:5] + b"\x02\xff",  # type: ignore[index]
+        "a Kafka tombstone": None,
+    }
+    for offset, (why, value) in enumerate(bad.items(), start=999):
+        found = decode_in_driver(single_pass([good, (b"k", value, 1, offset)]), 100)
+        assert isinstance(found, str) and why in found and f"partition 1 offset {offset}" in found, found
+    # The Spark plan reports (or quarantines) each but the tombstone, which its single pass drops.
+    spark_part = single_pass([good, *((b"k", value, 1, offset) for offset, value in enumerate(bad.values(), 999))])
+    errors = spark_part.envelopes.where(f"{ERROR_COLUMN} IS NOT NULL").select(f"{ARRIVAL_COLUMN}.offset").collect()
+    assert sorted(r[0] for r in errors) == [999, 1000, 1001]
+    assert decode_in_driver(part, len(messages) - 1) == f"more than {len(messages) - 1} events"
+
+
+def load_config_for_kafka(tmp_path: Path, **settings: Any) -> Any:  # noqa: ANN401
+    from hudi_cdc import load_config
+
+    return load_config(
+        env={},
+        source="kafka",
+        topic="dbserver1.public.customers",
+        bootstrap_servers="127.0.0.1:1",  # never asked: the messages are given
+        schema_registry_url="http://127.0.0.1:1",
+        target_base_path=str(tmp_path / "t"),
+        target_table="t",
+        table_type="MERGE_ON_READ",
+        record_key_fields="id",
+        flavor="postgres",
+        **settings,
+    )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +31,11 @@ class BatchPart:
     where: str = ""
     files: tuple[str, ...] = ()
     """The files the envelopes are read from, in arrival order (the files source), for a plan made in the driver."""
+    messages: tuple[tuple[bytes | None, bytes | None, int, int], ...] | None = None
+    """The Kafka messages ``(key, value, partition, offset)`` the driver read for ``envelopes``, in arrival order,
+    when they are decoded in one pass: for a plan made in the driver (``sources.kafka_driver``)."""
+    writer_schemas: Mapping[int, dict[str, Any]] = field(default_factory=dict)
+    """With ``messages``: each writer schema by registry id, as the decode reads it (resolved to ``avro_schema``)."""
 
 
 @dataclass(frozen=True)

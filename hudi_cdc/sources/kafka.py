@@ -14,6 +14,7 @@ next offset of every partition.
 from __future__ import annotations
 
 import atexit
+import dataclasses
 import functools
 import json
 import logging
@@ -560,6 +561,7 @@ class KafkaSource:
         self._topic = config.topic
         self.read_by: str | None = None
         """Who read the last batch's messages: ``driver`` (a small round) or ``executors``."""
+        self._driver_read: tuple[tuple[bytes | None, bytes | None, int, int], ...] | None = None
         self._reader_schema = reader_schema
         self._security = KafkaSecurity.of(config)
         self._client_conf = client_conf(config.hoodie_conf, self._security)
@@ -722,6 +724,7 @@ class KafkaSource:
             self.read_by = "driver"
             return self._read_on_driver(ranges)
         self.read_by = "executors"
+        self._driver_read = None
         return self._read_on_executors(ranges)
 
     def _read_on_driver(self, ranges: list[OffsetRange]) -> DataFrame:
@@ -736,6 +739,7 @@ class KafkaSource:
         messages = read_ranges(
             str(self._config.bootstrap_servers), self._topic, ranges, self._client_conf, what=self._topic
         )
+        self._driver_read = tuple(messages)  # kept for a plan made in the driver (small_plan), once decoded
         frame = pd.DataFrame(messages, columns=["key", "value", "partition", "offset"])
         return self._spark.createDataFrame(frame, schema=MESSAGE_SCHEMA).coalesce(1)
 
@@ -801,6 +805,9 @@ class KafkaSource:
         subject, ids, writers, reader = self._value_schemas()
         if reader is not None:
             part = self._single_pass(self._read(reading), ids, writers, reader, subject)
+            if self._driver_read is not None:  # what a plan in the driver decodes (sources.kafka_driver)
+                writer_schemas = {i: self._reader_schema(writers[i]) for i in ids}
+                part = dataclasses.replace(part, messages=self._driver_read, writer_schemas=writer_schemas)
             details = {"messages": total, "writer_schemas": len(ids), "decode": "single-pass", "behind_after": left}
             details["read"] = self.read_by
             return Batch([part], next_checkpoint, description, details=details, key_fields=key_fields)
