@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from hudi_cdc.config import IngestConfig
+    from hudi_cdc.ops.pipeline_table import PipelineTable
     from hudi_cdc.ops.verify import VerifyResult
     from hudi_cdc.upstream.database import SourceDatabase
 
@@ -139,31 +140,15 @@ def verify(
     source_table = source_table_option or source_table
     table = pipeline_table.resolve(session) if pipeline_table is not None else None
     if table is not None:
-        wanted = table.config.target_base_path
-        if target_base_path and target_base_path.rstrip("/") != wanted.rstrip("/"):  # the deprecated form gave both
-            raise ConfigError(
-                f"{table.spec.origin}: {table.name} is written to {wanted}, not --target-base-path {target_base_path}"
-            )
-        target_base_path = wanted
-        if source_url and not source_table:
-            source_table = table.source_table
-        elif not source_url and not source_path and table.config.source == "files":
-            source_path = table.config.source_path  # its folder's replay, with the table's own settings
-    if not target_base_path:
-        raise ConfigError("name the table: --target-base-path, or --pipeline FILE --table schema.table")
-    if source_path and (source_url or source_table):
-        raise ConfigError("give either --source-path, or --source-url with --table, not both")
-    if not source_path and not (source_url and source_table):
-        if table is not None:
-            raise ConfigError(
-                f"name the source database of {table.name} (read from {table.config.source}): --source-url URL "
-                f"(its table {table.source_table} there, or --source-table), or --source-path"
-            )
-        raise ConfigError("name the source: --source-url and --table, or --source-path")
+        target_base_path, source_table, source_path = _from_pipeline(
+            table, target_base_path, source_url, source_table, source_path
+        )
+    _check_named(table, target_base_path, source_url, source_table, source_path)
     if (apply_repair or max_repair is not None) and (source_path or columns or where):
         raise ConfigError(
             "--repair and --max-repair take a database source and whole rows: no --source-path, --columns or --where"
         )
+    assert target_base_path is not None
     database = (
         SourceDatabase(source_url, password_file=password_file, password_env=password_env) if source_url else None
     )
@@ -175,43 +160,104 @@ def verify(
             "source_table": source_table, "apply": apply_repair, "max_repair": max_repair, "key_fields": keys,
             "recheck": recheck, "recheck_timeout_s": recheck_timeout, "slot": slot,
         }  # fmt: skip
-        handed = _through_runner(pipeline_table.pipeline_file, table.ref.topic, request, as_json)  # no Spark of its own
-        if handed is not None:
-            return handed
+        if (handed := _through_runner(pipeline_table.pipeline_file, table.ref.topic, request, as_json)) is not None:
+            return handed  # the pipeline's runner repaired it: no Spark of its own
     spark = session()
     compare: dict[str, Any] = {"columns": split_list(columns) or None, "where": where, "max_diffs": max_diffs}
-    config = table.config if table is not None else None
-    if config is not None:  # a pipeline's s3a:// table: its buckets' settings (a bare path: Spark's fs.s3a.*)
-        from hudi_cdc.sink.object_store import configure_table
+    config = _configured(spark, table)
 
-        configure_table(spark, config)
-    if apply_repair or max_repair is not None:
-        assert database is not None and source_table is not None
-        wait = (
+    def rechecked() -> Callable[[Any, str], str] | None:  # a second pass waits for the ingest to pass the first
+        assert database is not None and target_base_path is not None
+        return (
             _recheck(spark, target_base_path, database, bootstrap_servers, slot, recheck_timeout) if recheck else None
         )
+
+    if apply_repair or max_repair is not None:
+        assert database is not None and source_table is not None
         config = config or _repair_config(spark, target_base_path, keys)
-        return _repair(spark, config, database, source_table, keys, wait, apply_repair, max_repair, as_json)
+        return _repair(spark, config, database, source_table, keys, rechecked(), apply_repair, max_repair, as_json)
     if source_path and config is not None and config.source == "files" and source_path == config.source_path:
         result = ops.verify_replay(spark, config, **compare)
     elif source_path:
         result = _against_files(spark, target_base_path, source_path, flavor, keys, compare)
     else:
         assert database is not None and source_table is not None
-        shaped = _shaped_config(spark, target_base_path, database, config)
-        if shaped is not None:
-            result = ops.verify_transformed(spark, shaped, database, source_table, **compare)
-        else:
-            wait = (
-                _recheck(spark, target_base_path, database, bootstrap_servers, slot, recheck_timeout)
-                if recheck
-                else None
-            )
-            result = ops.verify(
-                spark, target_base_path, database, source_table, key_fields=keys, recheck=wait, **compare
-            )
+        result = _against_database(spark, target_base_path, config, database, source_table, keys, compare, rechecked)
     click.echo(json.dumps(result.to_dict(), sort_keys=True, default=str) if as_json else result.describe())
     return result.exit_code
+
+
+def _configured(spark: SparkSession, table: PipelineTable | None) -> IngestConfig | None:
+    """A pipeline table's settings, its s3a:// buckets' applied to Spark (a bare path: Spark's fs.s3a.*)."""
+    if table is None:
+        return None
+    from hudi_cdc.sink.object_store import configure_table
+
+    configure_table(spark, table.config)
+    return table.config
+
+
+def _against_database(
+    spark: SparkSession,
+    target_base_path: str,
+    config: IngestConfig | None,
+    database: SourceDatabase,
+    source_table: str,
+    keys: tuple[str, ...],
+    compare: dict[str, Any],
+    rechecked: Callable[[], Callable[[Any, str], str] | None],
+) -> VerifyResult:
+    """The table against its source table: through the table's shaping when it has any (no recheck then),
+    else key by key, rechecking the differing keys once the stream has passed the read (``rechecked``: the wait
+    for that, or None)."""
+    from hudi_cdc.ops import verify as ops
+
+    shaped = _shaped_config(spark, target_base_path, database, config)
+    if shaped is not None:
+        return ops.verify_transformed(spark, shaped, database, source_table, **compare)
+    return ops.verify(spark, target_base_path, database, source_table, key_fields=keys, recheck=rechecked(), **compare)
+
+
+def _from_pipeline(
+    table: PipelineTable,
+    target_base_path: str | None,
+    source_url: str | None,
+    source_table: str | None,
+    source_path: str | None,
+) -> tuple[str, str | None, str | None]:
+    """The table's path, source table and source folder as the pipeline file gives them, unless given."""
+    wanted = table.config.target_base_path
+    if target_base_path and target_base_path.rstrip("/") != wanted.rstrip("/"):  # the deprecated form gave both
+        raise ConfigError(
+            f"{table.spec.origin}: {table.name} is written to {wanted}, not --target-base-path {target_base_path}"
+        )
+    if source_url and not source_table:
+        source_table = table.source_table
+    elif not source_url and not source_path and table.config.source == "files":
+        source_path = table.config.source_path  # its folder's replay, with the table's own settings
+    return wanted, source_table, source_path
+
+
+def _check_named(
+    table: PipelineTable | None,
+    target_base_path: str | None,
+    source_url: str | None,
+    source_table: str | None,
+    source_path: str | None,
+) -> None:
+    """A table and exactly one source named, or what to give."""
+    if not target_base_path:
+        raise ConfigError("name the table: --target-base-path, or --pipeline FILE --table schema.table")
+    if source_path and (source_url or source_table):
+        raise ConfigError("give either --source-path, or --source-url with --table, not both")
+    if source_path or (source_url and source_table):
+        return
+    if table is not None:
+        raise ConfigError(
+            f"name the source database of {table.name} (read from {table.config.source}): --source-url URL "
+            f"(its table {table.source_table} there, or --source-table), or --source-path"
+        )
+    raise ConfigError("name the source: --source-url and --table, or --source-path")
 
 
 def _against_files(
