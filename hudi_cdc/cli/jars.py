@@ -6,13 +6,16 @@ from __future__ import annotations
 import json
 import os
 import shlex
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from hudi_cdc.cli.wrappers import Invocation, command
+
+if TYPE_CHECKING:
+    from hudi_cdc.jars import JarSource
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
@@ -92,15 +95,6 @@ def jars(run: Invocation, show: str | None, fetch_dir: str | None, as_json: bool
         return " ".join(filter(None, [jvm_options(), jvm_archive.java_options(archive) if archive else ""]))
 
     coordinates = jarmod.packages()
-    own = jarmod.own_jars(source)
-
-    def origin(path: str) -> str:
-        if Path(path).parent == jarmod.packaged_folder():
-            return "from the wheel"
-        if source.folder == os.environ.get(jarmod.JARS_DIR_ENV):
-            return f"from {jarmod.JARS_DIR_ENV}"
-        return "from the checkout's `make jars`"
-
     if show == "packages":
         click.echo(",".join(coordinates))
     elif show == "submit-args":
@@ -117,7 +111,7 @@ def jars(run: Invocation, show: str | None, fetch_dir: str | None, as_json: bool
             "folder": source.folder,
             "jars": list(source.jars),
             "packages": list(coordinates),
-            "own_jars": own,
+            "own_jars": jarmod.own_jars(source),
             "s3a": list(source.s3a),
             "submit_args": source.submit_args(),
             "launcher": str(SCRIPT),
@@ -126,33 +120,7 @@ def jars(run: Invocation, show: str | None, fetch_dir: str | None, as_json: bool
         }
         click.echo(json.dumps(info, sort_keys=True))
     else:
-        where = f"the jars in {source.folder}" if source.kind == "folder" else "Maven coordinates Spark resolves"
-        click.echo(f"A session hudi-cdc builds uses {where}.")
-        click.echo("hudi-cdc's own jars:")
-        for name, path in own.items():
-            if path:
-                click.echo(f"  {name}: {path} ({origin(path)})")
-            else:
-                lacks = (
-                    "Hudi's Java write client (hudi-java-client-*.jar) is not beside it"
-                    if any(Path(j).name == name for j in source.jars)
-                    else "missing"
-                )
-                click.echo(f"  {name}: {lacks}, so this faster path is off: {jarmod.OWN_JARS[name]}")
-        if not all(own.values()):
-            click.echo(
-                "  (`make jars` builds them in a checkout; the wheel `make wheel` builds carries them, "
-                "a wheel built without them does not)"
-            )
-        if source.s3a:
-            click.echo("Hadoop's s3a connector (s3a:// tables): " + ", ".join(source.s3a))
-        else:
-            click.echo(
-                f"Hadoop's s3a connector (s3a:// tables): none (`make jars`; {jarmod.S3A_ENV}=off leaves it out)"
-            )
-        click.echo("Maven coordinates:")
-        for coordinate in coordinates:
-            click.echo(f"  {coordinate}")
+        _describe(source, coordinates)
         click.echo("spark-submit:")
         click.echo(f'  PYSPARK_PYTHON="$(command -v python)" spark-submit {submit} \\')
         driver = java_options()  # once: finding the archive hashes every Spark jar's size and time
@@ -162,3 +130,43 @@ def jars(run: Invocation, show: str | None, fetch_dir: str | None, as_json: bool
         if executor:
             click.echo(f"    --conf {shlex.quote(f'{EXECUTOR_OPTIONS_KEY}={executor}')} \\")
         click.echo(f"    {shlex.quote(str(SCRIPT))} ingest ...")
+
+
+def _describe(source: JarSource, coordinates: Sequence[str]) -> None:
+    """Where a session's jars come from, which of hudi-cdc's own jars are there (and what is off without one),
+    the s3a connector and the Maven coordinates, for a reader."""
+    from hudi_cdc import jars as jarmod
+
+    def origin(path: str) -> str:
+        if Path(path).parent == jarmod.packaged_folder():
+            return "from the wheel"
+        if source.folder == os.environ.get(jarmod.JARS_DIR_ENV):
+            return f"from {jarmod.JARS_DIR_ENV}"
+        return "from the checkout's `make jars`"
+
+    where = f"the jars in {source.folder}" if source.kind == "folder" else "Maven coordinates Spark resolves"
+    click.echo(f"A session hudi-cdc builds uses {where}.")
+    click.echo("hudi-cdc's own jars:")
+    own = jarmod.own_jars(source)
+    for name, path in own.items():
+        if path:
+            click.echo(f"  {name}: {path} ({origin(path)})")
+        else:
+            lacks = (
+                "Hudi's Java write client (hudi-java-client-*.jar) is not beside it"
+                if any(Path(j).name == name for j in source.jars)
+                else "missing"
+            )
+            click.echo(f"  {name}: {lacks}, so this faster path is off: {jarmod.OWN_JARS[name]}")
+    if not all(own.values()):
+        click.echo(
+            "  (`make jars` builds them in a checkout; the wheel `make wheel` builds carries them, "
+            "a wheel built without them does not)"
+        )
+    if source.s3a:
+        click.echo("Hadoop's s3a connector (s3a:// tables): " + ", ".join(source.s3a))
+    else:
+        click.echo(f"Hadoop's s3a connector (s3a:// tables): none (`make jars`; {jarmod.S3A_ENV}=off leaves it out)")
+    click.echo("Maven coordinates:")
+    for coordinate in coordinates:
+        click.echo(f"  {coordinate}")
