@@ -224,15 +224,7 @@ def pipeline_text(
         _commented(f"target_base_path = {_toml(target_base_path)}", "where each Hudi table lives (a URI: s3a://...)"),
         _commented(f"target_table = {_toml(target_table)}", "the Hudi table's name"),
     ]
-    if record_key_fields:
-        out.append(_commented(f"record_key_fields = {_toml(list(record_key_fields))}", "the key column(s)"))
-    elif found.kind == "files":
-        out.append('record_key_fields = ["id"]   # TO CHECK: change files carry no key; the key column(s) of every '
-                   "table (a table's own section may differ)")  # fmt: skip
-    elif found.kind == "jdbc":
-        out.append("# record_key_fields = [...]   # default: each table's primary key (listed below)")
-    else:
-        out.append("# record_key_fields = [...]   # default: the message key's fields")
+    out += _key_lines(found.kind, record_key_fields)
     if found.kind == "jdbc":
         out += [
             'jdbc_mode = "full"   # each round reads the whole table and writes what changed, deletes included;',
@@ -247,14 +239,7 @@ def pipeline_text(
         "# no table is refused by validate and run.",
     ]
     for table in found.tables:
-        out += ["", f"# [tables.{_toml(table.name)}]   # {_read_from(found.kind)} {table.topic}"]
-        if table.primary_key:
-            out.append(f"# record_key_fields = {_toml(list(table.primary_key))}   # its primary key")
-        out += [
-            '# masks = { email = "redact" }   # a column hashed, redacted or partly kept before it is written',
-            "# columns_drop = []              # columns left out of the Hudi table",
-            "# enabled = false                # leave this table out of the pipeline",
-        ]
+        out += _table_lines(found.kind, table)
     out += [
         "",
         "# [run]: how `hudi-cdc run` runs the tables (max_concurrent_tables, state_dir, metrics_port...).",
@@ -263,6 +248,31 @@ def pipeline_text(
         "",
     ]
     return "\n".join(out)
+
+
+def _key_lines(kind: str, record_key_fields: Sequence[str]) -> list[str]:
+    """``[defaults]``' key: the one given, else what each kind of source keys a table by."""
+    if record_key_fields:
+        return [_commented(f"record_key_fields = {_toml(list(record_key_fields))}", "the key column(s)")]
+    if kind == "files":
+        return ['record_key_fields = ["id"]   # TO CHECK: change files carry no key; the key column(s) of every '
+                "table (a table's own section may differ)"]  # fmt: skip
+    if kind == "jdbc":
+        return ["# record_key_fields = [...]   # default: each table's primary key (listed below)"]
+    return ["# record_key_fields = [...]   # default: the message key's fields"]
+
+
+def _table_lines(kind: str, table: FoundTable) -> list[str]:
+    """A table's own section, commented out: its key when the source gave one, and the settings most given."""
+    lines = ["", f"# [tables.{_toml(table.name)}]   # {_read_from(kind)} {table.topic}"]
+    if table.primary_key:
+        lines.append(f"# record_key_fields = {_toml(list(table.primary_key))}   # its primary key")
+    return [
+        *lines,
+        '# masks = { email = "redact" }   # a column hashed, redacted or partly kept before it is written',
+        "# columns_drop = []              # columns left out of the Hudi table",
+        "# enabled = false                # leave this table out of the pipeline",
+    ]
 
 
 def _commented(line: str, comment: str | None) -> str:
