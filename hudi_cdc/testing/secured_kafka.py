@@ -58,57 +58,8 @@ class SecuredBroker:
 
     def start(self, timeout_s: float = 90.0) -> SecuredBroker:
         began = time.monotonic()
-        tls = self.folder / "tls"
-        self.ca_file = make_ca(tls, "ca")
-        # The broker's key and certificate, signed by the CA, for 127.0.0.1 and localhost (hostname checks on).
-        (tls / "san.cnf").write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
-        _openssl(
-            "req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=127.0.0.1",
-            "-keyout", "broker.key", "-out", "broker.csr", cwd=tls,
-        )  # fmt: skip
-        _openssl(
-            "x509", "-req", "-in", "broker.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
-            "-days", "2", "-extfile", "san.cnf", "-out", "broker.pem", cwd=tls,
-        )  # fmt: skip
-        # Kafka's PEM key store: the key (PKCS#8) then the certificate chain, in one file.
-        _openssl("pkcs8", "-topk8", "-nocrypt", "-in", "broker.key", "-out", "broker.pk8", cwd=tls)
-        keystore = tls / "broker-keystore.pem"
-        keystore.write_text((tls / "broker.pk8").read_text() + (tls / "broker.pem").read_text())
-
-        plain, sasl, controller = _free_port(), _free_port(), _free_port()
-        self.plaintext, self.secured = f"127.0.0.1:{plain}", f"127.0.0.1:{sasl}"
-        data = self.folder / "data"
-        props = self.folder / "server.properties"
-        props.write_text(
-            "\n".join(
-                [
-                    "process.roles=broker,controller",
-                    "node.id=1",
-                    f"controller.quorum.voters=1@127.0.0.1:{controller}",
-                    f"listeners=PLAINTEXT://127.0.0.1:{plain},SASL_SSL://127.0.0.1:{sasl},"
-                    f"CONTROLLER://127.0.0.1:{controller}",
-                    f"advertised.listeners=PLAINTEXT://127.0.0.1:{plain},SASL_SSL://127.0.0.1:{sasl}",
-                    "controller.listener.names=CONTROLLER",
-                    "inter.broker.listener.name=PLAINTEXT",
-                    "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SASL_SSL:SASL_SSL,CONTROLLER:PLAINTEXT",
-                    "sasl.enabled.mechanisms=SCRAM-SHA-512",
-                    "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config="
-                    "org.apache.kafka.common.security.scram.ScramLoginModule required;",
-                    "ssl.keystore.type=PEM",
-                    f"ssl.keystore.location={keystore}",
-                    f"log.dirs={data}",
-                    "num.partitions=1",
-                    "offsets.topic.replication.factor=1",
-                    "transaction.state.log.replication.factor=1",
-                    "transaction.state.log.min.isr=1",
-                    "share.coordinator.state.topic.replication.factor=1",
-                    "share.coordinator.state.topic.min.isr=1",
-                    "group.initial.rebalance.delay.ms=0",
-                    "auto.create.topics.enable=true",
-                    "",
-                ]
-            )
-        )
+        keystore = self._certificates(self.folder / "tls")
+        props = self._properties(keystore)
         log4j = self.folder / "log4j2.properties"
         log4j.write_text(
             "status = warn\nappender.console.type = Console\nappender.console.name = STDOUT\n"
@@ -146,6 +97,62 @@ class SecuredBroker:
             time.sleep(0.1)
         self.started_s = time.monotonic() - began
         return self
+
+    def _certificates(self, tls: Path) -> Path:
+        """A CA (``ca_file``) and the broker's key and certificate signed by it, for 127.0.0.1 and localhost
+        (hostname checks on): Kafka's PEM key store, the key (PKCS#8) then the certificate chain in one file."""
+        self.ca_file = make_ca(tls, "ca")
+        (tls / "san.cnf").write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
+        _openssl(
+            "req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=127.0.0.1",
+            "-keyout", "broker.key", "-out", "broker.csr", cwd=tls,
+        )  # fmt: skip
+        _openssl(
+            "x509", "-req", "-in", "broker.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
+            "-days", "2", "-extfile", "san.cnf", "-out", "broker.pem", cwd=tls,
+        )  # fmt: skip
+        _openssl("pkcs8", "-topk8", "-nocrypt", "-in", "broker.key", "-out", "broker.pk8", cwd=tls)
+        keystore = tls / "broker-keystore.pem"
+        keystore.write_text((tls / "broker.pk8").read_text() + (tls / "broker.pem").read_text())
+        return keystore
+
+    def _properties(self, keystore: Path) -> Path:
+        """The broker's ``server.properties``: KRaft on one node, PLAINTEXT and SASL_SSL (SCRAM-SHA-512)
+        listeners on free ports (``plaintext``, ``secured``)."""
+        plain, sasl, controller = _free_port(), _free_port(), _free_port()
+        self.plaintext, self.secured = f"127.0.0.1:{plain}", f"127.0.0.1:{sasl}"
+        props = self.folder / "server.properties"
+        props.write_text(
+            "\n".join(
+                [
+                    "process.roles=broker,controller",
+                    "node.id=1",
+                    f"controller.quorum.voters=1@127.0.0.1:{controller}",
+                    f"listeners=PLAINTEXT://127.0.0.1:{plain},SASL_SSL://127.0.0.1:{sasl},"
+                    f"CONTROLLER://127.0.0.1:{controller}",
+                    f"advertised.listeners=PLAINTEXT://127.0.0.1:{plain},SASL_SSL://127.0.0.1:{sasl}",
+                    "controller.listener.names=CONTROLLER",
+                    "inter.broker.listener.name=PLAINTEXT",
+                    "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SASL_SSL:SASL_SSL,CONTROLLER:PLAINTEXT",
+                    "sasl.enabled.mechanisms=SCRAM-SHA-512",
+                    "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config="
+                    "org.apache.kafka.common.security.scram.ScramLoginModule required;",
+                    "ssl.keystore.type=PEM",
+                    f"ssl.keystore.location={keystore}",
+                    f"log.dirs={self.folder / 'data'}",
+                    "num.partitions=1",
+                    "offsets.topic.replication.factor=1",
+                    "transaction.state.log.replication.factor=1",
+                    "transaction.state.log.min.isr=1",
+                    "share.coordinator.state.topic.replication.factor=1",
+                    "share.coordinator.state.topic.min.isr=1",
+                    "group.initial.rebalance.delay.ms=0",
+                    "auto.create.topics.enable=true",
+                    "",
+                ]
+            )
+        )
+        return props
 
     def stop(self) -> None:
         _terminate(self._process)
