@@ -175,3 +175,117 @@ def test_driver_order_and_position_errors_are_sparks(spark, flavor: str, data) -
     assert [(r[ORDER_COLUMN], r[ERROR_COLUMN]) for r in found] == [
         (policy.order_of(row), policy.position_error_of(row)) for row in rows
     ]
+
+
+KAFKA_V1 = [("id", "long"), ("name", ["null", "string"])]
+KAFKA_V2 = [*KAFKA_V1, ("bio", ["null", "string"])]  # a column added upstream: v1's messages read it as NULL
+
+
+@settings(SETTINGS, max_examples=4)  # a decode, a flatten and a plan (a few jobs, ~8 s at load 14) per example
+@given(data=st.data(), stored=st.booleans())
+def test_kafka_messages_are_decided_as_the_spark_plan(spark, data, stored: bool) -> None:  # noqa: ANN001
+    """Kafka-shaped batches: Debezium envelopes Confluent-framed under two writer versions of the value subject,
+    over two partitions, with replays and out of arrival order, as the source's consumer hands them over.
+    Decoded, flattened and decided in the driver (``decode_in_driver``, ``flat_rows``, ``decide``) and by the
+    Spark plan (the source's single-pass decode, ``change_rows``, ``MergePolicy.plan``): the same rows,
+    tombstones and counts, with and without stored tombstones and an applied TRUNCATE's position."""
+    import dataclasses
+
+    import pandas as pd
+
+    from hudi_cdc import load_config
+    from hudi_cdc.envelope.avro_schemas import merged_reader_schema
+    from hudi_cdc.envelope.batch import change_rows
+    from hudi_cdc.envelope.driver_rows import flat_rows
+    from hudi_cdc.envelope.events import Batch
+    from hudi_cdc.envelope.types import reader_schema
+    from hudi_cdc.sources.kafka import MESSAGE_SCHEMA, KafkaSource
+    from hudi_cdc.sources.kafka_driver import decode_in_driver
+    from hudi_cdc.testing import envelope_schema, pg_event
+    from hudi_cdc.testing.kafka import Framer
+    from payloads.base import INGESTED_AT_COLUMN, TOMBSTONED_AT_COLUMN
+
+    writers = {3: envelope_schema("customers", KAFKA_V1), 4: envelope_schema("customers", KAFKA_V2)}
+    framers = {i: Framer(i, s) for i, s in writers.items()}
+    event = st.tuples(st.integers(0, 4), st.sampled_from("cuudr"), SMALL, TEXT, TEXT, st.sampled_from([3, 4]))
+    drawn = data.draw(st.lists(event, min_size=1, max_size=30))
+    drawn += data.draw(st.lists(st.sampled_from(drawn), max_size=5))  # replays: the same message again, later
+    offsets = {0: 0, 1: 0}
+    messages = []
+    for key, op, lsn, name, bio, schema_id in data.draw(st.permutations(drawn)):
+        image = {"id": key, "name": name, **({"bio": bio} if schema_id == 4 else {})}
+        side = {"before": image} if op == "d" else {"after": image}
+        partition = data.draw(st.integers(0, 1))
+        framed = framers[schema_id](pg_event(op, lsn=lsn, txid=7, **side))
+        messages.append((None, framed, partition, offsets[partition]))
+        offsets[partition] += data.draw(st.integers(1, 2))  # gaps: a compacted topic
+    config = load_config(
+        env={},
+        source="kafka",
+        topic="dbserver1.public.customers",
+        bootstrap_servers="127.0.0.1:1",  # never asked: the messages are given
+        schema_registry_url="http://127.0.0.1:1",
+        target_base_path="/nonexistent/t",
+        target_table="t",
+        table_type="MERGE_ON_READ",
+        record_key_fields="id",
+        flavor="postgres",
+    )
+    policy = POLICIES["postgres"]()
+    reader = merged_reader_schema(list(writers.values()))
+    assert reader is not None
+    frame = spark.createDataFrame(
+        pd.DataFrame(messages, columns=["key", "value", "partition", "offset"]), MESSAGE_SCHEMA
+    )
+    source = KafkaSource(spark, config, reader_schema=reader_schema)
+    part = source._single_pass(frame, sorted(writers), writers, reader, "dbserver1.public.customers-value")
+    part = dataclasses.replace(
+        part, messages=tuple(messages), writer_schemas={i: reader_schema(s) for i, s in writers.items()}
+    )
+    flat = change_rows(
+        Batch([part], {}, "kafka"),
+        policy,
+        key_fields=("id",),
+        ingested_at=INGESTED,
+        behavior="evolve",
+        table_schema=None,
+    )
+    read = decode_in_driver(part, 100)
+    assert not isinstance(read, str), read
+    rows = flat_rows(
+        read[0], part.avro_schema or {}, source_meta_columns=policy.source_meta_columns, ingested_at=INGESTED
+    )
+    assert not isinstance(rows, str), rows
+    orders = sorted({o for r in rows.rows if (o := policy.order_of(r)) is not None}) or ["0"]
+    keys = sorted({r["id"] for r in rows.rows})
+    tombstones = data.draw(st.dictionaries(st.tuples(st.sampled_from(keys)), st.sampled_from(orders))) if stored else {}
+    floor = data.draw(st.one_of(st.none(), st.sampled_from(orders))) if stored else None
+    mine = decide(
+        policy,
+        rows.rows,
+        read[1],
+        columns=rows.columns,
+        key_fields=["id"],
+        tombstones=tombstones or None,
+        truncated_at=floor,
+    )
+    assert mine.declined is None, mine.declined
+    held = spark.createDataFrame([(k, o) for (k,), o in tombstones.items()], f"id bigint, {ORDER_COLUMN} string")
+    state = StoredState(
+        tombstones=lambda: held if tombstones else None, stored_rows=lambda columns: None, truncated_at=floor
+    )
+    plan = policy.plan(flat, key_fields=["id"], stored=state)
+    try:
+        assert not plan.errors
+        assert plan.upserts is not None and plan.tombstones is not None
+        assert plan.upserts.columns == written_columns(rows.columns)
+        stamps = (INGESTED_AT_COLUMN, TOMBSTONED_AT_COLUMN)  # the round's stamp: a zone apart in a collect
+
+        def unstamped(found) -> list:  # noqa: ANN001
+            return _sorted({k: v for k, v in dict(r).items() if k not in stamps} for r in found)
+
+        assert unstamped(mine.rows) == unstamped(r.asDict() for r in plan.upserts.collect())
+        assert unstamped(mine.tombstones) == unstamped(r.asDict() for r in plan.tombstones.collect())
+        assert mine.counts == plan.counts
+    finally:
+        release(*plan.materialised)
