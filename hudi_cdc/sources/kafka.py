@@ -1,10 +1,12 @@
 """The main production source: a Kafka topic of Debezium envelopes in Avro, Confluent wire format.
 
-The driver only plans: it asks the brokers for each partition's offsets and
+The driver plans: it asks the brokers for each partition's offsets and
 cuts offset ranges from the checkpoint, capped by ``source_limit`` events
 (split across partitions as HoodieStreamer's KafkaOffsetGen does). Executors
 read the ranges with Spark's Kafka source and decode them in the JVM with
-``from_avro``; no record passes through the driver. When the registry
+``from_avro``; a small round's messages are read by the process's own consumer
+instead, and a small MERGE_ON_READ round may be decoded and planned in the
+driver (``kafka_driver``, ``small_plan``). When the registry
 subject's versions resolve to one reader schema (the usual case) the batch
 decodes in a single pass straight from Kafka, nothing cached; otherwise the
 messages are held once and decoded per writer schema. The checkpoint is the
