@@ -285,6 +285,25 @@ def test_kafka_driver_decodes_are_the_spark_decodes(spark, tmp_path: Path) -> No
     assert sorted(r[0] for r in errors) == [999, 1000, 1001]
     assert decode_in_driver(part, len(messages) - 1) == f"more than {len(messages) - 1} events"
 
+    # A failure of the driver's own (here a writer schema fastavro cannot parse) hands the round to the Spark plan.
+    from hudi_cdc.small_plan import Declined, plan_in_driver
+
+    broken = dataclasses.replace(part, writer_schemas={**part.writer_schemas, 9: {"type": "no such type"}})
+    details = {"read": "driver", "decode": "single-pass"}
+    failed = plan_in_driver(
+        spark,
+        config,
+        Batch([broken], {}, "kafka", details=details),
+        policy=policy,
+        table=None,  # type: ignore[arg-type] - never reached
+        keys=("id",),
+        tombstones=None,  # type: ignore[arg-type]
+        now=now,
+        truncated_at=None,
+        committed=True,
+    )
+    assert isinstance(failed, Declined) and failed.failed and "no such type" in failed.why, failed
+
 
 def load_config_for_kafka(tmp_path: Path, **settings: Any) -> Any:  # noqa: ANN401
     from hudi_cdc import load_config
