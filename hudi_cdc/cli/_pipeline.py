@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
     from hudi_cdc.cli.wrappers import Invocation
     from hudi_cdc.ops.pipeline_table import PipelineTable, Session
-    from hudi_cdc.service.spec import PipelineSpec
+    from hudi_cdc.service.spec import PipelineSpec, TableRef
 
 __all__ = ["TABLE_HELP", "TableOption", "ingest_option_names", "lazy_session", "pipeline_table_options"]
 
@@ -60,10 +60,21 @@ class TableOption:
 
     def resolve(self, session: Session | None = None) -> PipelineTable:
         """The table with its settings; ``session`` starts Spark if the source must be listed through Hadoop."""
-        from hudi_cdc.ops.pipeline_table import PipelineTable, resolve_table
+        from hudi_cdc.ops.pipeline_table import resolve_table
 
         assert self.table is not None
-        ref = resolve_table(self.spec, self.table, session=session)
+        return self.settings(resolve_table(self.spec, self.table, session=session))
+
+    def every(self, session: Session | None = None) -> list[TableRef]:
+        """Every table of the pipeline, as ``run`` finds them (``--pipeline`` without ``--table``)."""
+        from hudi_cdc.ops.pipeline_table import pipeline_tables
+
+        return pipeline_tables(self.spec, session=session)
+
+    def settings(self, ref: TableRef) -> PipelineTable:
+        """The table ``ref`` with the settings ``run`` writes it with (a ConfigError when they are wrong)."""
+        from hudi_cdc.ops.pipeline_table import PipelineTable
+
         return PipelineTable(self.spec, ref, self.spec.table_config(ref))
 
 

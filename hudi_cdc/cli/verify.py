@@ -5,13 +5,17 @@ table fed from change files, the folder they replay from (``--source-path``).
 A pipeline's table is named with ``--pipeline FILE --table schema.table``: its
 target, settings and source come from the file (a files source's table is
 compared with its folder's replay; with ``--source-url``, with that database's
-``schema.table`` unless ``--source-table`` names another).
+``schema.table`` unless ``--source-table`` names another). ``--pipeline FILE``
+alone compares every table of the file that way, in one process and one Spark
+session, and exits with the worst table's code.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,8 +23,8 @@ import click
 
 from hudi_cdc.cli._common import password_options, split_list
 from hudi_cdc.cli._pipeline import TableOption, lazy_session, pipeline_table_options
-from hudi_cdc.cli.wrappers import CANNOT_ANSWER, EXIT_FOUND, EXIT_OK, Invocation, OnFailure, command
-from hudi_cdc.errors import ConfigError
+from hudi_cdc.cli.wrappers import CANNOT_ANSWER, EXIT_FOUND, EXIT_OK, Invocation, OnFailure, command, worst
+from hudi_cdc.errors import ConfigError, HudiCdcError
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -33,6 +37,7 @@ if TYPE_CHECKING:
 EQUAL, DIFFERENT, COULD_NOT_RUN = EXIT_OK, EXIT_FOUND, CANNOT_ANSWER
 # Whatever stops the comparison is "could not run" (2; 75 when a retry may help): 1 must mean only "different".
 _COULD_NOT_RUN = OnFailure("hudi-cdc verify: could not run", terminal=COULD_NOT_RUN, kinds=False)
+_TABLE_FAILED = OnFailure("could not verify", terminal=COULD_NOT_RUN)  # one table of --pipeline's, the others go on
 
 
 @click.command()
@@ -93,9 +98,16 @@ _COULD_NOT_RUN = OnFailure("hudi-cdc verify: could not run", terminal=COULD_NOT_
     help="Repair at most this many keys (default with --repair: 1000); more differing keys refuses the repair. "
     "Given without --repair: a dry run.",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print the result as one JSON object.")
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print the result as one JSON object (--pipeline alone: one line per table, with its name, then a "
+    "summary line).",
+)
 @pipeline_table_options(
     alternative=("target_base_path",),
+    table_optional=True,  # --pipeline alone: every table
     table_alone="source_table",
     deprecated_table_flag="--pipeline-topic",
     table_help="Without --pipeline: the source table, schema.table (MySQL: database.table), with --source-url. "
@@ -103,7 +115,10 @@ _COULD_NOT_RUN = OnFailure("hudi-cdc verify: could not run", terminal=COULD_NOT_
     "the file: a table written with transforms or masks is compared with its source shaped the same way, and a "
     "repair writes with its settings (without --pipeline: the settings the Hudi table records). A files "
     "source renders the folder and checks it exists; Kafka lists the topics once; JDBC and [[routes]] list the "
-    "source's tables; a name that matches nothing is refused with the closest names.",
+    "source's tables; a name that matches nothing is refused with the closest names. Without --table, "
+    "--pipeline FILE verifies every table of the file as `hudi-cdc run` finds them, one after the other in one "
+    "process; the options that name one table's source or rows (--source-table, --source-path, "
+    "--record-key-fields, --columns, --where, --repair, --max-repair) then need --table.",
 )
 @command(_COULD_NOT_RUN)
 def verify(
@@ -131,60 +146,172 @@ def verify(
 ) -> int:
     """Compare a Hudi table with its source: counts, hashes per key bucket, then the differing keys.
 
-    Name the table with --target-base-path, or with --pipeline FILE --table schema.table.
+    Name the table with --target-base-path, or with --pipeline FILE --table schema.table; --pipeline FILE
+    alone compares every table of the file, one after the other in one process: a block (--json: a line)
+    per table, then a summary line; the exit code is the worst table's (2 over 75 over 1 over 0).
     """
-    from hudi_cdc.ops import verify as ops
     from hudi_cdc.upstream.database import SourceDatabase
 
     session = lazy_session(run)
-    source_table = source_table_option or source_table
+    database = SourceDatabase(source_url, password_file, password_env) if source_url else None  # a bad URL: now
+    asked = _Asked(
+        target_base_path, database, source_table_option or source_table, source_path, flavor,
+        split_list(record_key_field), recheck, recheck_timeout, bootstrap_servers, slot,
+        {"columns": split_list(columns) or None, "where": where, "max_diffs": max_diffs},
+    )  # fmt: skip
+    if pipeline_table is not None and pipeline_table.table is None:
+        one_table = {"--target-base-path": target_base_path, "--source-table": source_table_option,
+                     "--source-path": source_path, "--record-key-fields": record_key_field, "--columns": columns,
+                     "--where": where, "--repair": apply_repair, "--max-repair": max_repair}  # fmt: skip
+        if given := [flag for flag, value in one_table.items() if value not in (None, False)]:
+            raise click.UsageError(
+                f"{', '.join(given)} {'takes' if len(given) == 1 else 'take'} one table: add --table schema.table "
+                f"(--pipeline {pipeline_table.pipeline_file} alone compares every table of the file, each with "
+                "its own settings and source)"
+            )
+        return _every_table(run, session, pipeline_table, asked, as_json)
     table = pipeline_table.resolve(session) if pipeline_table is not None else None
-    if table is not None:
-        target_base_path, source_table, source_path = _from_pipeline(
-            table, target_base_path, source_url, source_table, source_path
-        )
-    _check_named(table, target_base_path, source_url, source_table, source_path)
-    if (apply_repair or max_repair is not None) and (source_path or columns or where):
+    asked = _named(table, asked)
+    if (apply_repair or max_repair is not None) and (asked.source_path or columns or where):
         raise ConfigError(
             "--repair and --max-repair take a database source and whole rows: no --source-path, --columns or --where"
         )
-    assert target_base_path is not None
-    database = (
-        SourceDatabase(source_url, password_file=password_file, password_env=password_env) if source_url else None
-    )
-    keys = split_list(record_key_field)
-    if (apply_repair or max_repair is not None) and table is not None and pipeline_table is not None:
-        assert database is not None
-        request = {
-            "source_url": database.url, "password_env": password_env, "password_file": password_file,
-            "source_table": source_table, "apply": apply_repair, "max_repair": max_repair, "key_fields": keys,
-            "recheck": recheck, "recheck_timeout_s": recheck_timeout, "slot": slot,
-        }  # fmt: skip
-        if (handed := _through_runner(pipeline_table.pipeline_file, table.ref.topic, request, as_json)) is not None:
-            return handed  # the pipeline's runner repaired it: no Spark of its own
-    spark = session()
-    compare: dict[str, Any] = {"columns": split_list(columns) or None, "where": where, "max_diffs": max_diffs}
-    config = _configured(spark, table)
-
-    def rechecked() -> Callable[[Any, str], str] | None:  # a second pass waits for the ingest to pass the first
-        assert database is not None and target_base_path is not None
-        return (
-            _recheck(spark, target_base_path, database, bootstrap_servers, slot, recheck_timeout) if recheck else None
-        )
-
     if apply_repair or max_repair is not None:
-        assert database is not None and source_table is not None
-        config = config or _repair_config(spark, target_base_path, keys)
-        return _repair(spark, config, database, source_table, keys, rechecked(), apply_repair, max_repair, as_json)
-    if source_path and config is not None and config.source == "files" and source_path == config.source_path:
-        result = ops.verify_replay(spark, config, **compare)
-    elif source_path:
-        result = _against_files(spark, target_base_path, source_path, flavor, keys, compare)
-    else:
-        assert database is not None and source_table is not None
-        result = _against_database(spark, target_base_path, config, database, source_table, keys, compare, rechecked)
+        assert database is not None and asked.source_table is not None and asked.target_base_path
+        if table is not None and pipeline_table is not None:
+            request = {
+                "source_url": database.url, "password_env": password_env, "password_file": password_file,
+                "source_table": asked.source_table, "apply": apply_repair, "max_repair": max_repair,
+                "key_fields": asked.keys, "recheck": recheck, "recheck_timeout_s": recheck_timeout, "slot": slot,
+            }  # fmt: skip
+            if (handed := _through_runner(pipeline_table.pipeline_file, table.ref.topic, request, as_json)) is not None:
+                return handed  # the pipeline's runner repaired it: no Spark of its own
+        spark = session()
+        config = _configured(spark, table) or _repair_config(spark, asked.target_base_path, asked.keys)
+        wait = _rechecked(spark, asked, database)()
+        return _repair(spark, config, database, asked.source_table, asked.keys, wait, apply_repair, max_repair, as_json)
+    result = _compare(session(), table, asked)
     click.echo(json.dumps(result.to_dict(), sort_keys=True, default=str) if as_json else result.describe())
     return result.exit_code
+
+
+@dataclass(frozen=True)
+class _Asked:
+    """What the command line asks of a table's comparison; a pipeline's table fills in its own (``_named``)."""
+
+    target_base_path: str | None
+    database: SourceDatabase | None
+    """--source-url's (with its password's options)."""
+    source_table: str | None
+    source_path: str | None
+    flavor: str
+    keys: tuple[str, ...]
+    recheck: bool
+    recheck_timeout: float
+    bootstrap_servers: str | None
+    slot: str | None
+    compare: dict[str, Any]
+    """verify's own options: columns, where, max_diffs."""
+
+    @property
+    def source_url(self) -> str | None:
+        return self.database.url if self.database is not None else None
+
+
+def _named(table: PipelineTable | None, asked: _Asked) -> _Asked:
+    """The table and its source as a pipeline's table names them (``_from_pipeline``), checked (``_check_named``)."""
+    if table is not None:
+        path, source_table, source_path = _from_pipeline(
+            table, asked.target_base_path, asked.source_url, asked.source_table, asked.source_path
+        )
+        asked = replace(asked, target_base_path=path, source_table=source_table, source_path=source_path)
+    _check_named(table, asked.target_base_path, asked.source_url, asked.source_table, asked.source_path)
+    return asked
+
+
+def _compare(spark: SparkSession, table: PipelineTable | None, asked: _Asked) -> VerifyResult:
+    """One table against its source: the replay of its own folder (a pipeline's files table), another folder of
+    change files, or its database table."""
+    from hudi_cdc.ops import verify as ops
+
+    path, source_path = asked.target_base_path, asked.source_path
+    assert path is not None
+    config = _configured(spark, table)
+    if source_path and config is not None and config.source == "files" and source_path == config.source_path:
+        return ops.verify_replay(spark, config, **asked.compare)
+    if source_path:
+        return _against_files(spark, path, source_path, asked.flavor, asked.keys, asked.compare)
+    database = asked.database
+    assert database is not None and asked.source_table is not None
+    rechecked = _rechecked(spark, asked, database)
+    return _against_database(spark, path, config, database, asked.source_table, asked.keys, asked.compare, rechecked)
+
+
+def _rechecked(
+    spark: SparkSession, asked: _Asked, database: SourceDatabase
+) -> Callable[[], Callable[[Any, str], str] | None]:
+    """The wait before a second pass (asked for when a pass differs), or None without --recheck."""
+
+    def rechecked() -> Callable[[Any, str], str] | None:
+        if not asked.recheck:
+            return None
+        assert asked.target_base_path is not None
+        return _recheck(spark, asked.target_base_path, database, asked.bootstrap_servers, asked.slot,
+                        asked.recheck_timeout)  # fmt: skip
+
+    return rechecked
+
+
+def _every_table(
+    run: Invocation, session: Callable[[], SparkSession], option: TableOption, asked: _Asked, as_json: bool
+) -> int:
+    """Each table of the pipeline compared as ``--table`` compares it, in one Spark session; a table that cannot be
+    compared is reported with its error and the others still run. The worst table's exit code."""
+    from hudi_cdc.ops.pipeline_table import source_kind
+
+    spec = option.spec  # read (and refused) before any session starts
+    if not asked.source_url and source_kind(spec) != "files":
+        raise ConfigError(
+            f"name the source database of {spec.origin}'s tables (read from {source_kind(spec)}): --source-url URL "
+            "(each table is compared with its own schema.table there)"
+        )
+    refs = option.every(session)
+    if not refs:
+        raise ConfigError(f"{spec.origin}: no table of the source matches [source] tables = {list(spec.source.tables)}")
+    codes: dict[str, int] = {}
+    for number, ref in enumerate(refs):
+        try:
+            table = option.settings(ref)
+            result = _compare(session(), table, _named(table, asked))
+        except Exception as exc:  # this table's answer; the others still get theirs
+            if not isinstance(exc, HudiCdcError):
+                logging.getLogger("hudi_cdc").info("verify %s: unexpected failure", ref.name, exc_info=True)
+            line, codes[ref.name] = _TABLE_FAILED.line(exc)
+            shown: dict[str, Any] = {"name": ref.name, "error": line, "exit_code": codes[ref.name]}
+            text = line
+        else:
+            codes[ref.name] = result.exit_code
+            shown, text = {"name": ref.name, **result.to_dict()}, result.describe()
+        block = "\n" * bool(number) + f"== {ref.name}\n{text}"  # a blank line between two tables' blocks
+        click.echo(json.dumps(shown, sort_keys=True, default=str) if as_json else block)
+    equal = [n for n, c in codes.items() if c == EQUAL]
+    different = [n for n, c in codes.items() if c == DIFFERENT]
+    failed = [n for n, c in codes.items() if c not in (EQUAL, DIFFERENT)]
+    code = worst(codes.values())
+    if as_json:
+        summary = {"pipeline": spec.name, "equal": len(equal), "different": len(different), "failed": len(failed),
+                   "exit_code": code}  # fmt: skip
+        click.echo(json.dumps(summary, sort_keys=True))
+    else:
+        parts = [f"{len(equal)} equal"]
+        parts += [f"{len(names)} {what}" + (f" ({', '.join(names)})" if names else "")
+                  for what, names in (("different", different), ("failed", failed))]  # fmt: skip
+        click.echo(f"\n{spec.name}: {len(codes)} table(s) verified: {', '.join(parts)}")
+    if failed:  # a failed table's cause may be in what Spark said on the way
+        run.keep_log = True
+        if run.log_path is not None and run.log_path.exists():
+            click.echo(f"hudi-cdc verify: Spark's log: {run.log_path}", err=True)
+    return code
 
 
 def _configured(spark: SparkSession, table: PipelineTable | None) -> IngestConfig | None:

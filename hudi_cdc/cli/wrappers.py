@@ -40,7 +40,7 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -67,6 +67,7 @@ __all__ = [
     "fail",
     "jvm_log",
     "session",
+    "worst",
 ]
 
 EXIT_OK = 0
@@ -94,6 +95,17 @@ EXIT_CODES: dict[int, str] = {
 
 CANNOT_ANSWER = EXIT_CONFIG
 """:attr:`OnFailure.terminal` of a command whose 1 is its finding (validate, verify, run, status, connect)."""
+
+# An error outranks a finding (the command gave no answer for that table), a terminal error a transient one
+# (a retry answers a 75, not a 2).
+_SEVERITY = (EXIT_OK, EXIT_FOUND, EXIT_TRANSIENT, EXIT_CONFIG)
+
+
+def worst(codes: Iterable[int]) -> int:
+    """The exit code of a command over many tables (``verify --pipeline`` without ``--table``): the worst of
+    the tables' codes, in the order 0, 1, 75, 2 (docs/cli.md "Exit codes")."""
+    return max(codes, key=lambda c: _SEVERITY.index(c) if c in _SEVERITY else len(_SEVERITY), default=EXIT_OK)
+
 
 _P = ParamSpec("_P")
 

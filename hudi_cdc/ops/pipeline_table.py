@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 
     from hudi_cdc.config import IngestConfig
 
-__all__ = ["PipelineTable", "pipeline_table", "resolve_table", "source_kind"]
+__all__ = ["PipelineTable", "pipeline_table", "pipeline_tables", "resolve_table", "source_kind"]
 
 log = logging.getLogger(__name__)
 
@@ -102,6 +102,16 @@ def resolve_table(spec: PipelineSpec, name: str, *, session: Session | None = No
             "give the topic with --table"
         )
     raise ConfigError(_unknown(spec, name, refs))
+
+
+def pipeline_tables(spec: PipelineSpec, *, session: Session | None = None) -> list[TableRef]:
+    """Every table ``hudi-cdc run`` replicates, by name: the source's tables as ``run`` discovers them,
+    ``[[routes]]`` applied (a routed table by its target, a merged one with its shards), disabled ones and
+    the targets a route refuses left out. A command over every table (``verify --pipeline``) takes these."""
+    refs = [r for r in _listed(spec, session) if spec.enabled(r)]
+    if spec.routes:
+        refs = [r for r in spec.routed(refs)[0] if spec.enabled(r)]  # a target's own section may disable it
+    return sorted(refs, key=lambda r: r.name)
 
 
 def _unknown(spec: PipelineSpec, name: str, refs: list[TableRef]) -> str:

@@ -152,8 +152,10 @@ def test_a_pipeline_table_is_repaired_with_its_own_settings(tmp_path, monkeypatc
             "--table", "inventory.orders", "--max-repair", "5", "--pipeline", str(path)]  # fmt: skip
     both = CliRunner().invoke(main, args)
     assert both.exit_code == 2 and "--pipeline/--table and --target-base-path" in both.output, both.output
-    alone = CliRunner().invoke(main, ["verify", "--pipeline", str(path), "--source-url", "postgresql://u@h:1/db"])
-    assert alone.exit_code == 2 and "--pipeline FILE goes with --table" in alone.output, alone.output
+    # --pipeline alone verifies every table; a repair is of one table.
+    alone = ["verify", "--pipeline", str(path), "--source-url", "postgresql://u@h:1/db", "--max-repair", "5"]
+    refused = CliRunner().invoke(main, alone)
+    assert refused.exit_code == 2 and "--max-repair takes one table: add --table" in refused.output, refused.output
     # The old form (--pipeline-topic, with --table the source table) still runs, with a warning naming --table;
     # the pipeline must write the table --target-base-path names.
     old = ["verify", "--target-base-path", "/lake/other", "--source-url", "postgresql://u@127.0.0.1:1/db",
