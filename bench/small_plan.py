@@ -1,6 +1,6 @@
 """A small round's plan in the driver against Spark's: plan time and CPU, same table, same changes.
 
-    python -m bench.small_plan [--table-rows 100000] [--rows 1000] [--rounds 6]
+    python -m bench.small_plan [--table-rows 100000] [--rows 1000] [--rounds 6] [--source kafka]
 
 Two MERGE_ON_READ tables are built by hudi-cdc from the same snapshot (``bench.small_round``'s source:
 ``--table-rows`` Postgres rows, Debezium Avro files); then each round writes one file of ``--rows``
@@ -10,6 +10,11 @@ it, taking turns first: one planned in the driver (the default, ``hudi_cdc.small
 and commit steps, and the CPU seconds of the whole process (Python and the JVM, from /proc), and the
 load average when it started (the machine is shared). The first round is left out of the medians. At
 the end both tables must equal the source.
+
+``--source kafka`` (the local stack up: ``make stack-up``): the same events Confluent-framed into a topic of
+its own and ingested from there; the snapshot's round is read by the executors, each round of changes by the
+source's own consumer, its plan made in the driver from those messages (``sources.kafka_driver``). Its
+changes carry no Kafka tombstone (Debezium's after a delete sends such a round to the Spark plan).
 """
 
 from __future__ import annotations
@@ -42,6 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=6)
     parser.add_argument("--work", type=Path, default=REPO / ".bench" / "small_plan")
     parser.add_argument("--results", type=Path, help="default: .bench/results")
+    parser.add_argument("--source", choices=("files", "kafka"), default="files")
     args = parser.parse_args(argv)
     import hudi_cdc
     from bench.small_round import Source, _config, _equal
@@ -56,8 +62,13 @@ def main(argv: list[str] | None = None) -> int:
     spark.sparkContext.setLogLevel("ERROR")
     jvm = int(spark.sparkContext._jvm.ProcessHandle.current().pid())  # type: ignore[union-attr]
     source = Source(args.work / "events", args.table_rows, placeholders=0.0, deletes=0.2)
+    if args.source == "kafka":
+        topic = _Topic(source.schema)
+        source._write = topic.write  # type: ignore[method-assign]  # the events go to the topic, not to files
+        configs = {label: topic.config(f"mor {label}", args.work) for label in VARIANTS}
+    else:
+        configs = {label: _config(f"mor {label}", {}, source, args.work) for label in VARIANTS}
     source.snapshot()
-    configs = {label: _config(f"mor {label}", {}, source, args.work) for label in VARIANTS}
     for config in configs.values():
         ingest_once(config, spark=spark)
     rounds: list[dict[str, Any]] = []
@@ -102,13 +113,15 @@ def main(argv: list[str] | None = None) -> int:
     ]  # fmt: skip
     path = result_files.write(
         "small-plan",
-        series=f"{args.table_rows:,} rows, {args.rows:,} changes a round",
+        series=f"{args.table_rows:,} rows, {args.rows:,} changes a round"
+        + (", from Kafka" if args.source == "kafka" else ""),
         parameters={
             "table_rows": args.table_rows,
             "rows": args.rows,
             "rounds": args.rounds,
             "measured_from_round": 2,
             "shared_machine": True,
+            "source": args.source,
         },  # fmt: skip
         tables={"rounds": result_files.table(columns, summary), "each": result_files.table(each, rounds)},
         directory=args.results or result_files.LOCAL,
@@ -118,6 +131,38 @@ def main(argv: list[str] | None = None) -> int:
         print(row, flush=True)
     shutil.rmtree(args.work, ignore_errors=True)
     return 0 if all(equal.values()) and path else 1
+
+
+class _Topic:
+    """A topic of its own on the local stack, its value schema registered: the source's events, Confluent-framed."""
+
+    BOOTSTRAP = "127.0.0.1:59092"
+    REGISTRY = "http://127.0.0.1:58080/apis/ccompat/v7"
+
+    def __init__(self, schema: dict[str, Any]) -> None:
+        import uuid
+
+        from hudi_cdc.testing.kafka import Framer, create_topic, register_schema
+
+        self.name = f"bench.small_plan_{uuid.uuid4().hex[:8]}.accounts"
+        create_topic(self.BOOTSTRAP, self.name)
+        self._frame = Framer(register_schema(self.REGISTRY, f"{self.name}-value", schema), schema)
+
+    def write(self, events: list[dict[str, Any]]) -> None:
+        from hudi_cdc.testing.kafka import produce
+
+        produce(self.BOOTSTRAP, self.name, ((None, self._frame(e), 0) for e in events))
+
+    def config(self, label: str, work: Path) -> Any:  # noqa: ANN401
+        from bench.small_round import PLACEHOLDER
+        from hudi_cdc import load_config
+
+        table = "t_" + "".join(c if c.isalnum() else "_" for c in label)
+        return load_config(
+            env={}, source="kafka", topic=self.name, bootstrap_servers=self.BOOTSTRAP,
+            schema_registry_url=self.REGISTRY, flavor="postgres", target_base_path=str(work / table),
+            target_table=table, table_type="MERGE_ON_READ", record_key_fields="id", toast_placeholder=PLACEHOLDER,
+        )  # fmt: skip
 
 
 if __name__ == "__main__":
