@@ -160,7 +160,12 @@ def verify(
         {"columns": split_list(columns) or None, "where": where, "max_diffs": max_diffs},
     )  # fmt: skip
     if pipeline_table is not None and pipeline_table.table is None:
-        one_table = {"--target-base-path": target_base_path, "--source-table": source_table_option,
+        if target_base_path:
+            raise click.UsageError(
+                "--pipeline and --target-base-path both name the table: give one (--pipeline FILE alone compares "
+                "every table of the file, with --table one of them, each at the path the file gives it)"
+            )
+        one_table = {"--source-table": source_table_option,
                      "--source-path": source_path, "--record-key-fields": record_key_field, "--columns": columns,
                      "--where": where, "--repair": apply_repair, "--max-repair": max_repair}  # fmt: skip
         if given := [flag for flag, value in one_table.items() if value not in (None, False)]:

@@ -92,7 +92,6 @@ def test_every_table_compared_with_its_own_replay_then_the_differing_and_the_fai
         ["--repair", "--source-url", "postgresql://u@127.0.0.1:1/db"],
         ["--max-repair", "5", "--source-url", "postgresql://u@127.0.0.1:1/db"],
         ["--source-path", "/landing/acc.public.t1"],
-        ["--target-base-path", "/lake/t1"],
     ],
     ids=lambda v: v[0],
 )
@@ -103,6 +102,13 @@ def test_an_option_of_one_table_with_pipeline_alone_asks_for_table(tmp_path: Pat
     flag = {"--record-key-field": "--record-key-fields"}.get(one_table[0], one_table[0])
     assert f"{flag} takes one table: add --table schema.table" in refused.output, refused.output
     assert "Traceback" not in refused.output
+
+
+def test_pipeline_alone_and_a_table_s_path_are_refused_naming_both(tmp_path: Path) -> None:
+    path = files_pipeline(tmp_path, folders=("acc.public.t1",))
+    refused = _verify("--pipeline", str(path), "--target-base-path", "/lake/t1")
+    assert refused.exit_code == 2, refused.output
+    assert "--pipeline and --target-base-path both name the table: give one" in refused.output
 
 
 def test_a_database_pipeline_alone_needs_source_url_before_its_source_is_listed(tmp_path: Path) -> None:
