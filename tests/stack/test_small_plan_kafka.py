@@ -5,9 +5,9 @@ subject. Three tables ingest it round after round: MERGE_ON_READ planned in the 
 round's messages read by the source's own consumer, decoded by fastavro, written by Hudi's Java client),
 MERGE_ON_READ planned by Spark (``HUDI_CDC_TEST_SMALL_PLAN=off``, the same writer), and COPY_ON_WRITE (never
 planned in the driver). Rounds of inserts, updates and deletes, replays of earlier messages and late events
-below a stored delete arrive across the partitions; a round adds a column (a schema change, Spark's), a later
-one mixes both versions (each resolved to the one reader schema), a last one carries Debezium's Kafka
-tombstone (declined to Spark). After each round the driver's and Spark's counts are equal, all three tables
+below a stored delete arrive across the partitions; a round of v1 messages (read as the subject's one reader
+schema, v2's), one mixing both versions (each resolved to that reader schema), a last one carrying Debezium's
+Kafka tombstone (declined to Spark). After each round the driver's and Spark's counts are equal, all three tables
 equal the source, and the driver's rounds say they were planned in the driver and start no Spark job.
 """
 
@@ -54,7 +54,7 @@ def test_kafka_rounds_planned_in_the_driver_equal_the_spark_plans(
 ) -> None:
     import hudi_cdc
 
-    rng = random.Random(5858)
+    rng = random.Random(5863)  # a seed whose second round holds late events below a stored delete (stale)
     topic = Topic(partitions=2)
     tables = {
         "driver": _config(topic, tmp_path / "t_driver"),
@@ -66,13 +66,13 @@ def test_kafka_rounds_planned_in_the_driver_equal_the_spark_plans(
     history = [pg_event("r", lsn=lsn + k, after=row) for k, row in enumerate(live.values())]
     lsn += keys
     rounds = [list(history)]
-    # Round 1 writes v1 only (read as the subject's one reader schema, tier NULL), round 2 v2 (tier set),
-    # round 3 both: each message is resolved from its own writer version.
-    for number in (1, 2, 3):
+    # Round 1 writes v1 only (read as the subject's one reader schema, tier NULL), round 2 both versions
+    # (v2 with tier set): each message is resolved from its own writer version.
+    for number in (1, 2):
         events = []
         for key in rng.sample(range(keys), keys // 2):
-            lsn += rng.randint(1, 3)
-            tier = {"tier": lsn % 4} if number == 2 or (number == 3 and lsn % 2) else {}
+            lsn += rng.randint(2, 4)  # a gap below each: room for a late event just below a delete
+            tier = {"tier": lsn % 4} if number == 2 and lsn % 2 else {}
             if key not in live:
                 live[key] = {"id": key, "name": f"again {lsn}", **tier}
                 events.append(pg_event("c", lsn=lsn, after=live[key], txid=lsn))
@@ -84,10 +84,11 @@ def test_kafka_rounds_planned_in_the_driver_equal_the_spark_plans(
                 events.append(pg_event("u", lsn=lsn, after=live[key], txid=lsn))
         used = {e["source"]["lsn"] for e in history}
         late = [e for e in history if e["op"] != "d" and rng.random() < 0.15]  # replays of earlier events
-        late += [  # late updates of keys deleted since: below their tombstone, so stale
+        touched = {(e["after"] or e["before"])["id"] for e in events}
+        late += [  # late updates of keys deleted since (and not back this round): below their tombstone, so stale
             pg_event("u", lsn=e["source"]["lsn"] - 1, after={"id": e["before"]["id"], "name": "late"})
             for e in history
-            if e["op"] == "d" and e["source"]["lsn"] - 1 not in used
+            if e["op"] == "d" and e["source"]["lsn"] - 1 not in used and e["before"]["id"] not in touched
         ]
         history += events + [e for e in late if e["source"]["lsn"] not in used]
         batch = events + late
