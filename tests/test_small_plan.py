@@ -316,8 +316,22 @@ def load_config_for_kafka(tmp_path: Path, **settings: Any) -> Any:  # noqa: ANN4
         schema_registry_url="http://127.0.0.1:1",
         target_base_path=str(tmp_path / "t"),
         target_table="t",
-        table_type="MERGE_ON_READ",
         record_key_fields="id",
         flavor="postgres",
-        **settings,
+        **{"table_type": "MERGE_ON_READ", **settings},
     )
+
+
+def test_which_kafka_tables_the_driver_plans(tmp_path: Path) -> None:
+    """By its settings alone: a MERGE_ON_READ table of an Avro topic may be planned in the driver; a JSON topic,
+    a COPY_ON_WRITE table, or a table with no Java writer never is (their rounds go to the Spark plan)."""
+    from hudi_cdc.policy import merge_policy
+    from hudi_cdc.small_plan import ineligible
+
+    def why(**settings: Any) -> str | None:
+        config = load_config_for_kafka(tmp_path, **settings)
+        return ineligible(config, merge_policy(config), ("id",))
+
+    assert why() is None
+    assert why(kafka_value_format="json") == "a json topic (the driver decodes Avro in the Confluent wire format only)"
+    assert why(table_type="COPY_ON_WRITE") == why(java_writer_max_rows=0) == "not a small MERGE_ON_READ round"
