@@ -437,11 +437,13 @@ class Runner:
             )
 
     def _due(self, now: float, slots: int) -> list[TableState]:
-        """The tables to start now: with something to do, earliest deadline first."""
+        """The tables to start now: with something to do, a repair asked for first (someone waits for its
+        outcome, and a runner that took tables over runs it before their catch-up rounds), then earliest
+        deadline first."""
         ready = [
             t for t in self.tables.values() if t.state in (WAITING, RETRYING) and t.due <= now and self._has_work(t)
         ]
-        ready.sort(key=lambda t: (deadline(self._waiting_since(t), t.freshness_target_s), t.name))
+        ready.sort(key=lambda t: (t.repair is None, deadline(self._waiting_since(t), t.freshness_target_s), t.name))
         chosen: list[TableState] = []
         for table in ready:
             held = table.name in self._leases

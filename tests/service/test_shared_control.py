@@ -205,3 +205,23 @@ def test_pause_names_what_is_missing_when_the_tables_folder_cannot_be_known(tmp_
     control.write_status(spec.run.state_dir, {"tables": {TABLE: {"target": str(tmp_path / "lake" / "x_t")}}})
     assert service.pause(load_pipeline(spec.origin), TABLE) == str(tmp_path / "lake" / "x_t")  # as the runner saw it
     assert control.table_flags(str(tmp_path / "lake" / "x_t")).flags == {control.PAUSED}
+
+
+def test_a_repair_asked_for_goes_before_the_other_tables_rounds(tmp_path: Path) -> None:
+    """A repair has someone waiting for its outcome: with one slot free, its table starts before tables whose
+    changes have waited longer (here: named first, and due as long)."""
+    spec = _spec(tmp_path, "a")
+    for name in ("acc.accounts", "acc.balances"):
+        (tmp_path / "landing" / name).mkdir(parents=True)
+    runner = _runner(spec, repairer=lambda *args: {})
+    try:
+        for name in ("acc.accounts", "acc.balances"):
+            runner.tables[name] = runner._new_table(TableRef(name))
+        runner._apply_control()
+        assert [t.name for t in runner._due(runner.clock(), 1)] == ["acc.accounts"]  # the name breaks the tie
+        control.request_repair(spec.run.state_dir, TABLE, {"source_table": "public.customers"})
+        runner._apply_control()
+        assert runner.tables[TABLE].repair is not None
+        assert [t.name for t in runner._due(runner.clock(), 1)] == [TABLE]
+    finally:
+        runner._release_leases()
