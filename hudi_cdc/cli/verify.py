@@ -165,9 +165,9 @@ def verify(
                 "--pipeline and --target-base-path both name the table: give one (--pipeline FILE alone compares "
                 "every table of the file, with --table one of them, each at the path the file gives it)"
             )
-        one_table = {"--source-table": source_table_option,
-                     "--source-path": source_path, "--record-key-fields": record_key_field, "--columns": columns,
-                     "--where": where, "--repair": apply_repair, "--max-repair": max_repair}  # fmt: skip
+        one_table = {"--source-table": source_table_option, "--source-path": source_path,
+                     "--record-key-fields": record_key_field, "--columns": columns, "--where": where,
+                     "--repair": apply_repair, "--max-repair": max_repair}  # fmt: skip
         if given := [flag for flag, value in one_table.items() if value not in (None, False)]:
             raise click.UsageError(
                 f"{', '.join(given)} {'takes' if len(given) == 1 else 'take'} one table: add --table schema.table "

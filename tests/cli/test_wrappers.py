@@ -21,6 +21,7 @@ from hudi_cdc.cli.wrappers import (
     OnFailure,
     command,
     stop_signals,
+    worst,
 )
 from hudi_cdc.errors import ConfigError, DecodeError, SinkError, TransientError
 
@@ -146,3 +147,11 @@ def test_stop_signals_off_the_main_thread_install_nothing_and_raise_nothing() ->
     worker.start()
     worker.join()
     assert errors == []
+
+
+def test_a_command_over_many_tables_exits_with_the_worst_table_s_code() -> None:
+    # An error outranks a difference (that table got no answer), a terminal error a transient one.
+    assert worst([0, 1, 0]) == 1
+    assert worst([1, EXIT_TRANSIENT, 0]) == EXIT_TRANSIENT
+    assert worst([EXIT_TRANSIENT, EXIT_CONFIG, 1]) == EXIT_CONFIG
+    assert worst([]) == 0
