@@ -89,4 +89,4 @@ def test_the_tutorial_runs_to_equal_tables(tmp_path: Path) -> None:
         ("orders", "3", "3", "EQUAL"),
         ("products", "1", "1", "EQUAL"),
     ], out[-4000:]
-    assert re.search(r"^\S+: 3 table\(s\) verified: 3 equal, 0 different, 0 failed$", out, re.M), out[-4000:]
+    assert re.search(r"^shop: 3 table\(s\) verified: 3 equal, 0 different, 0 failed$", out, re.M), out[-4000:]
