@@ -148,11 +148,15 @@ def _plan(
     part = batch.parts[0]
     if part.avro_schema is None or is_flattened(part.envelopes.columns):
         return Declined("not Debezium envelopes with their Avro schema")
+    meta = policy.source_meta_columns
+    # What the schema alone declines (no event read yet): a table the driver never takes costs no decode.
+    if isinstance(why := flat_rows((), part.avro_schema, source_meta_columns=meta, ingested_at=now), str):
+        return Declined(why)
     read = _read(config, batch)
     if isinstance(read, str):
         return Declined(read)
     records, arrivals = read
-    flat = flat_rows(records, part.avro_schema, source_meta_columns=policy.source_meta_columns, ingested_at=now)
+    flat = flat_rows(records, part.avro_schema, source_meta_columns=meta, ingested_at=now)
     if isinstance(flat, str):
         return Declined(flat)
     stored = [f for f in table.read().schema.fields if is_data_column(f.name)]

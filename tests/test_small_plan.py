@@ -335,3 +335,37 @@ def test_which_kafka_tables_the_driver_plans(tmp_path: Path) -> None:
     assert why() is None
     assert why(kafka_value_format="json") == "a json topic (the driver decodes Avro in the Confluent wire format only)"
     assert why(table_type="COPY_ON_WRITE") == why(java_writer_max_rows=0) == "not a small MERGE_ON_READ round"
+
+
+def test_what_the_schema_alone_declines_is_declined_before_any_message_is_decoded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A table whose columns the driver never reads (here a timestamp, a conversion) costs no decode of its
+    rounds' messages: the benchmark's 50 tables decoded and flattened every round in Python, then declined."""
+    from datetime import UTC, datetime
+    from types import SimpleNamespace
+
+    from hudi_cdc import small_plan
+    from hudi_cdc.envelope.events import Batch, BatchPart
+    from hudi_cdc.policy import merge_policy
+    from hudi_cdc.spark import ARROW_ENABLED
+
+    config = load_config_for_kafka(tmp_path)
+    schema = envelope_schema("customers", [*CUSTOMERS, ("seen", ["null", {"type": "long",
+                             "connect.name": "io.debezium.time.MicroTimestamp"}])])  # fmt: skip
+    monkeypatch.setattr(small_plan, "decode_in_driver", lambda *args: pytest.fail("a message was decoded"))
+    part = BatchPart(envelopes=SimpleNamespace(columns=["before", "after", "source", "op"]), avro_schema=schema,  # type: ignore[arg-type]
+                     messages=((b"k", b"\x00\x00\x00\x00\x01", 0, 0),), writer_schemas={1: schema})  # fmt: skip
+    declined = small_plan.plan_in_driver(
+        SimpleNamespace(conf={ARROW_ENABLED: "true"}),  # type: ignore[arg-type]
+        config,
+        Batch([part], {}, "kafka", details={"read": "driver", "decode": "single-pass"}),
+        policy=merge_policy(config),
+        table=None,  # type: ignore[arg-type] - never reached
+        keys=("id",),
+        tombstones=None,  # type: ignore[arg-type]
+        now=datetime.now(UTC),
+        truncated_at=None,
+        committed=True,
+    )
+    assert declined == small_plan.Declined("a column with a conversion, or one a merged schema marks absent")
