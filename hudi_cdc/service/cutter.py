@@ -259,14 +259,6 @@ class Cutter:
             table.claimed = {p: min(h, until.get(p, h)) for p, h in highs.items()} if until else dict(highs)
             return until
 
-    def passed(self, table: TableState, until: Mapping[int, int]) -> None:
-        """A round of ``table`` committed at the cut bound at ``until`` and goes on past it in the same turn:
-        the bound is lifted (unless a later plan bound it anew), and the round claims again as it plans."""
-        with self._lock:
-            if table.until == dict(until):
-                table.until = None
-            table.claimed = None
-
     def step(self, now: float, tables: Iterable[TableState]) -> None:
         """Plan a cut when one is due, whatever rounds are under way."""
         tables = list(tables)
@@ -618,18 +610,17 @@ class Cutter:
         with self._lock:
             table.claimed = None
         cached = self._heads.get(table.name)
-        reported = _Head((commit, dict(offsets))) if commit is not None and offsets is not None else None
         if commit is not None:
             self._heads.pop(table.name, None)
-            if reported is not None and cached is not None:  # the repair it carries is carried on
+            if offsets is not None and cached is not None:  # the repair it carries is carried on
+                reported = _Head((commit, dict(offsets)))
                 reported.repaired = getattr(cached, "repaired", None)
                 self._heads[table.name] = reported
         underway = self.underway
         if underway is None or table.name not in underway.pending or table.config is None:
             return
         until = underway.tables[table.name]["offsets"]
-        # What it reported, not the timeline: the same turn may have committed again past the cut since.
-        head = self._heads.get(table.name) or self._reported(table, reported)
+        head = self._heads.get(table.name) or head_commit(self.spark, table.config.target_base_path)
         at = head[1] if head is not None else {}
         if head is not None and getattr(head, "repaired", None) != underway.tables[table.name].get("repaired"):
             with self._lock:  # a repair committed meanwhile: a cut boundary of its own (cut_repairs)
@@ -641,16 +632,6 @@ class Cutter:
             underway.quarantined[table.name] = underway.quarantined.get(table.name, 0) + quarantined
         else:
             self.round_done(table, None, now)
-
-    def _reported(self, table: TableState, reported: _Head | None) -> tuple[str, dict[int, int]] | None:
-        """A round's reported commit with the repair it carries (every commit carries the newest repair, and no
-        repair commits in a round's turn), or, none reported, the table's head as its timeline says."""
-        assert table.config is not None
-        newest = head_commit(self.spark, table.config.target_base_path)
-        if reported is None:
-            return newest
-        reported.repaired = getattr(newest, "repaired", None)
-        return reported
 
     def release(self, tables: Iterable[TableState]) -> None:
         """The run stops (or the cut under way is given up): a cut under way is not recorded, no table stays

@@ -59,18 +59,7 @@ from hudi_cdc.service.backlog import BacklogWatch
 from hudi_cdc.service.metrics import PipelineMetrics
 from hudi_cdc.service.schedule import Arrivals, committed_offsets, deadline, next_wait, shard_partition
 from hudi_cdc.service.spec import PipelineSpec, TableRef, select
-from hudi_cdc.service.states import (
-    DONE,
-    DROPPED,
-    FAILED,
-    PAUSED,
-    REMOVED,
-    RETRYING,
-    RUNNING,
-    WAITING,
-    AtCut,
-    TableState,
-)
+from hudi_cdc.service.states import DONE, DROPPED, FAILED, PAUSED, REMOVED, RETRYING, RUNNING, WAITING, TableState
 from hudi_cdc.sink import lease as leases
 from hudi_cdc.sink.compaction import Compactor
 from hudi_cdc.sink.object_store import configure_table
@@ -889,67 +878,28 @@ class Runner:
 
     def _bounded_round(self, table: TableState, until: dict[int, int]) -> IngestResult:
         """Rounds of ``table`` that end exactly at a consistent cut's offsets (more than one with
-        ``source_limit``), then, in the same turn, a round of what arrived past them: the table does not wait a
-        turn of the whole pipeline for it. The commit at the cut is kept in ``table.at_cut`` for
-        :meth:`_report_cut`; the result returned covers both commits."""
-        at_cut = self._rounds_to_cut(table, until)
-        if self._cutter is None or self._stop.is_set() or int(at_cut.details.get("behind_after", 0)) == 0:
-            return at_cut
-        from hudi_cdc.pipeline import ingest_once
-
-        assert table.config is not None
-        self._cutter.passed(table, until)  # its next plan claims again: a cut planned meanwhile may bind it
-        past = ingest_once(table.config, spark=self.spark, steps=table.steps, source=self._cut_source(table))
-        return _both_rounds(at_cut, past)
-
-    def _rounds_to_cut(self, table: TableState, until: dict[int, int]) -> IngestResult:
-        """The rounds that end exactly at ``until``; their commit, offsets and the events they quarantined (all
-        missing from the cut) are kept in ``table.at_cut``."""
+        ``source_limit``); the commit holding exactly those is kept in ``table.cut_commit``."""
         from hudi_cdc.envelope.types import reader_schema
         from hudi_cdc.pipeline import ingest_once
         from hudi_cdc.service.cutter import head_commit
         from hudi_cdc.sources.kafka import KafkaSource
 
         assert table.config is not None
-        table.at_cut = None
-        quarantined = 0
+        table.cut_commit = None
+        quarantined = 0  # by every round of it: those events are missing from the cut
         while True:
             source = KafkaSource(self.spark, table.config, reader_schema=reader_schema, until=until)
             result = ingest_once(table.config, spark=self.spark, source=source, steps=table.steps)
             quarantined += result.quarantined
             head = head_commit(self.spark, table.config.target_base_path)
             if head is not None and head[1] == until:
-                table.at_cut = AtCut(head[0], dict(until), quarantined)
+                table.cut_commit = head[0]
                 return dataclasses.replace(result, quarantined=quarantined)
             if head is None or result.events == 0 or any(head[1].get(p, 0) > o for p, o in until.items()):
                 raise TransientError(
                     f"{table.name}: a round bounded at {until} for a consistent cut committed "
                     f"{head[1] if head else 'nothing'}: the cut is abandoned"
                 )
-
-    def _tell_cutter(self, table: TableState, result: IngestResult, now: float) -> None:
-        """A round's commits, for the cut under way: at its offsets, short of them, or not waited for."""
-        if self._cutter is None:
-            return
-        reported = self._report_cut(table, now)
-        self._cutter.round_ended(
-            table,
-            now,
-            quarantined=result.quarantined - reported,  # those past the cut (a later cut may bind them)
-            commit=result.commit_time,
-            offsets=committed_offsets(result.checkpoint),
-        )
-
-    def _report_cut(self, table: TableState, now: float) -> int:
-        """Tell the cutter of the commit a round made at its cut before anything the round did past it; the
-        events quarantined up to the cut (0: none, or no commit at a cut)."""
-        at_cut, table.at_cut = table.at_cut, None
-        if at_cut is None or self._cutter is None:
-            return 0
-        self._cutter.round_ended(
-            table, now, quarantined=at_cut.quarantined, commit=at_cut.commit, offsets=at_cut.offsets
-        )
-        return at_cut.quarantined
 
     def _finish(self, table: TableState, future: Future[IngestResult]) -> None:
         now = self.clock()
@@ -959,7 +909,14 @@ class Runner:
         except Exception as exc:  # noqa: BLE001 - one table's failure must not end the others
             self._round_failed(table, exc, now)
             return
-        self._tell_cutter(table, result, now)
+        if self._cutter is not None:  # at a cut under way's offsets, short of them, or not waited for
+            self._cutter.round_ended(
+                table,
+                now,
+                quarantined=result.quarantined,
+                commit=result.commit_time,
+                offsets=committed_offsets(result.checkpoint),
+            )
         table.rounds += 1
         table.failures, table.failing_since, table.failing_since_s, table.last_error_kind = 0, None, None, None
         merged = table.config.shard_sources
@@ -991,7 +948,6 @@ class Runner:
             # the SparkContext under the round: the stop's doing, not the table's. Nothing of the round was
             # committed (a pending instant is rolled back by the next writer); the next start resumes.
             if self._cutter is not None:
-                self._report_cut(table, now)
                 self._cutter.round_done(table, None, now)
             table.state, table.due = WAITING, now
             log.warning(
@@ -1003,7 +959,6 @@ class Runner:
             return
         self._check_jvm(now, force=True)  # unless it failed because no round can run any more
         if self._cutter is not None:
-            self._report_cut(table, now)  # a round past the cut that failed: the cut's commit stands
             self._cutter.round_done(table, None, now)
         self._failed(table, exc, now)
         self.metrics.observe(table, None)
@@ -1190,24 +1145,6 @@ class Runner:
         if table.state == RETRYING:
             return f"a retry after a transient failure: {table.last_error}"
         return f"the table is {table.state}"
-
-
-def _both_rounds(first: IngestResult, second: IngestResult) -> IngestResult:
-    """One result for two rounds in a row (a table's turn that committed at a cut, then past it): the second's
-    commit and checkpoint, both rounds' counts, times and steps (its freshness is its oldest change's)."""
-    lows = [t for t in (first.source_ts_ms_min, second.source_ts_ms_min) if t is not None]
-    highs = [t for t in (first.source_ts_ms_max, second.source_ts_ms_max) if t is not None]
-    summed = ("events", "upserts", "deletes", "stale", "superseded", "toast_filled", "quarantined", "duration_s")
-    return dataclasses.replace(
-        second,
-        **{name: getattr(first, name) + getattr(second, name) for name in summed},
-        source_ts_ms_min=min(lows, default=None),
-        source_ts_ms_max=max(highs, default=None),
-        ops={op: first.ops.get(op, 0) + second.ops.get(op, 0) for op in {*first.ops, *second.ops}},
-        steps_s={k: first.steps_s.get(k, 0.0) + second.steps_s.get(k, 0.0) for k in {*first.steps_s, *second.steps_s}},
-        tombstones_held=second.tombstones_held,
-        tombstones_purged=first.tombstones_purged + second.tombstones_purged,
-    )
 
 
 def _topics_of(table: TableState) -> tuple[str, ...]:

@@ -6,14 +6,14 @@ The runner writes these states and the metrics read them; both import them from 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from hudi_cdc.config import IngestConfig
     from hudi_cdc.pipeline import RoundSteps
     from hudi_cdc.service.schedule import Arrivals
 
-__all__ = ["STATES", "AtCut", "TableState"]
+__all__ = ["STATES", "TableState"]
 
 WAITING, RUNNING, RETRYING, FAILED, PAUSED, REMOVED, DONE, DROPPED = (
     "waiting",
@@ -26,14 +26,6 @@ WAITING, RUNNING, RETRYING, FAILED, PAUSED, REMOVED, DONE, DROPPED = (
     "dropped",
 )
 STATES = (WAITING, RUNNING, RETRYING, FAILED, PAUSED, REMOVED, DONE, DROPPED)
-
-
-class AtCut(NamedTuple):
-    """A round's commit at a consistent cut's offsets, and the events it set aside up to there."""
-
-    commit: str
-    offsets: dict[int, int]
-    quarantined: int
 
 
 @dataclass
@@ -79,7 +71,7 @@ class TableState:
     round_started_s: float | None = field(default=None, repr=False)
     round_waiting_since_s: float | None = field(default=None, repr=False)  # its oldest change, as it started
     until: dict[int, int] | None = field(default=None, repr=False)  # a consistent cut's bound on its next round
-    at_cut: AtCut | None = field(default=None, repr=False)  # its bounded round's commit at a cut, until reported
+    cut_commit: str | None = field(default=None, repr=False)  # the commit its bounded round ended at the cut with
     claimed: dict[int, int] | None = field(default=None, repr=False)
     """Where the round under way reads to (partition -> next offset), once it has planned: the head it will
     commit at most; a consistent cut is planned against it (:meth:`hudi_cdc.service.cutter.Cutter.claim`)."""
@@ -96,7 +88,7 @@ class TableState:
             "round_started_s",
             "round_waiting_since_s",
             "until",
-            "at_cut",
+            "cut_commit",
             "claimed",
         }
         return {k: v for k, v in self.__dict__.items() if k not in hidden}

@@ -278,68 +278,8 @@ def test_a_bounded_round_cut_short_by_source_limit_reports_every_round_s_quarant
     monkeypatch.setattr(kafka, "KafkaSource", lambda *args, **kwargs: None)
     monkeypatch.setattr(cutter, "head_commit", lambda spark, base: ("c", committed["offsets"]))
     table = TableState("s.a", "srv.s.a", "/lake/a", config=SimpleNamespace(target_base_path="/lake/a"))  # type: ignore[arg-type]
-    result = Runner._rounds_to_cut(SimpleNamespace(spark=None), table, {0: 2})  # type: ignore[arg-type]
-    assert table.at_cut == ("c", {0: 2}, 3) and result.quarantined == 3  # the cut lacks all 3, not the last round's 1
-
-
-@pytest.mark.parametrize("writer", [cutter.THIS_RUNNER, None], ids=["heads-cached", "heads-read"])
-def test_a_table_s_turn_commits_at_the_cut_then_past_it_and_the_cut_is_recorded_at_the_first_commit(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, writer: str | None
-) -> None:
-    """Without Kafka or Spark: a table bound at a cut whose topic holds more commits at the cut, then, in the same
-    turn, what arrived past it (it does not wait a turn of the pipeline for it). The cut is recorded at the
-    first commit, also when the cutter keeps no head of the table (its timeline is at the second by then); the
-    table's head for the next plans is the second."""
-    from types import SimpleNamespace
-
-    from hudi_cdc import pipeline
-    from hudi_cdc.pipeline import IngestResult
-    from hudi_cdc.service.runner import Runner
-    from hudi_cdc.sources import kafka
-
-    cut, tables = _setup(tmp_path, monkeypatch, ["srv.s.a", "srv.s.b"], {"s.a": 1, "s.b": 2})
-    cut.reader = _Topics(  # type: ignore[assignment]
-        [TransactionEnd(1, "t1", {"s.a": 1, "s.b": 1}), TransactionEnd(2, "t2", {"s.a": 1, "s.b": 1})],
-        {"srv.s.a": ["t1", "t2", "t3"], "srv.s.b": ["t1", "t2"]},  # t3's END not read yet: the cut is at t2
-    )
-    a = tables["s.a"]
-    a.writer = tables["s.b"].writer = writer
-    heads = {a.target: ("c1", {0: 1}), tables["s.b"].target: ("c2", {0: 2})}
-    monkeypatch.setattr(cutter, "head_commit", lambda spark, base: heads.get(base))
-    claims: list[Any] = []
-
-    def one_round(config: Any, *, source: Any, **kwargs: Any) -> IngestResult:  # noqa: ANN401
-        if source.until is not None:  # bounded at the cut: 1 event set aside, 1 message left past the cut
-            commit, offsets, quarantined, left, ts = "c2", {0: 2}, 1, 1, 1_000
-        else:
-            claims.append(source.bound({0: 3}))  # it claims as it plans: no cut binds it now
-            commit, offsets, quarantined, left, ts = "c3", {0: 3}, 0, 0, 2_000
-        heads[a.target] = (commit, offsets)
-        checkpoint = {"kind": "kafka/v1", "offsets": {str(p): o for p, o in offsets.items()}}
-        return IngestResult(table="a", base_path=a.target, commit_time=commit, checkpoint=checkpoint, events=2,
-                            quarantined=quarantined, details={"behind_after": left}, source_ts_ms_min=ts,
-                            source_ts_ms_max=ts, ops={"u": 2}, duration_s=1.0)  # fmt: skip
-
-    monkeypatch.setattr(pipeline, "ingest_once", one_round)
-    monkeypatch.setattr(kafka, "KafkaSource", lambda spark, config, **kw: SimpleNamespace(**{"until": None, **kw}))
-    cut.step(10.0, tables.values())
-    assert cut.underway_now() == {"transaction": "t2", "pending": ["s.a"]} and a.until == {0: 2}
-    runner = Runner.__new__(Runner)
-    runner._cutter, runner._stop, runner.spark = cut, threading.Event(), None
-    a.state = "running"
-    result = runner._bounded_round(a, {0: 2})
-    assert claims == [None] and a.until is None  # the bound was lifted before the round past the cut planned
-    assert (result.commit_time, result.events, result.quarantined, result.ops) == ("c3", 4, 1, {"u": 4})
-    assert (result.source_ts_ms_min, result.source_ts_ms_max, result.duration_s) == (1_000, 2_000, 2.0)
-    assert _recorded(cut) == []  # reported as the round ends, on the runner's loop
-    a.state = "waiting"
-    runner._tell_cutter(a, result, 13.0)
-    (recorded,) = _recorded(cut)
-    assert recorded["transaction"] == "t2" and recorded["tables"]["s.a"]["commit"] == "c2"
-    assert recorded["tables"]["s.a"]["offsets"] == {"0": 2} and recorded["partial"] == {"s.a": {"quarantined": 1}}
-    if writer is not None:
-        heads.clear()  # the next plans take the table's head from its rounds' reports, no timeline read
-    assert cut._head(a) == ("c3", {0: 3}) and cut._head(tables["s.b"]) == ("c2", {0: 2})
+    result = Runner._bounded_round(SimpleNamespace(spark=None), table, {0: 2})  # type: ignore[arg-type]
+    assert table.cut_commit == "c" and result.quarantined == 3  # the cut lacks all 3, not the last round's 1
 
 
 # -- issue 56: a plan reads only what arrived since the previous plan -------------------------------------------
