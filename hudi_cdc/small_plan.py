@@ -15,7 +15,7 @@ write. Where the source's events can be read in the driver, this plans the round
 
 One set of rules: the decision is proven equal to the Spark plan's (tests/payloads/test_driver_plan.py,
 tests/test_small_plan.py, tests/stack/test_small_plan_kafka.py). Whatever this slice does not take (a JDBC or
-JSON source, Kafka messages read by the executors or decoded per writer schema, a Kafka tombstone, a history mode, a shaping
+JSON source, Kafka messages read by the executors or decoded per writer schema, a history mode, a shaping
 option, a type mapping, a TOAST placeholder, a bad event, a batch whose columns are not the table's, a
 table off the local file system...) it declines, naming why: the round goes to the Spark plan, before
 anything is written, and the result's ``details`` say so (``driver_declined``), as for the Java writer.

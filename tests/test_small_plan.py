@@ -268,21 +268,24 @@ def test_kafka_driver_decodes_are_the_spark_decodes(spark, tmp_path: Path) -> No
     assert ours == theirs
     assert any(r[2] is None for r in ours) and any(r[2] for r in ours)  # v1's bio read as NULL, v2's kept
 
-    # What the single pass makes an error row of, and a tombstone (which it drops): the driver declines each.
+    # What the single pass makes an error row of: the driver declines each.
     good = messages[0]
     bad = {
         "a message not in the Confluent wire format": b'{"op": "c"}',
         "schema id 8 at": b"\x00\x00\x00\x00\x08" + good[1][5:],  # type: ignore[index]
         "a payload that does not decode": good[1][:5] + b"\x02\xff",  # type: ignore[index]
-        "a Kafka tombstone": None,
     }
     for offset, (why, value) in enumerate(bad.items(), start=999):
         found = decode_in_driver(single_pass([good, (b"k", value, 1, offset)]), 100)
         assert isinstance(found, str) and why in found and f"partition 1 offset {offset}" in found, found
-    # The Spark plan reports (or quarantines) each but the tombstone, which its single pass drops.
-    spark_part = single_pass([good, *((b"k", value, 1, offset) for offset, value in enumerate(bad.values(), 999))])
+    # The Spark plan reports (or quarantines) each; a Kafka tombstone its single pass drops, and so does the driver.
+    tombstone = (b"k", None, 1, 1002)
+    spark_part = single_pass([good, *((b"k", value, 1, offset) for offset, value in enumerate(bad.values(), 999)),
+                              tombstone])  # fmt: skip
     errors = spark_part.envelopes.where(f"{ERROR_COLUMN} IS NOT NULL").select(f"{ARRIVAL_COLUMN}.offset").collect()
-    assert sorted(r[0] for r in errors) == [999, 1000, 1001]
+    assert sorted(r[0] for r in errors) == [999, 1000, 1001] and spark_part.envelopes.count() == 4
+    with_tombstone = decode_in_driver(single_pass([good, tombstone]), 100)
+    assert with_tombstone == decode_in_driver(single_pass([good]), 100) and not isinstance(with_tombstone, str)
     assert decode_in_driver(part, len(messages) - 1) == f"more than {len(messages) - 1} events"
 
     # A failure of the driver's own (here a writer schema fastavro cannot parse) hands the round to the Spark plan.

@@ -7,9 +7,10 @@ registry request is needed to decode them here. :func:`decode_in_driver` reads e
 decode (``KafkaSource._single_pass``: ``from_avro`` with the message's writer schema, its ``avroSchema`` the
 part's reader schema) does: the Confluent wire format (magic byte 0, the 4-byte big-endian schema id, the
 Avro body), the body read with its writer schema resolved to the reader schema, the arrival ``(partition,
-offset)``. Whatever that decode would not give as a plain envelope it declines, naming why, and the Spark
-plan takes the round: a Kafka tombstone, a message not in the wire format, a schema id that is no version of
-the subject, a payload fastavro does not read whole, a column whose type the reader schema promotes.
+offset)``; a Kafka tombstone (Debezium's null value after a delete) it drops, as that decode does. Whatever
+that decode would not give as a plain envelope it declines, naming why, and the Spark plan takes the round:
+a message not in the wire format, a schema id that is no version of the subject, a payload fastavro does not
+read whole, a column whose type the reader schema promotes.
 """
 
 from __future__ import annotations
@@ -40,8 +41,8 @@ def decode_in_driver(part: BatchPart, max_events: int) -> tuple[list[dict[str, A
     arrivals: list[tuple[int, int]] = []
     for _, value, partition, offset in sorted(part.messages, key=lambda m: (m[2], m[3])):
         where = f"partition {partition} offset {offset}"
-        if value is None:
-            return f"a Kafka tombstone (a null value) at {where}"
+        if value is None:  # Debezium's tombstone after a delete: the single pass drops it too (no event)
+            continue
         if len(value) < _HEADER or value[0] != 0:
             return f"a message not in the Confluent wire format at {where}"
         schema_id = int.from_bytes(value[1:_HEADER], "big")
