@@ -193,7 +193,7 @@ def verify(
                 return handed  # the pipeline's runner repaired it: no Spark of its own
         spark = session()
         config = _configured(spark, table) or _repair_config(spark, asked.target_base_path, asked.keys)
-        wait = _rechecked(spark, asked, database)()
+        wait = _recheck(spark, asked, database)
         return _repair(spark, config, database, asked.source_table, asked.keys, wait, apply_repair, max_repair, as_json)
     result = _compare(session(), table, asked)
     click.echo(json.dumps(result.to_dict(), sort_keys=True, default=str) if as_json else result.describe())
@@ -224,13 +224,20 @@ class _Asked:
 
 
 def _named(table: PipelineTable | None, asked: _Asked) -> _Asked:
-    """The table and its source as a pipeline's table names them (``_from_pipeline``), checked (``_check_named``)."""
+    """The table and its source: a pipeline's table gives its path, and its source table or its own folder
+    unless given; checked that a table and exactly one source are named."""
     if table is not None:
-        path, source_table, source_path = _from_pipeline(
-            table, asked.target_base_path, asked.source_url, asked.source_table, asked.source_path
-        )
-        asked = replace(asked, target_base_path=path, source_table=source_table, source_path=source_path)
-    _check_named(table, asked.target_base_path, asked.source_url, asked.source_table, asked.source_path)
+        wanted, given = table.config.target_base_path, asked.target_base_path
+        if given and given.rstrip("/") != wanted.rstrip("/"):  # the deprecated form gave both
+            raise ConfigError(
+                f"{table.spec.origin}: {table.name} is written to {wanted}, not --target-base-path {given}"
+            )
+        asked = replace(asked, target_base_path=wanted)
+        if asked.source_url and not asked.source_table:
+            asked = replace(asked, source_table=table.source_table)
+        elif not asked.source_url and not asked.source_path and table.config.source == "files":
+            asked = replace(asked, source_path=table.config.source_path)  # its folder's replay, its own settings
+    _check_named(table, asked)
     return asked
 
 
@@ -248,23 +255,8 @@ def _compare(spark: SparkSession, table: PipelineTable | None, asked: _Asked) ->
         return _against_files(spark, path, source_path, asked.flavor, asked.keys, asked.compare)
     database = asked.database
     assert database is not None and asked.source_table is not None
-    rechecked = _rechecked(spark, asked, database)
-    return _against_database(spark, path, config, database, asked.source_table, asked.keys, asked.compare, rechecked)
-
-
-def _rechecked(
-    spark: SparkSession, asked: _Asked, database: SourceDatabase
-) -> Callable[[], Callable[[Any, str], str] | None]:
-    """The wait before a second pass (asked for when a pass differs), or None without --recheck."""
-
-    def rechecked() -> Callable[[Any, str], str] | None:
-        if not asked.recheck:
-            return None
-        assert asked.target_base_path is not None
-        return _recheck(spark, asked.target_base_path, database, asked.bootstrap_servers, asked.slot,
-                        asked.recheck_timeout)  # fmt: skip
-
-    return rechecked
+    recheck = _recheck(spark, asked, database)
+    return _against_database(spark, path, config, database, asked.source_table, asked.keys, asked.compare, recheck)
 
 
 def _every_table(
@@ -337,48 +329,23 @@ def _against_database(
     source_table: str,
     keys: tuple[str, ...],
     compare: dict[str, Any],
-    rechecked: Callable[[], Callable[[Any, str], str] | None],
+    recheck: Callable[[Any, str], str] | None,
 ) -> VerifyResult:
     """The table against its source table: through the table's shaping when it has any (no recheck then),
-    else key by key, rechecking the differing keys once the stream has passed the read (``rechecked``: the wait
+    else key by key, rechecking the differing keys once the stream has passed the read (``recheck``: the wait
     for that, or None)."""
     from hudi_cdc.ops import verify as ops
 
     shaped = _shaped_config(spark, target_base_path, database, config)
     if shaped is not None:
         return ops.verify_transformed(spark, shaped, database, source_table, **compare)
-    return ops.verify(spark, target_base_path, database, source_table, key_fields=keys, recheck=rechecked(), **compare)
+    return ops.verify(spark, target_base_path, database, source_table, key_fields=keys, recheck=recheck, **compare)
 
 
-def _from_pipeline(
-    table: PipelineTable,
-    target_base_path: str | None,
-    source_url: str | None,
-    source_table: str | None,
-    source_path: str | None,
-) -> tuple[str, str | None, str | None]:
-    """The table's path, source table and source folder as the pipeline file gives them, unless given."""
-    wanted = table.config.target_base_path
-    if target_base_path and target_base_path.rstrip("/") != wanted.rstrip("/"):  # the deprecated form gave both
-        raise ConfigError(
-            f"{table.spec.origin}: {table.name} is written to {wanted}, not --target-base-path {target_base_path}"
-        )
-    if source_url and not source_table:
-        source_table = table.source_table
-    elif not source_url and not source_path and table.config.source == "files":
-        source_path = table.config.source_path  # its folder's replay, with the table's own settings
-    return wanted, source_table, source_path
-
-
-def _check_named(
-    table: PipelineTable | None,
-    target_base_path: str | None,
-    source_url: str | None,
-    source_table: str | None,
-    source_path: str | None,
-) -> None:
+def _check_named(table: PipelineTable | None, asked: _Asked) -> None:
     """A table and exactly one source named, or what to give."""
-    if not target_base_path:
+    source_path, source_url, source_table = asked.source_path, asked.source_url, asked.source_table
+    if not asked.target_base_path:
         raise ConfigError("name the table: --target-base-path, or --pipeline FILE --table schema.table")
     if source_path and (source_url or source_table):
         raise ConfigError("give either --source-path, or --source-url with --table, not both")
@@ -487,22 +454,19 @@ def _repair(
     return EQUAL if done else DIFFERENT
 
 
-def _recheck(
-    spark: SparkSession,
-    target_base_path: str,
-    database: SourceDatabase,
-    bootstrap_servers: str | None,
-    slot: str | None,
-    timeout_s: float,
-) -> Callable[[Any, str], str]:
-    """The wait before a second pass: until the ingest has passed the source position the first pass saw."""
+def _recheck(spark: SparkSession, asked: _Asked, database: SourceDatabase) -> Callable[[Any, str], str] | None:
+    """The wait before a second pass (until the ingest has passed the source position the first pass saw), or
+    None without --recheck."""
     from hudi_cdc.ops.verify import wait_for_ingest
 
+    if not asked.recheck:
+        return None
+    assert asked.target_base_path is not None
     return wait_for_ingest(
         spark,
-        target_base_path,
-        bootstrap_servers=bootstrap_servers,
-        slot=slot,
-        timeout_s=timeout_s,
+        asked.target_base_path,
+        bootstrap_servers=asked.bootstrap_servers,
+        slot=asked.slot,
+        timeout_s=asked.recheck_timeout,
         database_kind=database.kind,
     )
