@@ -109,22 +109,32 @@ def round_bytes(rows: DataFrame) -> int:
 
 def _local_bytes(rows: DataFrame) -> int | None:
     """:func:`round_bytes` of rows the driver already holds (a local relation: a small plan made in the driver),
-    counted from them without a Spark job; None for any other plan, or a nested column."""
+    counted from them without a Spark job; None for any other plan.
+
+    A nested value counts its JSON text as Python writes it: Spark's ``to_json`` writes the same text for
+    numbers, text and NULLs, a few characters more or less for a date, a timestamp, a decimal or bytes (a
+    budget's estimate either way, never a value written)."""
+    import json
+
     from pyspark.sql import types as T
 
     plan = rows._jdf.queryExecution().optimizedPlan()
     if plan.getClass().getSimpleName() != "LocalRelation":
         return None
     fields = rows.schema.fields
-    if any(isinstance(f.dataType, (T.ArrayType, T.MapType, T.StructType)) for f in fields):
-        return None
     text = [i for i, f in enumerate(fields) if isinstance(f.dataType, T.StringType)]
     binary = [i for i, f in enumerate(fields) if isinstance(f.dataType, T.BinaryType)]
-    fixed = 8 * (len(fields) - len(text) - len(binary))
+    nested = [i for i, f in enumerate(fields) if isinstance(f.dataType, (T.ArrayType, T.MapType, T.StructType))]
+    fixed = 8 * (len(fields) - len(text) - len(binary) - len(nested))
     total = 0
     for row in rows.collect():  # a local relation's collect runs no job
         total += fixed + sum(len(row[i].encode("utf-8")) for i in text if row[i] is not None)
         total += sum(len(row[i]) for i in binary if row[i] is not None)
+        total += sum(
+            len(json.dumps(row[i], ensure_ascii=False, separators=(",", ":"), default=str).encode("utf-8"))
+            for i in nested
+            if row[i] is not None
+        )
     return total
 
 

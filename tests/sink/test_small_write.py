@@ -236,6 +236,17 @@ def test_a_round_of_few_rows_over_the_byte_bound_goes_to_the_datasource(spark, t
 
     rows = spark.createDataFrame([(1, "ab", b"xyz"), (2, None, None)], "id long, s string, b binary")
     assert round_bytes(rows) == 2 * 8 + 2 + 3
+    # Rows the driver holds (a small plan's local relation), arrays included: counted there, no job, as Spark
+    # counts them (the JSON text of numbers, text and NULLs is Spark's to_json's).
+    import pandas as pd
+
+    frame = pd.DataFrame({"id": [1, 2], "ints": [[1, None, 3], None], "texts": [["a", 'ü"'], []]})
+    local = spark.createDataFrame(frame, "id long, ints array<int>, texts array<string>")
+    spark.sparkContext.setJobGroup("local-bytes", "a local relation's bytes")
+    counted = round_bytes(local)
+    spark.sparkContext.setJobGroup(None, None)  # type: ignore[arg-type]
+    assert list(spark.sparkContext.statusTracker().getJobIdsForGroup("local-bytes")) == []
+    assert counted == round_bytes(local.repartition(1)) == 2 * 8 + len("[1,null,3]") + len('["a","ü\\""]'.encode()) + 2
 
 
 def _sink_options(**changes: str) -> dict[str, str]:
