@@ -66,7 +66,8 @@ _PLAIN_PATH = re.compile(r"[A-Za-z0-9/._+=:,~@-]*")
 def read_in_driver(part: BatchPart, max_events: int) -> tuple[list[dict[str, Any]], list[tuple[str, int]]] | str:
     """The part's envelopes read by fastavro in the driver, with their arrivals ``(file, index)`` ordered as the
     Spark read orders them (file, then block and row); or why not: a file off the local file system, a path
-    Spark may render otherwise, more than ``max_events`` events."""
+    Spark may render otherwise, more than ``max_events`` events, a value fastavro does not decode (a logical
+    type's value outside Python's range)."""
     import fastavro
 
     records: list[dict[str, Any]] = []
@@ -77,11 +78,14 @@ def read_in_driver(part: BatchPart, max_events: int) -> tuple[list[dict[str, Any
         if not path.startswith("file:/") or not _PLAIN_PATH.fullmatch(path):
             return f"{path} is not a plain local path"
         with open(path.removeprefix("file:"), "rb") as f:
-            for i, record in enumerate(fastavro.reader(f)):
-                if len(records) == max_events:
-                    return f"more than {max_events} events"
-                records.append(record)  # type: ignore[arg-type]
-                arrivals.append((path, i))
+            try:
+                for i, record in enumerate(fastavro.reader(f)):
+                    if len(records) == max_events:
+                        return f"more than {max_events} events"
+                    records.append(record)  # type: ignore[arg-type]
+                    arrivals.append((path, i))
+            except (ValueError, OverflowError) as exc:  # a logical value Python cannot hold (a date in year 0)
+                return f"a value of {path} fastavro does not decode ({type(exc).__name__}: {exc})"
     return records, arrivals
 
 

@@ -203,3 +203,23 @@ def test_every_type_round_trips(spark, tmp_path: Path, table_type: str) -> None:
         if rows[2][name] is not None:
             wrong.append(f"{name}: NULL came back as {rows[2][name]!r}")
     assert not wrong, "\n".join(wrong)
+
+
+def test_nanosecond_timestamps_are_cut_to_the_microsecond_exactly(spark) -> None:  # noqa: ANN001
+    """NanoTimestamp's floor to microseconds, by Spark and by the driver's twin (``Conversion.value``): the same,
+    and exact. It divided in double before, a microsecond early for about 2% of today's values (53 bits)."""
+    import random
+
+    from pyspark.sql import functions as F
+
+    from hudi_cdc.envelope.types import _BY_CONNECT_NAME
+
+    nanos = _BY_CONNECT_NAME[D + "time.NanoTimestamp"]
+    rng = random.Random(7)
+    values = [1_180_968_666_138_000_868, -1, -1_000, -1_001, 0, 999, 2**63 - 1, -(2**63) + 1000]
+    values += [rng.randint(10**18, 2 * 10**18) for _ in range(500)]
+    frame = spark.createDataFrame([(v,) for v in values], "n bigint")
+    found = frame.select("n", F.unix_micros(nanos.expr(F.col("n")))).collect()  # type: ignore[misc]
+    assert [(n, m) for n, m in found] == [(v, v // 1000) for v in values]
+    epoch = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+    assert all(nanos.value(v) == epoch + dt.timedelta(microseconds=v // 1000) for v in values)  # type: ignore[misc]
