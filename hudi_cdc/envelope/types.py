@@ -161,9 +161,10 @@ def _iso_timestamp(c: Column) -> Column:
     return c.cast("timestamp")
 
 
-# What Debezium's ZonedTimestamp writes (ISO_OFFSET_DATE_TIME) and both Spark's cast and Python read alike.
+# What Debezium's ZonedTimestamp writes (ISO_OFFSET_DATE_TIME) and both Spark's cast and Python read alike (an
+# offset within Java's ±18:00).
 _ZONED = re.compile(
-    r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,6})?(Z|[+-](0[0-9]|1[0-8]):[0-5][0-9])"
+    r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,6})?(Z|[+-]((0[0-9]|1[0-7]):[0-5][0-9]|18:00))"
 )
 
 
