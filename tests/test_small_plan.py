@@ -407,6 +407,8 @@ def _typed_image(rng: random.Random, key: int) -> dict[str, Any]:
         "a_ms": us // 1000,
         "a_us": us,
         "a_dec": number(38),
+        "c_day": day,
+        "c_ts": us // 1000,
         "days": [day, None, day - 1],
         "stamps": [us, None],
         "prices": [number(10), None],

@@ -111,8 +111,8 @@ def _date(c: Column) -> Column:
 
 
 def _date_value(v: Any) -> date | None:  # noqa: ANN401 - a decoded Avro value
-    if v is None:
-        return None
+    if v is None or (isinstance(v, date) and not isinstance(v, datetime)):  # fastavro's of a file's Avro date
+        return v
     try:
         return _EPOCH_DAY + timedelta(days=_integer(v, "a date"))
     except OverflowError:
@@ -123,6 +123,12 @@ def _millis(c: Column) -> Column:
     from pyspark.sql import functions as F
 
     return F.timestamp_millis(c)
+
+
+def _millis_value(v: Any) -> datetime | None:  # noqa: ANN401 - a decoded Avro value
+    if isinstance(v, datetime) and v.tzinfo is not None:  # fastavro's of a file's Avro timestamp-millis: exact
+        return v.astimezone(UTC)
+    return None if v is None else _micros_value(_integer(v, "a timestamp") * 1000)
 
 
 def _micros(c: Column) -> Column:
@@ -251,12 +257,10 @@ _TIME_MS, _TIME_US, _TIME_NS = (_time_of_day(10**d, d) for d in (3, 6, 9))
 _BY_CONNECT_NAME: dict[str, Conversion] = {
     "io.debezium.time.Date": Conversion("date", _date, value=_date_value),
     "org.apache.kafka.connect.data.Date": Conversion("date", _date, value=_date_value),
-    "io.debezium.time.Timestamp": Conversion("timestamp", _millis, value=lambda v: _micros_value(_millis_of(v))),
+    "io.debezium.time.Timestamp": Conversion("timestamp", _millis, value=_millis_value),
     "io.debezium.time.MicroTimestamp": Conversion("timestamp", _micros, value=_micros_value),
     "io.debezium.time.NanoTimestamp": Conversion("timestamp", _nanos, value=_nanos_value),
-    "org.apache.kafka.connect.data.Timestamp": Conversion(
-        "timestamp", _millis, value=lambda v: _micros_value(_millis_of(v))
-    ),
+    "org.apache.kafka.connect.data.Timestamp": Conversion("timestamp", _millis, value=_millis_value),
     "io.debezium.time.ZonedTimestamp": Conversion("timestamp", _iso_timestamp, value=_iso_timestamp_value),
     "io.debezium.time.Time": Conversion("string", _TIME_MS, value=_time_of_day_value(1000, 3)),
     "org.apache.kafka.connect.data.Time": Conversion("string", _TIME_MS, value=_time_of_day_value(1000, 3)),
@@ -264,10 +268,6 @@ _BY_CONNECT_NAME: dict[str, Conversion] = {
     "io.debezium.time.NanoTime": Conversion("string", _TIME_NS, value=_time_of_day_value(1_000_000_000, 9)),
     "io.debezium.data.VariableScaleDecimal": Conversion("string", _decimal_text(None), value=_decimal_text_value(None)),
 }
-
-
-def _millis_of(v: Any) -> int | None:  # noqa: ANN401 - a decoded Avro value
-    return None if v is None else _integer(v, "a timestamp") * 1000
 
 
 def _conversion(avro_type: Any) -> tuple[Any, Conversion | None]:
@@ -301,7 +301,13 @@ def _conversion(avro_type: Any) -> tuple[Any, Conversion | None]:
         target = f"array<{item_conversion.target}>"
         items = Conversion(target, convert, value=value if inner_value is not None else None)
         return _rewrap(avro_type, {**t, "items": item_reader}), items
-    return avro_type, _BY_CONNECT_NAME.get(connect_name or "")
+    conversion = _BY_CONNECT_NAME.get(connect_name or "")
+    if conversion is not None and conversion.expr is not None and "logicalType" in t:
+        # Confluent's Avro converter marks Connect's Date, Time and Timestamp with Avro's date, time-millis and
+        # timestamp-millis too: spark-avro would read a date or a timestamp, which the conversion (from the
+        # number) turned into NULL or refused. Read the number.
+        return _rewrap(avro_type, {k: v for k, v in t.items() if k != "logicalType"}), conversion
+    return avro_type, conversion
 
 
 def conversion_of(avro_type: Any) -> Conversion | None:  # noqa: ANN401 - an Avro schema

@@ -74,6 +74,9 @@ COLUMNS: list[tuple[str, Any]] = [
     ("a_ms", _t("long", logicalType="timestamp-millis")),
     ("a_us", _t("long", logicalType="timestamp-micros")),
     ("a_dec", _t("bytes", logicalType="decimal", precision=38, scale=0)),
+    # Connect's Date and Timestamp as Confluent's Avro converter writes them: with Avro's logical type too.
+    ("c_day", _t("int", "org.apache.kafka.connect.data.Date", logicalType="date")),
+    ("c_ts", _t("long", "org.apache.kafka.connect.data.Timestamp", logicalType="timestamp-millis")),
     ("days", ["null", {"type": "array", "items": _t("int", D + "Date")}]),
     ("stamps", ["null", {"type": "array", "items": _t("long", D + "MicroTimestamp")}]),
     ("prices", ["null", {"type": "array", "items": ["null", _connect_decimal(10, 2)]}]),
@@ -99,6 +102,8 @@ TYPES = {
     "a_ms": "timestamp",
     "a_us": "timestamp",
     "a_dec": "decimal(38,0)",
+    "c_day": "date",
+    "c_ts": "timestamp",
     "days": "array<date>",
     "stamps": "array<timestamp>",
     "prices": "array<decimal(10,2)>",
@@ -173,6 +178,8 @@ TAKEN: dict[str, st.SearchStrategy[Any]] = {
     "a_ms": _edges(REBASED_US // 1000, LAST_US // 1000),
     "a_us": _edges(REBASED_US, LAST_US),
     "a_dec": _digits(38).map(_unscaled),
+    "c_day": _edges(FIRST_DAY, LAST_DAY, GREGORIAN - 1),  # read as the number (envelope.types.reader_schema)
+    "c_ts": _edges(FIRST_US // 1000, LAST_US // 1000, REBASED_US // 1000 - 1),
     "days": st.lists(st.one_of(st.none(), _edges(FIRST_DAY, LAST_DAY)), max_size=3),
     "stamps": st.lists(st.one_of(st.none(), _edges(FIRST_US, LAST_US)), max_size=3),
     "prices": st.lists(st.one_of(st.none(), _digits(10).map(_unscaled)), max_size=3),
@@ -204,6 +211,7 @@ DECLINED: dict[str, st.SearchStrategy[Any]] = {
     "widest": st.just(10**38).map(_unscaled),
     "a_dec": st.just(-(10**38)).map(_unscaled),
     "days": st.just([0, LAST_DAY + 1]),
+    "c_day": st.sampled_from([FIRST_DAY - 1, LAST_DAY + 1]),  # from a file, fastavro's decode fails
     "a_day": st.sampled_from([GREGORIAN - 1, FIRST_DAY, FIRST_DAY - 1]),  # the last: fastavro's decode fails
     "a_ms": st.sampled_from([REBASED_US // 1000 - 1, FIRST_US // 1000]),
     "a_us": st.sampled_from([REBASED_US - 1, FIRST_US]),

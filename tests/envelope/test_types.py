@@ -84,6 +84,22 @@ CASES = [
     ),
     ("day", _t("int", D + "time.Date"), 19782, "date", dt.date(2024, 2, 29)),
     ("before_epoch", _t("int", D + "time.Date"), -25567, "date", dt.date(1900, 1, 1)),
+    # Confluent's Avro converter adds Avro's logical type to Connect's Date, Time and Timestamp.
+    ("c_day", _t("int", "org.apache.kafka.connect.data.Date", logicalType="date"), 19782, "date", dt.date(2024, 2, 29)),
+    (
+        "c_ts",
+        _t("long", "org.apache.kafka.connect.data.Timestamp", logicalType="timestamp-millis"),
+        1709251199123,
+        "timestamp",
+        dt.datetime(2024, 2, 29, 23, 59, 59, 123000),
+    ),
+    (
+        "c_time",
+        _t("int", "org.apache.kafka.connect.data.Time", logicalType="time-millis"),
+        45296789,
+        "string",
+        "12:34:56.789",
+    ),  # fmt: skip
     (
         "ts_ms",
         _t("long", D + "time.Timestamp"),
