@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from hudi_cdc import jvm_archive
 from hudi_cdc._jvm import jvm, jvm_conf
+from hudi_cdc._py4j_names import cache_names
 from hudi_cdc.errors import ConfigError
 from hudi_cdc.jars import DRIVER_CLASSPATH, JarSource, resolve_jars
 
@@ -127,6 +128,7 @@ def spark_session(
     active = SparkSession.getActiveSession()
     if active is not None:
         _check_hudi_loadable(active)
+        cache_names(active)
         return active
 
     # Read by SparkContext when it starts (and only from the environment).
@@ -171,6 +173,7 @@ def spark_session(
             spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(os.environ.get("HUDI_CDC_SPARK_LOG_LEVEL", "ERROR"))
     _check_hudi_loadable(spark)
+    cache_names(spark)
     return spark
 
 

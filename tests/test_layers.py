@@ -25,6 +25,7 @@ LAYERS: dict[str, int] = {
     "hudi_cdc._version": 1,
     "hudi_cdc.errors": 1,
     "hudi_cdc._jvm": 1,
+    "hudi_cdc._py4j_names": 1,
     "hudi_cdc.console": 1,
     # 2 the JVM and the session
     "hudi_cdc.jars": 2,
