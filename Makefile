@@ -39,6 +39,12 @@ $(PICK_JAR): jars/pick/pom.xml $(wildcard jars/pick/src/*/java/io/hudicdc/pick/*
 	mvn -q -B -f jars/pick/pom.xml package
 	cp jars/pick/target/hudi-cdc-pick-1.jar $@
 
+# hudi-cdc's local file system (io.hudicdc.fs: permissions set in the JVM, no chmod process per file); tests/test_local_fs.py.
+LOCALFS_JAR := $(JARS_DIR)/hudi-cdc-localfs-1.jar
+$(LOCALFS_JAR): jars/localfs/pom.xml $(wildcard jars/localfs/src/*/java/io/hudicdc/*/*.java)
+	mvn -q -B -f jars/localfs/pom.xml package
+	cp jars/localfs/target/hudi-cdc-localfs-1.jar $@
+
 # hudi-cdc's small-round writer (hudi_cdc/sink/small_write.py: Hudi's Java write client, no Spark job); tests/sink/test_small_write.py.
 WRITER_JAR := $(JARS_DIR)/hudi-cdc-writer-1.jar
 $(WRITER_JAR): jars/writer/pom.xml $(wildcard jars/writer/src/*/java/io/hudicdc/writer/*.java) $(JARS)
@@ -61,13 +67,13 @@ $(AIRFLOW_INSTALLED): setup.cfg | $(INSTALLED)
 
 airflow: $(AIRFLOW_INSTALLED) ## Airflow 3 and its Spark provider in .venv-airflow, for examples/airflow/ and its tests
 
-install: $(INSTALLED) $(JARS) $(S3A_JARS) $(PICK_JAR) $(WRITER_JAR) ## Create .venv with hudi-cdc (editable), fetch the Spark-side jars, build our own
+install: $(INSTALLED) $(JARS) $(S3A_JARS) $(PICK_JAR) $(WRITER_JAR) $(LOCALFS_JAR) ## Create .venv with hudi-cdc (editable), fetch the Spark-side jars, build our own
 
-jars: $(JARS) $(S3A_JARS) $(PICK_JAR) $(WRITER_JAR) ## Fetch the Hudi bundle, spark-avro and s3a jars into .jars/ (Maven Central), build jars/pick and jars/writer
+jars: $(JARS) $(S3A_JARS) $(PICK_JAR) $(WRITER_JAR) $(LOCALFS_JAR) ## Fetch the Hudi bundle, spark-avro and s3a jars into .jars/ (Maven Central), build jars/pick, jars/writer and jars/localfs
 
 # setup.py copies our own jars (and the writer's hudi-java-client) from .jars/hudi into the wheel's hudi_cdc/_jars;
 # HUDI_CDC_WHEEL_JARS=required makes a missing one fail the build (a plain `pip wheel .` only warns).
-wheel: $(INSTALLED) $(JARS) $(PICK_JAR) $(WRITER_JAR) ## Build dist/hudi_cdc-*.whl, carrying hudi-cdc's own jars (pip install it anywhere)
+wheel: $(INSTALLED) $(JARS) $(PICK_JAR) $(WRITER_JAR) $(LOCALFS_JAR) ## Build dist/hudi_cdc-*.whl, carrying hudi-cdc's own jars (pip install it anywhere)
 	rm -f dist/hudi_cdc-*.whl
 	HUDI_CDC_WHEEL_JARS=required $(PY) -m pip wheel -q --no-deps -w dist .
 	@$(PY) -c "import glob, zipfile; (w,) = glob.glob('dist/hudi_cdc-*.whl'); \

@@ -27,7 +27,7 @@ HERE = Path(__file__).resolve().parent
 BUILT = HERE / ".jars" / "hudi"
 # hudi_cdc.jars' OWN_JARS and JAVA_CLIENT_JAR (tests/test_jars.py holds them together): the build cannot
 # import the package (its dependencies are not in the build's environment).
-WHEEL_JARS = ("hudi-cdc-pick-1.jar", "hudi-cdc-writer-1.jar", "hudi-java-client-1.2.0.jar")
+WHEEL_JARS = ("hudi-cdc-pick-1.jar", "hudi-cdc-writer-1.jar", "hudi-cdc-localfs-1.jar", "hudi-java-client-1.2.0.jar")
 REQUIRED_ENV = "HUDI_CDC_WHEEL_JARS"
 
 

@@ -107,6 +107,8 @@ OWN_JARS: dict[str, str] = {
     "without it Spark sorts every event by key",
     "hudi-cdc-writer-1.jar": "small MERGE_ON_READ rounds through Hudi's Java write client, no Spark job "
     "(hudi_cdc/sink/small_write.py); without it every round runs Spark's datasource jobs",
+    "hudi-cdc-localfs-1.jar": "a local session's files created with their permissions set in the JVM; "
+    "without it Hadoop runs a chmod process per file and folder (dozens per commit)",
 }
 """hudi-cdc's own jars (``make jars`` builds them from ``jars/pick`` and ``jars/writer``), and the faster
 path each one turns on."""
@@ -144,17 +146,23 @@ class JarSource:
         """
         jars = self.jars if local else (*self.jars, *self.s3a)
         conf = {"spark.jars": ",".join(jars)} if jars else {}
-        if local and self.s3a:
-            conf[DRIVER_CLASSPATH] = os.pathsep.join(self.s3a)
+        localfs = [j for j in self.jars if Path(j).name == _LOCALFS] if local else []
+        if local and (self.s3a or localfs):
+            conf[DRIVER_CLASSPATH] = os.pathsep.join([*localfs, *self.s3a])
+        if localfs:
+            conf[LOCAL_FS_CONF] = LOCAL_FS_CLASS
         if self.kind == "packages":
             conf.update({"spark.jars.packages": ",".join(self.packages), "spark.jars.excludes": ",".join(EXCLUDES)})
         return conf
 
     def submit_args(self, *, local: bool = False) -> list[str]:
         """The same as ``spark-submit`` arguments: the s3a jars, if any, by ``--jars`` (a cluster's executors
-        need them), or with ``local`` (a local master) on the driver's classpath, as :meth:`spark_conf`."""
+        need them), or with ``local`` (a local master) on the driver's classpath with the local file system's
+        jar and its ``fs.file.impl``, as :meth:`spark_conf`."""
         jars = self.jars if local else (*self.jars, *self.s3a)
-        local_args = ["--driver-class-path", os.pathsep.join(self.s3a)] if local and self.s3a else []
+        conf = self.spark_conf(local=local)
+        local_args = ["--driver-class-path", conf[DRIVER_CLASSPATH]] if DRIVER_CLASSPATH in conf else []
+        local_args += ["--conf", f"{LOCAL_FS_CONF}={conf[LOCAL_FS_CONF]}"] if LOCAL_FS_CONF in conf else []
         local_args += ["--jars", ",".join(jars)] if jars else []
         if self.kind == "folder":
             return local_args
@@ -162,6 +170,12 @@ class JarSource:
 
 
 DRIVER_CLASSPATH = "spark.driver.extraClassPath"
+LOCAL_FS_CONF = "spark.hadoop.fs.file.impl"
+LOCAL_FS_CLASS = "io.hudicdc.fs.NioLocalFileSystem"
+"""``file://`` through ``jars/localfs``: permissions set in the JVM, where Hadoop without its native library runs
+a ``chmod`` process per file. A local master only, with the jar on the driver's own classpath (spark-submit
+reads local files before the session's jars load); a cluster's tables are on its shared storage."""
+_LOCALFS = "hudi-cdc-localfs-1.jar"
 
 
 def _checkout_folder() -> Path:

@@ -210,7 +210,25 @@ def _jar_files(folder: Path, *names: str) -> Path:
     return folder
 
 
-_WHEEL_JARS = ("hudi-cdc-pick-1.jar", "hudi-cdc-writer-1.jar", "hudi-java-client-1.2.0.jar")
+_WHEEL_JARS = ("hudi-cdc-pick-1.jar", "hudi-cdc-writer-1.jar", "hudi-cdc-localfs-1.jar", "hudi-java-client-1.2.0.jar")
+
+
+def test_a_local_session_gets_the_local_file_system_on_the_drivers_own_classpath(tmp_path: Path) -> None:
+    folder = _jar_files(tmp_path, "hudi-spark3.5-bundle_2.12-1.2.0.jar", "hudi-cdc-localfs-1.jar")
+    source = jars.JarSource("folder", jars=jars.folder_jars(folder), folder=str(folder), s3a=("/s3a/aws.jar",))
+    local = source.spark_conf(local=True)
+    assert local[jars.LOCAL_FS_CONF] == jars.LOCAL_FS_CLASS
+    assert local[jars.DRIVER_CLASSPATH].split(":") == [str(folder / "hudi-cdc-localfs-1.jar"), "/s3a/aws.jar"]
+    assert source.submit_args(local=True)[:4] == [
+        "--driver-class-path",
+        local[jars.DRIVER_CLASSPATH],
+        "--conf",
+        f"{jars.LOCAL_FS_CONF}={jars.LOCAL_FS_CLASS}",
+    ]
+    assert jars.LOCAL_FS_CONF not in source.spark_conf(local=False)  # a cluster's executors keep Hadoop's
+    assert "--conf" not in source.submit_args()
+    without = jars.JarSource("folder", jars=(str(folder / "hudi-spark3.5-bundle_2.12-1.2.0.jar"),), folder=str(folder))
+    assert jars.LOCAL_FS_CONF not in without.spark_conf(local=True)
 
 
 def test_the_wheels_own_jars_join_the_coordinates(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -246,7 +264,13 @@ def test_a_folder_without_our_jars_gets_the_wheels_and_keeps_its_own(
     monkeypatch.setenv(jars.JARS_DIR_ENV, str(full))
     names = [Path(j).parent.name + "/" + Path(j).name for j in jars.resolve_jars().jars]
     assert sorted(names) == sorted(
-        ["full/" + bundle, "full/hudi-cdc-pick-1.jar", "full/hudi-java-client-1.2.1.jar", "_jars/hudi-cdc-writer-1.jar"]
+        [
+            "full/" + bundle,
+            "full/hudi-cdc-pick-1.jar",
+            "full/hudi-java-client-1.2.1.jar",
+            "_jars/hudi-cdc-writer-1.jar",
+            "_jars/hudi-cdc-localfs-1.jar",
+        ]
     )
 
 
@@ -256,6 +280,7 @@ def test_the_writer_counts_only_beside_hudis_java_client(tmp_path: Path) -> None
     assert jars.own_jars(source) == {
         "hudi-cdc-pick-1.jar": str(folder / "hudi-cdc-pick-1.jar"),
         "hudi-cdc-writer-1.jar": None,
+        "hudi-cdc-localfs-1.jar": None,
     }
 
 
@@ -339,4 +364,5 @@ def test_jars_command_says_which_own_jars_are_there_and_what_is_off_without(
     assert info["own_jars"] == {
         "hudi-cdc-pick-1.jar": str(folder / "hudi-cdc-pick-1.jar"),
         "hudi-cdc-writer-1.jar": None,
+        "hudi-cdc-localfs-1.jar": None,
     }
