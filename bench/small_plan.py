@@ -1,6 +1,6 @@
 """A small round's plan in the driver against Spark's: plan time and CPU, same table, same changes.
 
-    python -m bench.small_plan [--table-rows 100000] [--rows 1000] [--rounds 6] [--source kafka]
+    python -m bench.small_plan [--table-rows 100000] [--rows 1000] [--rounds 6] [--source kafka] [--types logical]
 
 Two MERGE_ON_READ tables are built by hudi-cdc from the same snapshot (``bench.small_round``'s source:
 ``--table-rows`` Postgres rows, Debezium Avro files); then each round writes one file of ``--rows``
@@ -15,6 +15,10 @@ the end both tables must equal the source.
 its own and ingested from there; the snapshot's round is read by the executors, each round of changes by the
 source's own consumer, its plan made in the driver from those messages (``sources.kafka_driver``). Its
 changes carry no Kafka tombstone (Debezium's after a delete sends such a round to the Spark plan).
+
+``--types logical``: the table has four more columns of Debezium's logical types (``LOGICAL``: a
+MicroTimestamp, a Date, a Connect decimal(12,2), a MicroTime), which the driver converts as the Spark plan
+does (``envelope.types``); at the end the two tables must also be equal in every column.
 """
 
 from __future__ import annotations
@@ -48,11 +52,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--work", type=Path, default=REPO / ".bench" / "small_plan")
     parser.add_argument("--results", type=Path, help="default: .bench/results")
     parser.add_argument("--source", choices=("files", "kafka"), default="files")
+    parser.add_argument("--types", choices=("plain", "logical"), default="plain", help=LOGICAL_HELP)
     args = parser.parse_args(argv)
     import hudi_cdc
-    from bench.small_round import Source, _config, _equal
+    from bench.small_round import COLUMNS, Source, _config, _equal
     from hudi_cdc.pipeline import ingest_once  # the round alone: hudi_cdc.ingest runs a due compaction after it
     from hudi_cdc.small_plan import TEST_HOOK
+    from hudi_cdc.testing import envelope_schema
 
     started_utc = result_files.now_utc()
     shutil.rmtree(args.work, ignore_errors=True)
@@ -62,12 +68,17 @@ def main(argv: list[str] | None = None) -> int:
     spark.sparkContext.setLogLevel("ERROR")
     jvm = int(spark.sparkContext._jvm.ProcessHandle.current().pid())  # type: ignore[union-attr]
     source = Source(args.work / "events", args.table_rows, placeholders=0.0, deletes=0.2)
+    if args.types == "logical":
+        source.schema = envelope_schema("accounts", [*COLUMNS, *LOGICAL])
+    write = source._write
     if args.source == "kafka":
         topic = _Topic(source.schema)
-        source._write = topic.write  # type: ignore[method-assign]  # the events go to the topic, not to files
+        write = topic.write  # the events go to the topic, not to files
         configs = {label: topic.config(f"mor {label}", args.work) for label in VARIANTS}
     else:
         configs = {label: _config(f"mor {label}", {}, source, args.work) for label in VARIANTS}
+    typed = args.types == "logical"
+    source._write = lambda events: write([_with_logical(e) for e in events] if typed else events)  # type: ignore[method-assign]
     source.snapshot()
     for config in configs.values():
         ingest_once(config, spark=spark)
@@ -91,6 +102,9 @@ def main(argv: list[str] | None = None) -> int:
             rounds.append(row)
             print(row, flush=True)
     equal = {label: _equal(spark, source, config.target_base_path) for label, config in configs.items()}
+    if typed:  # the logical columns, which the source's state does not hold: the two tables alike
+        same = _same(spark, [c.target_base_path for c in configs.values()], [n for n, _ in COLUMNS + LOGICAL])
+        equal = {label: ok and same for label, ok in equal.items()}
 
     def median(label: str, key: str) -> float:
         return round(statistics.median(r[key] for r in rounds if r["variant"] == label and r["round"] > 1), 3)
@@ -114,7 +128,8 @@ def main(argv: list[str] | None = None) -> int:
     path = result_files.write(
         "small-plan",
         series=f"{args.table_rows:,} rows, {args.rows:,} changes a round"
-        + (", from Kafka" if args.source == "kafka" else ""),
+        + (", from Kafka" if args.source == "kafka" else "")
+        + (", timestamp/date/decimal/time columns" if typed else ""),
         parameters={
             "table_rows": args.table_rows,
             "rows": args.rows,
@@ -122,6 +137,7 @@ def main(argv: list[str] | None = None) -> int:
             "measured_from_round": 2,
             "shared_machine": True,
             "source": args.source,
+            "types": args.types,
         },  # fmt: skip
         tables={"rounds": result_files.table(columns, summary), "each": result_files.table(each, rounds)},
         directory=args.results or result_files.LOCAL,
@@ -131,6 +147,41 @@ def main(argv: list[str] | None = None) -> int:
         print(row, flush=True)
     shutil.rmtree(args.work, ignore_errors=True)
     return 0 if all(equal.values()) and path else 1
+
+
+LOGICAL_HELP = "logical: four more columns, a MicroTimestamp, a Date, a decimal(12,2) and a MicroTime (Debezium's)"
+_AMOUNT = {"type": "bytes", "connect.name": "org.apache.kafka.connect.data.Decimal", "scale": 2,
+                 "logicalType": "decimal", "precision": 12,
+                 "connect.parameters": {"scale": "2", "connect.decimal.precision": "12"}}  # fmt: skip
+LOGICAL = [
+    ("updated_at", ["null", {"type": "long", "connect.name": "io.debezium.time.MicroTimestamp"}]),
+    ("opened_on", ["null", {"type": "int", "connect.name": "io.debezium.time.Date"}]),
+    ("amount", ["null", _AMOUNT]),
+    ("opens_at", ["null", {"type": "long", "connect.name": "io.debezium.time.MicroTime"}]),
+]
+
+
+def _with_logical(event: dict[str, Any]) -> dict[str, Any]:
+    """The event with the logical columns' values in its image (NULL in a delete's), from its key and position."""
+    side = "before" if event["op"] == "d" else "after"
+    image = event[side]
+    key, lsn = image["id"], event["source"]["lsn"]
+    values = {
+        "updated_at": 1_700_000_000_000_000 + lsn * 1_000_003,
+        "opened_on": 10_000 + key % 9_000,
+        "amount": ((key * 7_919 + lsn) % 10**11 - 5 * 10**10).to_bytes(6, "big", signed=True),
+        "opens_at": key * 1_000_007 % 86_400_000_000,
+    }
+    return {**event, side: {**image, **(dict.fromkeys(values) if side == "before" else values)}}
+
+
+def _same(spark: Any, bases: list[str], columns: list[str]) -> bool:  # noqa: ANN401
+    from payloads.history import current_rows
+
+    ours, theirs = (current_rows(spark.read.format("hudi").load(b)).select(*columns) for b in bases)
+    differ = ours.exceptAll(theirs).count() + theirs.exceptAll(ours).count()
+    print(f"the two tables, every column: {differ} rows differ", flush=True)
+    return differ == 0
 
 
 class _Topic:
