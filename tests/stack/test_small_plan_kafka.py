@@ -146,3 +146,76 @@ def _version(event: dict[str, Any]) -> int:
 
 def _expected(events: list[dict[str, Any]]) -> list[tuple]:
     return expected_rows({k: {"tier": None, **row} for k, row in apply_events(events).items()}, COLUMNS)
+
+
+def test_a_real_debezium_table_of_logical_types_is_planned_in_the_driver(spark, tmp_path: Path) -> None:  # noqa: ANN001
+    """The stack's Debezium Postgres connector's own types: timestamp (MicroTimestamp), timestamptz
+    (ZonedTimestamp), date, time (MicroTime), numeric(10,2) (a Connect decimal) and numeric (VariableScaleDecimal).
+    After the table's first commit (Spark's), a round of updates is planned in the driver, and both tables (the
+    driver's and Spark's, ``java_writer_max_rows = 0``) read back alike and hold Postgres' values."""
+    import uuid
+    from datetime import date
+    from decimal import Decimal
+
+    import hudi_cdc
+    from hudi_cdc import load_config
+    from hudi_cdc.testing.postgres import connect as postgres
+    from hudi_cdc.testing.postgres import wait_for_stream
+
+    name = f"sp_{uuid.uuid4().hex[:6]}"
+    topic = f"dbserver1.inventory.{name}"
+    columns = ["id", "at", "at_tz", "day", "opens", "amount", "any_num"]
+
+    def config(base: Path, **settings: Any) -> Any:  # noqa: ANN401
+        return load_config(
+            env={}, source="kafka", topic=topic, bootstrap_servers=BOOTSTRAP, schema_registry_url=REGISTRY,
+            target_base_path=str(base), target_table=base.name, record_key_fields="id", flavor="postgres",
+            table_type="MERGE_ON_READ", **settings,
+        )  # fmt: skip
+
+    tables = {"driver": config(tmp_path / "t_driver"), "spark": config(tmp_path / "t_spark", java_writer_max_rows=0)}
+    with postgres() as conn:
+        conn.execute(
+            f"create table inventory.{name} (id int primary key, at timestamp, at_tz timestamptz, day date, "
+            "opens time, amount numeric(10,2), any_num numeric)"
+        )
+        conn.execute(
+            f"insert into inventory.{name} values "  # noqa: S608
+            "(1, '2024-02-29 23:59:59.123456', '2024-02-29 23:59:59.5+02', '2024-02-29', '24:00:00', 12345678.91, "
+            "3.14159265358979323846), "
+            "(2, '1969-12-31 23:59:59.999999', '1960-01-01 00:00:00+00', '1960-01-01', '00:00:00', -0.01, -1e-20), "
+            "(3, null, null, null, null, null, null)"
+        )
+        try:
+            offsets = wait_for_stream(conn, BOOTSTRAP, [topic], since={})
+            first = {label: hudi_cdc.ingest(c, spark=spark) for label, c in tables.items()}
+            assert first["driver"].details["driver_declined"] == "a new table", first["driver"].details
+            conn.execute(
+                f"update inventory.{name} set at = at + interval '1 microsecond', amount = -99999999.99, "  # noqa: S608
+                "any_num = 123456789012345678901234567890.123, opens = '12:34:56.789012' where id = 1"
+            )
+            conn.execute(f"update inventory.{name} set opens = '24:00:00', day = '1700-01-01' where id = 3")  # noqa: S608
+            wait_for_stream(conn, BOOTSTRAP, [topic], since=offsets)
+            spark.sparkContext.setJobGroup("real-types-driver", "a round of Debezium's types planned in the driver")
+            ours = hudi_cdc.ingest(tables["driver"], spark=spark)
+            spark.sparkContext.setJobGroup(None, None)  # type: ignore[arg-type]
+            theirs = hudi_cdc.ingest(tables["spark"], spark=spark)
+        finally:
+            conn.execute(f"drop table inventory.{name}")
+    assert ours.details["plan"] == "driver" and "driver_declined" not in ours.details, ours.details
+    assert list(spark.sparkContext.statusTracker().getJobIdsForGroup("real-types-driver")) == []
+    assert (ours.upserts, theirs.upserts) == (2, 2)
+    found = read_rows(spark, str(tmp_path / "t_driver"), columns)
+    assert found == read_rows(spark, str(tmp_path / "t_spark"), columns)
+    rows = {r[0]: r for r in found}
+    assert rows[1][3:] == (date(2024, 2, 29), "12:34:56.789012", Decimal("-99999999.99"),
+                           "123456789012345678901234567890.123")  # fmt: skip
+    assert rows[2][3:] == (date(1960, 1, 1), "00:00:00.000000", Decimal("-0.01"), "-0.00000000000000000001")
+    assert rows[3][1:] == (None, None, date(1700, 1, 1), "24:00:00.000000", None, None)
+    stamps = spark.read.format("hudi").load(str(tmp_path / "t_driver")).selectExpr("id", "unix_micros(at)",
+                                                                                   "unix_micros(at_tz)")  # fmt: skip
+    assert sorted(tuple(r) for r in stamps.collect()) == [
+        (1, 1_709_251_199_123_457, 1_709_243_999_500_000),
+        (2, -1, -315_619_200_000_000),
+        (3, None, None),
+    ]
