@@ -40,7 +40,7 @@ tables = "{SERVER}.*"
 target_base_path = "{tmp_path}/lake/{{schema}}"
 target_table = "{{schema}}"
 table_type = "mor"
-max_freshness_seconds = 60
+max_freshness_seconds = 600
 
 [tables."{URGENT}"]
 max_freshness_seconds = 0.5
@@ -84,7 +84,9 @@ def test_idle_tables_get_no_rounds_and_the_earliest_deadline_goes_first(spark, t
         time.sleep(2.0)  # ten looks at the offsets, nothing new: no table is given a round
         assert len(rounds) == 4, rounds
         assert {n: t.state for n, t in runner.tables.items()} == dict.fromkeys(topics, "waiting")
-        missed_before = runner.tables[URGENT].freshness_missed  # the first rounds waited for the JVM and each other
+        # The first rounds waited for the JVM and each other (on a loaded machine, past even 60 s).
+        missed_before = runner.tables[URGENT].freshness_missed
+        relaxed_missed_before = runner.tables[RELAXED].freshness_missed
 
         # A change to one table: that table's round, and only it, within moments.
         control.pause(spec.run.state_dir, PAUSED)
@@ -92,7 +94,7 @@ def test_idle_tables_get_no_rounds_and_the_earliest_deadline_goes_first(spark, t
         topics[QUIET].send(1)
         wait_until("the quiet table's round", lambda: len(rounds) >= 5)
         # While that round's end held the loop, the relaxed table's change came first and the urgent one's
-        # later: the urgent one's deadline (0.5 s) is nearer than the relaxed one's (60 s), so it goes first.
+        # later: the urgent one's deadline (0.5 s) is nearer than the relaxed one's (600 s), so it goes first.
         wait_until("two more rounds", lambda: len(rounds) >= 7)
         assert rounds[4:7] == [(QUIET, 1), (URGENT, 1), (RELAXED, 3)], rounds
         urgent = runner.tables[URGENT]
@@ -100,7 +102,7 @@ def test_idle_tables_get_no_rounds_and_the_earliest_deadline_goes_first(spark, t
         # Where its time went: the loop held 0.9 s after the send (the watch sees it within 0.2 s), then its round.
         spent = dict(part.rsplit(" ", 2)[:2] for part in urgent.last_miss.split(": ", 1)[1].split(", "))
         assert float(spent["waiting for a slot"]) >= 0.6 and "commit" in spent, urgent.last_miss
-        assert runner.tables[RELAXED].freshness_missed == 0
+        assert runner.tables[RELAXED].freshness_missed == relaxed_missed_before
         counted = [
             s.value
             for family in runner.metrics.registry.collect()
