@@ -72,12 +72,17 @@ def spark_submit() -> str:
 
 
 def hudi_cdc_jars() -> list[str]:
-    """spark-submit's --jars or --packages arguments, chosen as a hudi-cdc session would, and the JVM options
-    hudi-cdc's sessions run with (as Spark's defaultJavaOptions, which --driver-java-options adds to)."""
+    """spark-submit's --jars or --packages arguments, chosen as a local hudi-cdc session would (every benchmark
+    runs a local master: the s3a jars and jars/localfs on the driver's classpath, with its fs.file.impl), and
+    the JVM options hudi-cdc's sessions run with (as Spark's defaultJavaOptions, which
+    --driver-java-options adds to)."""
     from hudi_cdc._jvm import jvm_conf
     from hudi_cdc.jars import resolve_jars
 
-    return [*resolve_jars().submit_args(), *(a for k, v in jvm_conf().items() for a in ("--conf", f"{k}={v}"))]
+    return [
+        *resolve_jars().submit_args(local=True),
+        *(a for k, v in jvm_conf().items() for a in ("--conf", f"{k}={v}")),
+    ]
 
 
 def jvm_archive_args() -> list[str]:
