@@ -110,8 +110,8 @@ OWN_JARS: dict[str, str] = {
     "hudi-cdc-localfs-1.jar": "a local session's files created with their permissions set in the JVM; "
     "without it Hadoop runs a chmod process per file and folder (dozens per commit)",
 }
-"""hudi-cdc's own jars (``make jars`` builds them from ``jars/pick`` and ``jars/writer``), and the faster
-path each one turns on."""
+"""hudi-cdc's own jars (``make jars`` builds them from ``jars/pick``, ``jars/writer`` and ``jars/localfs``), and
+the faster path each one turns on."""
 JAVA_CLIENT_JAR = f"hudi-java-client-{HUDI_VERSION}.jar"
 """The writer's one dependency the bundle lacks; the wheel carries it beside the writer (Apache-2.0, as Hudi)."""
 _WRITER = "hudi-cdc-writer-1.jar"

@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING
 
 from hudi_cdc import jvm_archive
 from hudi_cdc._jvm import jvm, jvm_conf
-from hudi_cdc._py4j_names import cache_names
 from hudi_cdc.errors import ConfigError
 from hudi_cdc.jars import DRIVER_CLASSPATH, JarSource, resolve_jars
 
@@ -124,6 +123,8 @@ def spark_session(
     A JVM started here maps the class-data archive ``hudi-cdc jvm-archive`` built, if one fits.
     """
     from pyspark.sql import SparkSession
+
+    from hudi_cdc._py4j_names import cache_names  # py4j, like pyspark, only once a session is asked for
 
     active = SparkSession.getActiveSession()
     if active is not None:
