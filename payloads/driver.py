@@ -17,7 +17,7 @@ proves it equal to the Spark plan over generated batches of every flavor it take
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
 from decimal import Decimal
@@ -81,33 +81,14 @@ def decide(
     order_of, position_error_of = policy.order_of, policy.position_error_of
     if order_of is None or position_error_of is None:
         return DriverPlan(declined=f"the {policy.name} flavor has no driver rule")
-    marker = policy.toast_placeholder
-    placeholders = (marker, marker.encode("utf-8")) if marker is not None else ()
     keys = list(key_fields)
-    winners: dict[tuple[Any, ...], tuple[tuple[Any, ...], dict[str, Any]]] = {}
-    events_of: dict[tuple[Any, ...], int] = {}
-    ops = dict.fromkeys(_COUNTED_OPS, 0)
-    for row, arrival in zip(rows, arrivals, strict=True):
-        if row.get(ERROR_COLUMN) is not None:
-            return DriverPlan(declined="a bad event")
-        if position_error_of(row) is not None:
-            return DriverPlan(declined="an event without a usable source position")
-        op = row.get(OP_COLUMN)
-        if op not in _COUNTED_OPS:
-            return DriverPlan(declined=f"an event of op {op!r}")
-        if placeholders and any(_holds(row[c], placeholders) for c in columns if _toastable(c, keys)):
-            return DriverPlan(declined="a TOAST placeholder")
-        key = tuple(row[k] for k in keys)
-        if any(v is None or not isinstance(v, _GROUPABLE) for v in key):
-            return DriverPlan(declined="a key of a type the driver does not group")
-        order = order_of(row)
-        # Spark's struct order: NULL first; positions are unique (order, then arrival).
-        position = (order is not None, order or "", arrival)
-        ops[op] += 1
-        events_of[key] = events_of.get(key, 0) + 1
-        held = winners.get(key)
-        if held is None or position > held[0]:
-            winners[key] = (position, {**row, ORDER_COLUMN: order})
+    picked = _pick(
+        rows, arrivals, columns, keys, order_of=order_of, position_error_of=position_error_of,
+        placeholder=policy.toast_placeholder,
+    )  # fmt: skip
+    if isinstance(picked, str):
+        return DriverPlan(declined=picked)
+    winners, ops = picked
     written = written_columns(columns)
     out: list[dict[str, Any]] = []
     dead: list[dict[str, Any]] = []
@@ -131,7 +112,7 @@ def decide(
                     TOMBSTONED_AT_COLUMN: row.get(INGESTED_AT_COLUMN),
                 }
             )
-    events = sum(events_of.values())
+    events = len(rows)  # every row counted: any row the driver does not take declines the round above
     counts = PlanCounts(
         events=events,
         upserts=actions[UPSERT],
@@ -144,6 +125,47 @@ def decide(
         new_tombstones=new_tombstones,
     )
     return DriverPlan(rows=tuple(out), tombstones=tuple(dead), counts=counts)
+
+
+_Winners = dict[tuple[Any, ...], tuple[tuple[Any, ...], dict[str, Any]]]
+
+
+def _pick(
+    rows: Sequence[Mapping[str, Any]],
+    arrivals: Sequence[tuple[Any, ...]],
+    columns: Sequence[str],
+    keys: list[str],
+    *,
+    order_of: Callable[[Mapping[str, Any]], str | None],
+    position_error_of: Callable[[Mapping[str, Any]], str | None],
+    placeholder: str | None,
+) -> tuple[_Winners, dict[str, int]] | str:
+    """Each key's winning row (with its ``_source_order``) and the events counted per op; or why the driver
+    does not take the rows."""
+    placeholders = (placeholder, placeholder.encode("utf-8")) if placeholder is not None else ()
+    winners: _Winners = {}
+    ops = dict.fromkeys(_COUNTED_OPS, 0)
+    for row, arrival in zip(rows, arrivals, strict=True):
+        if row.get(ERROR_COLUMN) is not None:
+            return "a bad event"
+        if position_error_of(row) is not None:
+            return "an event without a usable source position"
+        op = row.get(OP_COLUMN)
+        if op not in _COUNTED_OPS:
+            return f"an event of op {op!r}"
+        if placeholders and any(_holds(row[c], placeholders) for c in columns if _toastable(c, keys)):
+            return "a TOAST placeholder"
+        key = tuple(row[k] for k in keys)
+        if any(v is None or not isinstance(v, _GROUPABLE) for v in key):
+            return "a key of a type the driver does not group"
+        order = order_of(row)
+        # Spark's struct order: NULL first; positions are unique (order, then arrival).
+        position = (order is not None, order or "", arrival)
+        ops[op] += 1
+        held = winners.get(key)
+        if held is None or position > held[0]:
+            winners[key] = (position, {**row, ORDER_COLUMN: order})
+    return winners, ops
 
 
 def _action(row: Mapping[str, Any], tombstone: str | None, floor: str | None) -> str:
