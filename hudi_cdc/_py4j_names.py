@@ -43,7 +43,7 @@ def _cached(names: dict[str, Any], key: str, lookup: Any) -> Any:  # noqa: ANN40
     if found is not None:
         return found
     found = lookup()
-    if isinstance(found, JavaPackage) and not isinstance(found, CachingPackage):
+    if isinstance(found, JavaPackage):  # py4j's own: its sub-names resolve through this cache too
         found = CachingPackage(found._fqn, found._gateway_client, found._jvm_id, names)  # noqa: SLF001
         if key.rsplit(".", 1)[-1][:1].islower():  # a package; a capitalised miss may become a class
             names[key] = found

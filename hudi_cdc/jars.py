@@ -159,11 +159,10 @@ class JarSource:
         """The same as ``spark-submit`` arguments: the s3a jars, if any, by ``--jars`` (a cluster's executors
         need them), or with ``local`` (a local master) on the driver's classpath with the local file system's
         jar and its ``fs.file.impl``, as :meth:`spark_conf`."""
-        jars = self.jars if local else (*self.jars, *self.s3a)
         conf = self.spark_conf(local=local)
         local_args = ["--driver-class-path", conf[DRIVER_CLASSPATH]] if DRIVER_CLASSPATH in conf else []
         local_args += ["--conf", f"{LOCAL_FS_CONF}={conf[LOCAL_FS_CONF]}"] if LOCAL_FS_CONF in conf else []
-        local_args += ["--jars", ",".join(jars)] if jars else []
+        local_args += ["--jars", conf["spark.jars"]] if "spark.jars" in conf else []
         if self.kind == "folder":
             return local_args
         return ["--packages", ",".join(self.packages), "--exclude-packages", ",".join(EXCLUDES), *local_args]
