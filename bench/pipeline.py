@@ -452,6 +452,7 @@ def _cut_summary(
                 latencies.append(at - load.committed[seq])
     last = under_load[-1][1] if under_load else None
     return {
+        **_cut_costs(cuts, rounds),
         "cuts_under_load": len(under_load), "cuts_recorded": len(cuts),
         "cut_every_mean_s": round(statistics.mean(gaps), 1) if gaps else None,
         "cut_every_p90_s": round(_percentile(gaps, 0.90), 1) if gaps else None,
@@ -463,6 +464,21 @@ def _cut_summary(
         "cut_never": never,
         "cut_tables_unlike": _cut_unlike(spark, last, plan) if last is not None and not plan.cold else None,
     }  # fmt: skip
+
+
+def _cut_costs(cuts: list[dict[str, Any]], rounds: list[dict[str, Any]]) -> dict[str, Any]:
+    """Where a cut's cost goes: the runner's loop planning it (``plan_s`` of each recorded cut), and the rounds
+    bound at a cut's offsets, each of which started ``cut_wait_s`` after the plan and read no further."""
+    plans = [float(c["plan_s"]) for c in cuts if "plan_s" in c]
+    waits = [float(r["details"]["cut_wait_s"]) for r in rounds if "cut_wait_s" in (r.get("details") or {})]
+    return {
+        "cut_plan_p50_s": round(statistics.median(plans), 2) if plans else None,
+        "cut_plan_max_s": round(max(plans), 2) if plans else None,
+        "cut_plan_total_s": round(sum(plans), 1) if plans else None,
+        "bound_rounds": len(waits),
+        "cut_wait_p50_s": round(statistics.median(waits), 1) if waits else None,
+        "cut_wait_p90_s": round(_percentile(waits, 0.90), 1) if waits else None,
+    }
 
 
 def _cut_unlike(spark: Any, cut: dict[str, Any], plan: Plan) -> int:  # noqa: ANN401
@@ -626,6 +642,12 @@ RUN_COLUMNS = [
     results.column("cut_freshness_p50_s", "commit -> in a recorded cut: p50", "s"),
     results.column("cut_freshness_p99_s", "commit -> in a recorded cut: p99", "s"),
     results.column("cut_never", "transactions in no cut", "#"),
+    results.column("cut_plan_p50_s", "a cut's plan on the runner's loop: p50", "s"),
+    results.column("cut_plan_max_s", "a cut's plan on the runner's loop: longest", "s"),
+    results.column("cut_plan_total_s", "cuts' plans on the runner's loop: all", "s"),
+    results.column("bound_rounds", "rounds bound at a cut's offsets", "#"),
+    results.column("cut_wait_p50_s", "a bound round's start after its cut's plan: p50", "s"),
+    results.column("cut_wait_p90_s", "a bound round's start after its cut's plan: p90", "s"),
     results.column("cut_tables_unlike", "the last of those cuts: tables not at its transaction", "#"),
     results.column("load_1m", "load average at the load's end: 1 min"),
     results.column("load_5m", "load average at the load's end: 5 min"),

@@ -309,13 +309,18 @@ class CutStore:
 
 
 def new_cut(plan: CutPlan, topic: str, tables: Mapping[str, dict[str, Any]], left_out: Mapping[str, str],
-            number: int, *, partial: Mapping[str, dict[str, Any]] | None = None) -> dict[str, Any]:  # fmt: skip
+            number: int, *, partial: Mapping[str, dict[str, Any]] | None = None,
+            planned: tuple[datetime, float] | None = None) -> dict[str, Any]:  # fmt: skip
     """The record of a cut whose tables all committed: ``tables`` name -> {path, commit, offsets, collections};
     ``partial``: name -> {quarantined: n} for the tables whose rounds since their previous cut set events aside
-    (those events, of transactions up to the cut, are missing from it)."""
+    (those events, of transactions up to the cut, are missing from it); ``planned``: when it was planned, and
+    the seconds the plan took."""
+    timing = {} if planned is None else {"planned_at": planned[0].isoformat(timespec="milliseconds"),
+                                          "plan_s": round(planned[1], 3)}  # fmt: skip
     return {
         "id": number,
         "at": datetime.now(UTC).isoformat(timespec="milliseconds"),
+        **timing,
         "transaction": plan.end.id,
         "transaction_topic": topic,
         "transaction_offset": plan.end.offset,

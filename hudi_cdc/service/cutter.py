@@ -28,6 +28,7 @@ import json
 import logging
 import os
 import threading
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -85,6 +86,8 @@ class _Underway:
     quarantined: dict[str, int] = field(default_factory=dict)  # name -> events quarantined since its last cut
     bound: list[TableState] = field(default_factory=list)  # tables given the cut's offsets as their bound
     planned_at: float = 0.0
+    planned_wall: datetime = field(default_factory=lambda: datetime.now(UTC))
+    plan_s: float = 0.0  # the runner's loop planning it: no round starts meanwhile
     idle: bool = False  # no table could take part (none has a commit yet, or all are paused): nothing was read
 
 
@@ -270,6 +273,7 @@ class Cutter:
             return
         if self.underway is not None or now < self.next_at:
             return
+        started = time.perf_counter()
         for _ in range(PLAN_TRIES):
             underway = self.underway = _Underway(planned_at=now)
             try:
@@ -279,6 +283,9 @@ class Cutter:
                 return
             if placed:
                 break
+        underway.plan_s = time.perf_counter() - started
+        if self.metrics is not None:
+            self.metrics.cut_planned(underway.plan_s)
         if underway.plan is None and underway.idle:
             self._idle(now, underway.why)
         elif underway.plan is None:
@@ -340,7 +347,7 @@ class Cutter:
     def _lift(underway: _Underway) -> None:
         """Lift the bounds of the cut's rounds; the caller holds ``_lock`` (not reentrant)."""
         for table in underway.bound:
-            table.until = None
+            table.until = table.until_at = None
 
     def _plan(self, tables: list[TableState]) -> bool:
         """Plan the cut into ``self.underway``: its plan, or why none (``why``). False: a round under way
@@ -436,7 +443,7 @@ class Cutter:
                     return False
                 running = table.state == RUNNING
                 if running or until != {p: heads[name][2].get(p, 0) for p in until}:
-                    table.until = dict(until)
+                    table.until, table.until_at = dict(until), underway.planned_at
                     underway.bound.append(table)
                     underway.pending.add(name)
                     if not running:
@@ -581,7 +588,7 @@ class Cutter:
         abandoned when it waits for the table); ``quarantined``: the bad events it set aside, missing from
         the cut."""
         with self._lock:
-            table.claimed, table.until = None, None
+            table.claimed, table.until, table.until_at = None, None, None
         if commit is None:  # a failed round may have committed: its head is read again
             self._heads.pop(table.name, None)
         underway = self.underway
@@ -624,7 +631,7 @@ class Cutter:
         at = head[1] if head is not None else {}
         if head is not None and getattr(head, "repaired", None) != underway.tables[table.name].get("repaired"):
             with self._lock:  # a repair committed meanwhile: a cut boundary of its own (cut_repairs)
-                table.until = None
+                table.until = table.until_at = None
             self._cannot(now, f"abandoned: {table.name} was repaired while the cut waited for it", after_s=0.0)
         elif head is not None and at == until:
             self.round_done(table, head[0], now, quarantined=quarantined)
@@ -638,7 +645,7 @@ class Cutter:
         bound, and the reader's connection is let go."""
         with self._lock:
             for table in tables:
-                table.until = None
+                table.until = table.until_at = None
         self.underway = None
         close = getattr(self.reader, "close", None)
         if close is not None:
@@ -650,7 +657,15 @@ class Cutter:
             return
         number = int((self.store.newest or {}).get("id", 0)) + 1
         partial = {n: {"quarantined": q} for n, q in sorted(underway.quarantined.items()) if q}
-        cut = new_cut(underway.plan, underway.topic, underway.tables, underway.left_out, number, partial=partial)
+        cut = new_cut(
+            underway.plan,
+            underway.topic,
+            underway.tables,
+            underway.left_out,
+            number,
+            partial=partial,
+            planned=(underway.planned_wall, underway.plan_s),
+        )
         self.store.record(cut, keep=self.spec.run.cut_retention)
         self._forget_before(cut)
         try:

@@ -48,8 +48,9 @@ Pushgateway after a one-shot run (``[run] pushgateway_url``). Per table:
 
 Per pipeline, with consistent cuts on (docs/consistent-cuts.md): ``hudi_cdc_cuts_total{result}`` (recorded,
 partial: recorded with quarantined events missing, no_cut: a plan found no boundary or was abandoned, error:
-a plan failed) and ``hudi_cdc_cut_failed_plans``: plans in a row that made no cut (0 after a cut; status.json's
-``cut_blocked`` says why).
+a plan failed), ``hudi_cdc_cut_failed_plans``: plans in a row that made no cut (0 after a cut; status.json's
+``cut_blocked`` says why), and ``hudi_cdc_cut_plan_seconds``: the runner's loop planning a cut, when it starts no
+round (a bound round's wait from the plan to its start is its ``cut_wait_s``).
 """
 
 from __future__ import annotations
@@ -135,6 +136,15 @@ class PipelineMetrics:
         self.cut_failed_plans = Gauge(
             "hudi_cdc_cut_failed_plans", "Consistent-cut plans in a row that made no cut", registry=r
         )
+        self.cut_plan = Histogram(
+            "hudi_cdc_cut_plan_seconds",
+            "The runner's loop planning a consistent cut (no round starts meanwhile)",
+            buckets=_SECONDS,
+            registry=r,
+        )
+
+    def cut_planned(self, seconds: float) -> None:
+        self.cut_plan.observe(seconds)
 
     def cut_recorded(self, *, partial: bool) -> None:
         self.cuts.labels("partial" if partial else "recorded").inc()

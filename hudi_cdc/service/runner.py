@@ -769,9 +769,9 @@ class Runner:
             table.checked = True
         if self._compactor is not None:
             self._compactor.check(table.target)  # compaction failing again and again fails the table
-        until = table.until  # read once: the cutter (on the runner's loop) may lift it meanwhile
+        until, until_at = table.until, table.until_at  # read once: the cutter (on the loop) may lift it meanwhile
         if until is not None:
-            return self._bounded_round(table, until)
+            return self._bounded_round(table, until, planned_at=until_at)
         if table.repair is not None:
             return self._repair_round(table, table.repair)
         return ingest_once(table.config, spark=self.spark, steps=table.steps, source=self._cut_source(table))
@@ -876,9 +876,13 @@ class Runner:
         except Exception:  # noqa: BLE001 - a context that cannot say is going away
             return True
 
-    def _bounded_round(self, table: TableState, until: dict[int, int]) -> IngestResult:
+    def _bounded_round(
+        self, table: TableState, until: dict[int, int], *, planned_at: float | None = None
+    ) -> IngestResult:
         """Rounds of ``table`` that end exactly at a consistent cut's offsets (more than one with
-        ``source_limit``); the commit holding exactly those is kept in ``table.cut_commit``."""
+        ``source_limit``); the commit holding exactly those is kept in ``table.cut_commit``. Its details say
+        ``cut_bound``, and ``cut_wait_s``: how long after the cut's plan (``planned_at``) it started, since it
+        reads only to the offsets planned then (what a cut costs a table's freshness)."""
         from hudi_cdc.envelope.types import reader_schema
         from hudi_cdc.pipeline import ingest_once
         from hudi_cdc.service.cutter import head_commit
@@ -894,7 +898,10 @@ class Runner:
             head = head_commit(self.spark, table.config.target_base_path)
             if head is not None and head[1] == until:
                 table.cut_commit = head[0]
-                return dataclasses.replace(result, quarantined=quarantined)
+                waited = {} if planned_at is None or table.round_started_s is None else {
+                    "cut_wait_s": round(table.round_started_s - planned_at, 3)}  # fmt: skip
+                details = {**result.details, "cut_bound": True, **waited}
+                return dataclasses.replace(result, quarantined=quarantined, details=details)
             if head is None or result.events == 0 or any(head[1].get(p, 0) > o for p, o in until.items()):
                 raise TransientError(
                     f"{table.name}: a round bounded at {until} for a consistent cut committed "

@@ -71,6 +71,7 @@ class TableState:
     round_started_s: float | None = field(default=None, repr=False)
     round_waiting_since_s: float | None = field(default=None, repr=False)  # its oldest change, as it started
     until: dict[int, int] | None = field(default=None, repr=False)  # a consistent cut's bound on its next round
+    until_at: float | None = field(default=None, repr=False)  # when the cut's plan set ``until`` (runner clock)
     cut_commit: str | None = field(default=None, repr=False)  # the commit its bounded round ended at the cut with
     claimed: dict[int, int] | None = field(default=None, repr=False)
     """Where the round under way reads to (partition -> next offset), once it has planned: the head it will
@@ -88,6 +89,7 @@ class TableState:
             "round_started_s",
             "round_waiting_since_s",
             "until",
+            "until_at",
             "cut_commit",
             "claimed",
         }

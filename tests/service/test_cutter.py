@@ -249,8 +249,14 @@ def test_a_cut_that_cannot_be_made_says_why_in_status_and_metrics_and_backs_off(
     cut.reader.topics["srv.s.a"].append("t1")  # type: ignore[attr-defined]
     cut.step(now, tables.values())
     assert tables["s.a"].until == {0: 2}
+    assert tables["s.a"].until_at == now  # when it was bound: its round's cut_wait_s counts from here
     cut.round_done(tables["s.a"], "c1", now)
     assert [c["transaction"] for c in _recorded(cut)] == ["t1"] and cut.blocked_now() is None
+    assert tables["s.a"].until is None and tables["s.a"].until_at is None
+    # Each cut says when it was planned and how long the runner's loop spent on it (no round starts meanwhile).
+    [recorded] = _recorded(cut)
+    assert recorded["planned_at"] <= recorded["at"] and 0 <= recorded["plan_s"] < 5
+    assert registry.get_sample_value("hudi_cdc_cut_plan_seconds_count") == 10  # the 9 that made none too
     assert registry.get_sample_value("hudi_cdc_cut_failed_plans") == 0
     assert registry.get_sample_value("hudi_cdc_cuts_total", {"result": "recorded"}) == 1
 
@@ -278,8 +284,11 @@ def test_a_bounded_round_cut_short_by_source_limit_reports_every_round_s_quarant
     monkeypatch.setattr(kafka, "KafkaSource", lambda *args, **kwargs: None)
     monkeypatch.setattr(cutter, "head_commit", lambda spark, base: ("c", committed["offsets"]))
     table = TableState("s.a", "srv.s.a", "/lake/a", config=SimpleNamespace(target_base_path="/lake/a"))  # type: ignore[arg-type]
-    result = Runner._bounded_round(SimpleNamespace(spark=None), table, {0: 2})  # type: ignore[arg-type]
+    table.round_started_s = 47.5
+    result = Runner._bounded_round(SimpleNamespace(spark=None), table, {0: 2}, planned_at=10.0)  # type: ignore[arg-type]
     assert table.cut_commit == "c" and result.quarantined == 3  # the cut lacks all 3, not the last round's 1
+    # It read only to offsets planned 37.5 s before it started: the freshness the cut cost it, said per round.
+    assert result.details == {"cut_bound": True, "cut_wait_s": 37.5}
 
 
 # -- issue 56: a plan reads only what arrived since the previous plan -------------------------------------------
