@@ -8,7 +8,7 @@ JARS := $(JARS_DIR)/.fetched
 PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help install jars wheel airflow demo demo-files demo-stack test test-setup test-archive test-nostack bench bench-scale bench-freshness bench-verify bench-repair bench-first-load bench-pipeline bench-pipeline-skewed bench-pipeline-cuts bench-formats bench-rounds bench-oneshot bench-commit-cost bench-java-client bench-small-round bench-history bench-history-size bench-shape bench-index bench-toast bench-pick bench-report bench-all chaos chaos-runners chaos-s3a test-fast lint clean stack-up stack-down stack-reset trino-up trino-down test-trino
+.PHONY: help install jars wheel airflow demo demo-files demo-stack test test-setup test-archive test-nostack bench bench-scale bench-freshness bench-verify bench-repair bench-first-load bench-pipeline bench-pipeline-skewed bench-pipeline-cuts bench-formats bench-rounds bench-oneshot bench-commit-cost bench-java-client bench-small-round bench-small-round-wheel bench-history bench-history-size bench-shape bench-index bench-toast bench-pick bench-report bench-all chaos chaos-runners chaos-s3a test-fast lint clean stack-up stack-down stack-reset trino-up trino-down test-trino
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -188,6 +188,18 @@ bench-java-client: install ## Experiment: the same small MOR round through Hudi'
 
 bench-small-round: install ## A warm round of 1,000 changes into a 1M-row MOR table through the Python API: Java write client vs Spark's datasource, metadata table on/off
 	$(PY) -m bench.small_round --results $(BENCH_RESULTS)
+
+# The same benchmark as a pip user runs it: the wheel in a venv of its own, no checkout on its path (the bench
+# package alone, through a folder of its own), its jars the wheel's and Maven's (Spark resolves the coordinates).
+WHEEL_BENCH := .bench/wheel
+bench-small-round-wheel: wheel ## bench-small-round from a pip-installed wheel (its own venv, jars from the wheel and Maven)
+	rm -rf $(WHEEL_BENCH) && mkdir -p $(WHEEL_BENCH)/path && python3 -m venv $(WHEEL_BENCH)/venv
+	$(WHEEL_BENCH)/venv/bin/pip install -q -c constraints.txt dist/hudi_cdc-*.whl
+	ln -s $(CURDIR)/bench $(WHEEL_BENCH)/path/bench
+	cd $(WHEEL_BENCH) && env -u HUDI_CDC_JARS_DIR PYTHONPATH=$(CURDIR)/$(WHEEL_BENCH)/path venv/bin/python -m bench.small_round \
+		--name small-round-wheel --work $(CURDIR)/$(WHEEL_BENCH)/work --results $(CURDIR)/$(BENCH_RESULTS) \
+		--variants "mor java" "mor spark:java_writer_max_rows=0"
+	$(REPORT)
 
 bench-history: install ## What a history mode costs a round: 1,000 changes into a 200k-row table, none / soft_delete / scd2, MOR and COW
 	$(PY) -m bench.small_round --name history-cost --table-rows 200000 --results $(BENCH_RESULTS) --variants \

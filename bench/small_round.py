@@ -229,6 +229,20 @@ ROUND_COLUMNS = [
 ]  # fmt: skip
 
 
+def _installed() -> dict[str, Any]:
+    """Where this run's hudi_cdc came from (a checkout, or a pip-installed wheel: ``make
+    bench-small-round-wheel``), where its jars came from, and which of hudi-cdc's own jars it had."""
+    import hudi_cdc
+    from hudi_cdc.jars import own_jars, resolve_jars
+
+    source = resolve_jars()
+    return {
+        "hudi_cdc_from": "wheel" if "site-packages" in hudi_cdc.__file__ else "checkout",
+        "jars_from": source.kind,
+        "own_jars": sorted(name for name, path in own_jars(source).items() if path),
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--table-rows", type=int, default=1_000_000)
@@ -297,6 +311,7 @@ def main(argv: list[str] | None = None) -> int:
             "variants": args.variants,
             "measured_from_round": 2,
             "shared_machine": True,
+            **_installed(),
         },  # fmt: skip
         tables={
             "rounds": result_files.table(COLUMNS_OUT, summary),
