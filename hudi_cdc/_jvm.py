@@ -80,15 +80,23 @@ def jit_options() -> tuple[str, ...]:
     return _JIT_MODES[mode]
 
 
+# Hudi's object-size estimator (its shaded JOL), the first time a JVM uses it, tries to attach an agent to the
+# JVM itself and then starts a second JVM to attach Java's serviceability agent; all fail here (no
+# self-attach), cost CPU and print warnings on the JVM's stdout, which is also ours (--json). Its estimates
+# need none of them.
+JOL_OPTIONS = ("-Djol.skipDynamicAttach=true", "-Djol.skipInstallAttach=true", "-Djol.skipHotspotSAAttach=true")
+
+
 def jvm_options(java: str | None = None) -> str:
     """The options every JVM of a hudi-cdc job runs with, driver and executors: ``GC_LOCKER_RETRIES``
-    before Java 23 (which no longer has the option and would refuse to start with it), and
-    :func:`jit_options`. A Java whose version cannot be read is taken to be one Spark 3.5 supports (8 to 21).
+    before Java 23 (which no longer has the option and would refuse to start with it), :data:`JOL_OPTIONS`
+    and :func:`jit_options`. A Java whose version cannot be read is taken to be one Spark 3.5 supports (8 to
+    21).
     """
     options: list[str] = []
     if (java_feature_version(java) or 17) < 23:
         options += ["-XX:+UnlockDiagnosticVMOptions", f"-XX:GCLockerRetryAllocationCount={GC_LOCKER_RETRIES}"]
-    return " ".join([*options, *jit_options()])
+    return " ".join([*options, *JOL_OPTIONS, *jit_options()])
 
 
 DRIVER_OPTIONS_KEY = "spark.driver.defaultJavaOptions"

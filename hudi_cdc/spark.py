@@ -56,9 +56,7 @@ _LOCAL_DEFAULTS = {
     # Rows with out-of-line (TOAST) values are wide: a 4096-row Parquet batch of 6 kB values reserves 25 MB
     # and more per column vector per task; at 4096 a 1 GiB driver ran out of heap reading a 15k-row table.
     "spark.sql.parquet.columnarReaderBatchSize": "1024",
-    # Hudi's object-size estimator (shaded JOL) would try to attach agents and print
-    # warnings and thread dumps on the JVM's stdout, which is also ours (--json).
-    "spark.driver.extraJavaOptions": "-Duser.timezone=UTC -Djol.skipDynamicAttach=true -Djol.skipInstallAttach=true",
+    "spark.driver.extraJavaOptions": "-Duser.timezone=UTC",
     "spark.executor.extraJavaOptions": "-Duser.timezone=UTC",
 }
 

@@ -7,7 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from hudi_cdc._jvm import GC_LOCKER_RETRIES, JIT_ENV, java_binary, java_feature_version, jvm_options
+from hudi_cdc._jvm import (
+    GC_LOCKER_RETRIES,
+    JIT_ENV,
+    JOL_OPTIONS,
+    java_binary,
+    java_feature_version,
+    jvm_options,
+)
 from hudi_cdc.errors import ConfigError
 
 
@@ -38,12 +45,13 @@ def test_a_jdk_without_a_release_file_has_no_known_version(tmp_path: Path) -> No
 @pytest.mark.parametrize("release", ["17.0.15", "21.0.2", "1.8.0_392", None])
 def test_java_before_23_waits_out_the_gc_locker(tmp_path: Path, release: str | None) -> None:
     options = jvm_options(_jdk(tmp_path, release)).split()
-    assert options == ["-XX:+UnlockDiagnosticVMOptions", f"-XX:GCLockerRetryAllocationCount={GC_LOCKER_RETRIES}"]
+    gc = ["-XX:+UnlockDiagnosticVMOptions", f"-XX:GCLockerRetryAllocationCount={GC_LOCKER_RETRIES}"]
+    assert options == [*gc, *JOL_OPTIONS]
 
 
 def test_java_23_which_dropped_the_option_gets_none(tmp_path: Path) -> None:
     # Java 23 would refuse to start with an option it no longer has.
-    assert jvm_options(_jdk(tmp_path, "23.0.1")) == ""
+    assert jvm_options(_jdk(tmp_path, "23.0.1")).split() == list(JOL_OPTIONS)
 
 
 def test_quick_jit_leaves_the_optimizing_compiler_out_and_a_wrong_mode_is_refused(

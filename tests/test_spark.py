@@ -30,6 +30,8 @@ print("PROBE " + json.dumps({
     "jit_top_tier": bean.getVMOption("TieredStopAtLevel").getValue(),
     "code_cache": bean.getVMOption("ReservedCodeCacheSize").getValue(),
     "user": jvm.java.lang.System.getProperty("hudi.cdc.probe"),
+    # Hudi's JOL starts no second JVM to attach the serviceability agent (hudi_cdc._jvm.JOL_OPTIONS).
+    "jol_sa": jvm.java.lang.System.getProperty("jol.skipHotspotSAAttach"),
     "rows": spark.range(3).count(),
 }))
 """
@@ -76,7 +78,7 @@ def test_a_session_hudi_cdc_starts_keeps_the_users_java_options_and_runs_workers
     assert done.returncode == 0, done.stderr[-3000:]
     # quick keeps the full JIT's 240 MB code cache (Java's own for the first tier, 48 MB, ran out: hudi_cdc._jvm)
     expected = {"retries": str(GC_LOCKER_RETRIES), "jit_top_tier": "1", "code_cache": str(240 << 20)}
-    assert _probe_output(done.stdout) == {**expected, "user": "kept", "rows": 3}
+    assert _probe_output(done.stdout) == {**expected, "user": "kept", "jol_sa": "true", "rows": 3}
     lines = dict(line.split(" ", 1) for line in done.stdout.splitlines() if line.startswith(("WORKER", "DRIVER")))
     assert lines["WORKER"] == lines["DRIVER"] == sys.executable
 
@@ -98,5 +100,11 @@ def test_the_spark_submit_line_of_the_readme_gives_the_driver_the_same_options(t
     top_tier = "1" if "-XX:TieredStopAtLevel=1" in java_options else "4"  # as HUDI_CDC_JIT says (make test: quick)
     probe = _probe_output(done.stdout)
     assert int(probe.pop("code_cache")) >= 240 << 20  # quick's own option, or the full JIT's default
-    expected = {"retries": str(GC_LOCKER_RETRIES), "jit_top_tier": top_tier, "user": "kept", "rows": 3}
+    expected = {
+        "retries": str(GC_LOCKER_RETRIES),
+        "jit_top_tier": top_tier,
+        "user": "kept",
+        "jol_sa": "true",
+        "rows": 3,
+    }
     assert probe == expected
