@@ -58,6 +58,7 @@ SHOW: dict[str, list[Shown]] = {
     "commit-cost": [Shown("commits", hide=("min_s", "max_s", "markers_s", "clean_archive_s"))],
     "java-client": [Shown("rounds", hide=("min_s", "max_s", "build_s"))],
     "small-round": [Shown("rounds", hide=("min_s", "max_s", "tombstones_s"))],
+    "small-round-wheel": [Shown("rounds", hide=("min_s", "max_s", "tombstones_s"))],
     "history-cost": [Shown("rounds", hide=("min_s", "max_s", "tombstones_s", "compacting_s", "build_s"))],
     "shape-cost": [Shown("runs")],
     "history-size": [Shown("runs")],
