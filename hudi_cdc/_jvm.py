@@ -17,6 +17,7 @@ __all__ = [
     "jit_options",
     "jvm",
     "jvm_alive",
+    "gc_options",
     "jvm_conf",
     "jvm_options",
 ]
@@ -87,16 +88,36 @@ def jit_options() -> tuple[str, ...]:
 JOL_OPTIONS = ("-Djol.skipDynamicAttach=true", "-Djol.skipInstallAttach=true", "-Djol.skipHotspotSAAttach=true")
 
 
+GC_ENV = "HUDI_CDC_GC"
+"""``parallel``: the JVMs collect garbage with the parallel collector (``-XX:+UseParallelGC``); ``default``:
+Java's own choice (G1 on two cores or more). See :func:`gc_options`."""
+_GC_MODES = {"default": (), "parallel": ("-XX:+UseParallelGC",)}
+
+
+def gc_options() -> tuple[str, ...]:
+    """The collector options of ``HUDI_CDC_GC``.
+
+    On few cores G1's concurrent marking and write barriers cost a busy JVM CPU that its short pauses do
+    not pay back in batch work: the 16 payload-scenario tests in one session took 198 CPU-s with the
+    parallel collector against 242 with G1 (docs/tuning.md). A long-lived runner with a big heap may prefer
+    G1's short pauses: ``default``.
+    """
+    mode = os.environ.get(GC_ENV, "default").strip().lower() or "default"
+    if mode not in _GC_MODES:
+        raise ConfigError(f"{GC_ENV}={mode!r}: expected one of {', '.join(_GC_MODES)}")
+    return _GC_MODES[mode]
+
+
 def jvm_options(java: str | None = None) -> str:
     """The options every JVM of a hudi-cdc job runs with, driver and executors: ``GC_LOCKER_RETRIES``
-    before Java 23 (which no longer has the option and would refuse to start with it), :data:`JOL_OPTIONS`
-    and :func:`jit_options`. A Java whose version cannot be read is taken to be one Spark 3.5 supports (8 to
-    21).
+    before Java 23 (which no longer has the option and would refuse to start with it), :data:`JOL_OPTIONS`,
+    :func:`gc_options` and :func:`jit_options`. A Java whose version cannot be read is taken to be one Spark
+    3.5 supports (8 to 21).
     """
     options: list[str] = []
     if (java_feature_version(java) or 17) < 23:
         options += ["-XX:+UnlockDiagnosticVMOptions", f"-XX:GCLockerRetryAllocationCount={GC_LOCKER_RETRIES}"]
-    return " ".join([*options, *JOL_OPTIONS, *jit_options()])
+    return " ".join([*options, *JOL_OPTIONS, *gc_options(), *jit_options()])
 
 
 DRIVER_OPTIONS_KEY = "spark.driver.defaultJavaOptions"

@@ -88,9 +88,11 @@ def _spark_jars() -> list[Path]:
 
 
 def _fingerprint(jars: Sequence[str]) -> str:
-    """What the archive depends on: the JVM, Spark's own jars and ours (path, size, mtime), hudi-cdc."""
+    """What the archive depends on: the JVM and its collector, Spark's own jars and ours (path, size, mtime),
+    hudi-cdc."""
     import pyspark
 
+    from hudi_cdc._jvm import gc_options
     from hudi_cdc._version import __version__
 
     java = Path(_java())
@@ -100,6 +102,7 @@ def _fingerprint(jars: Sequence[str]) -> str:
     facts = {
         "java": str(java),
         "release": release.read_text() if release.exists() else "",
+        "gc": list(gc_options()),  # an archive another collector dumped is not mapped
         "pyspark": pyspark.__version__,
         "hudi_cdc": __version__,
         "jars": [list(jars)] + [[str(f), f.stat().st_size, f.stat().st_mtime_ns] for f in files],

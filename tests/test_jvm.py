@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from hudi_cdc._jvm import (
+    GC_ENV,
     GC_LOCKER_RETRIES,
     JIT_ENV,
     JOL_OPTIONS,
@@ -21,6 +22,7 @@ from hudi_cdc.errors import ConfigError
 @pytest.fixture(autouse=True)
 def _java_default_jit(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(JIT_ENV, raising=False)  # `make test` runs the suite with its JVMs on quick
+    monkeypatch.delenv(GC_ENV, raising=False)  # and on the parallel collector
 
 
 def _jdk(tmp_path: Path, release: str | None) -> str:
@@ -87,3 +89,15 @@ def test_quick_jit_keeps_the_code_cache_the_full_jit_has(monkeypatch: pytest.Mon
     quick = _code_cache_bytes(java, jvm_options(java))
     assert full >= 240 * 1024 * 1024
     assert quick >= full, f"quick reserves {quick >> 20} MB of code cache, the full JIT {full >> 20} MB"
+
+
+def test_the_parallel_collector_is_asked_for_by_name_and_a_wrong_mode_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    java = _jdk(tmp_path, "17.0.15")
+    assert "UseParallelGC" not in jvm_options(java)  # Java's own choice by default
+    monkeypatch.setenv(GC_ENV, "Parallel")
+    assert "-XX:+UseParallelGC" in jvm_options(java).split()
+    monkeypatch.setenv(GC_ENV, "zgc")
+    with pytest.raises(ConfigError, match=r"HUDI_CDC_GC='zgc': expected one of default, parallel"):
+        jvm_options(java)

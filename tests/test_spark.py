@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from hudi_cdc._jvm import GC_LOCKER_RETRIES, JIT_ENV
+from hudi_cdc._jvm import GC_ENV, GC_LOCKER_RETRIES, JIT_ENV
 from hudi_cdc.testing.cluster import spark_bin
 
 pytestmark = pytest.mark.spark
@@ -32,6 +32,7 @@ print("PROBE " + json.dumps({
     "user": jvm.java.lang.System.getProperty("hudi.cdc.probe"),
     # Hudi's JOL starts no second JVM to attach the serviceability agent (hudi_cdc._jvm.JOL_OPTIONS).
     "jol_sa": jvm.java.lang.System.getProperty("jol.skipHotspotSAAttach"),
+    "parallel_gc": bean.getVMOption("UseParallelGC").getValue(),
     "rows": spark.range(3).count(),
 }))
 """
@@ -67,6 +68,7 @@ def test_a_session_hudi_cdc_starts_keeps_the_users_java_options_and_runs_workers
     env = {k: v for k, v in os.environ.items() if k not in ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON", "VIRTUAL_ENV")}
     env["PATH"] = f"{bare / 'bin'}:/usr/bin:/bin"
     env[JIT_ENV] = "quick"  # Java's default (full) is the JVM's own: nothing of ours to see
+    env[GC_ENV] = "parallel"  # likewise
     conf = json.dumps({"spark.driver.extraJavaOptions": "-Dhudi.cdc.probe=kept"})
     done = subprocess.run(
         [sys.executable, "-c", OPTIONS_PROBE + WORKER_PROBE + STOP, conf],
@@ -78,7 +80,13 @@ def test_a_session_hudi_cdc_starts_keeps_the_users_java_options_and_runs_workers
     assert done.returncode == 0, done.stderr[-3000:]
     # quick keeps the full JIT's 240 MB code cache (Java's own for the first tier, 48 MB, ran out: hudi_cdc._jvm)
     expected = {"retries": str(GC_LOCKER_RETRIES), "jit_top_tier": "1", "code_cache": str(240 << 20)}
-    assert _probe_output(done.stdout) == {**expected, "user": "kept", "jol_sa": "true", "rows": 3}
+    assert _probe_output(done.stdout) == {
+        **expected,
+        "user": "kept",
+        "jol_sa": "true",
+        "parallel_gc": "true",
+        "rows": 3,
+    }
     lines = dict(line.split(" ", 1) for line in done.stdout.splitlines() if line.startswith(("WORKER", "DRIVER")))
     assert lines["WORKER"] == lines["DRIVER"] == sys.executable
 
@@ -98,6 +106,7 @@ def test_the_spark_submit_line_of_the_readme_gives_the_driver_the_same_options(t
     done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     top_tier = "1" if "-XX:TieredStopAtLevel=1" in java_options else "4"  # as HUDI_CDC_JIT says (make test: quick)
+    parallel_gc = "true" if "-XX:+UseParallelGC" in java_options else "false"  # as HUDI_CDC_GC says
     probe = _probe_output(done.stdout)
     assert int(probe.pop("code_cache")) >= 240 << 20  # quick's own option, or the full JIT's default
     expected = {
@@ -105,6 +114,7 @@ def test_the_spark_submit_line_of_the_readme_gives_the_driver_the_same_options(t
         "jit_top_tier": top_tier,
         "user": "kept",
         "jol_sa": "true",
+        "parallel_gc": parallel_gc,
         "rows": 3,
     }
     assert probe == expected

@@ -29,7 +29,7 @@ REPO = Path(__file__).resolve().parents[2]
 AIRFLOW = REPO / ".venv-airflow" / "bin" / "airflow"
 HUDI_CDC = Path(sys.executable).parent / "hudi-cdc"
 INVENTORY_DAGS = REPO / "examples" / "airflow"
-MACHINE = ("HUDI_CDC_CACHE_DIR", "HUDI_CDC_JIT")
+MACHINE = ("HUDI_CDC_CACHE_DIR", "HUDI_CDC_JIT", "HUDI_CDC_GC")
 
 
 class Airflow:
