@@ -10,14 +10,16 @@ from typing import Any
 from hudi_cdc.errors import ConfigError
 
 __all__ = [
+    "GC_ENV",
     "JIT_ENV",
+    "JOL_OPTIONS",
+    "gc_options",
     "hadoop_conf",
     "java_binary",
     "java_message",
     "jit_options",
     "jvm",
     "jvm_alive",
-    "gc_options",
     "jvm_conf",
     "jvm_options",
 ]
