@@ -2,10 +2,13 @@
 
     python -m bench.report [--results bench/results] [--doc docs/benchmarks.md] [--img docs/img]
 
-For each benchmark, the newest result file of each series becomes a table block
-between ``<!-- results:<benchmark>:begin -->`` and ``<!-- results:<benchmark>:end -->``
-in the doc (the prose around the blocks is left alone; a benchmark without
-markers gets a section at the end). Three plots are drawn from the same files:
+For each benchmark, the newest result file of its newest series (or of each series
+``SERIES`` names: variants measured side by side) becomes a table block between
+``<!-- results:<benchmark>:begin -->`` and ``<!-- results:<benchmark>:end -->`` in
+the doc, each under a one-line header (run time, machine, versions, commit) that
+links to its file; a file's ``notes`` and the other series stay in the files. The
+prose around the blocks is left alone; a benchmark without markers gets a
+section at the end. Three plots are drawn from the same files:
 hudi-cdc's rate against the anchors (``make bench``), the freshness distribution
 (``make bench-freshness``) and the cost per event against the backlog
 (``make bench-scale``). The output depends on the files only, so running it twice
@@ -43,30 +46,42 @@ class Shown:
     hide: tuple[str, ...] = ()
 
 
+# Rows of the pipeline's turned table left to the file: parameters the page's prose gives, and constants.
+PIPELINE_HIDE = ("turn", "hot_share_pct", "cold_every_s", "tables_p99_within_15s", "tables_without_samples",
+                 "idle_rounds", "idle_rounds_per_table_s", "load_5m")  # fmt: skip
+
+# Columns of a commit's table left to the file: the table type (the series names it), the spread, constants and
+# the steps that stay near zero.
+COMMIT_COST_HIDE = ("table_type", "min_s", "max_s", "writes", "stages", "markers_s", "clean_archive_s", "other_s")
+
+# Columns of a small round's table left to the file: the spread, the steps of a few milliseconds, and the JVM
+# CPU of the compacting rounds.
+SMALL_ROUND_HIDE = ("min_s", "max_s", "open_s", "read_s", "tombstones_s", "scheduling_cpu_s", "compact_cpu_s")
+
 # The tables each benchmark shows on the page (none: the benchmark is not on the page); the others, and the
 # hidden columns, stay in the result files.
 SHOW: dict[str, list[Shown]] = {
     "bench": [Shown("runs", hide=("note",))],
     "scale": [Shown("runs", hide=("keys", "rounds_planned", "note"))],
     "freshness": [Shown("latency", hide=("compaction", "seconds"))],
-    "pipeline": [Shown("runs", turned=True, hide=("idle_rounds_per_table_s",))],
+    "pipeline": [Shown("runs", turned=True, hide=PIPELINE_HIDE)],
     "rounds": [Shown("rounds"), Shown("outcome")],
     "oneshot": [
-        Shown("oneshot", hide=("min_s", "max_s", "python_s", "cli_to_session_s", "read_s", "tombstones_s", "other_s")),
-        Shown("outcomes"),
+        Shown("oneshot", hide=("min_s", "max_s", "python_s", "cli_to_session_s", "read_s", "tombstones_s", "other_s"))
     ],
-    "commit-cost": [Shown("commits", hide=("min_s", "max_s", "markers_s", "clean_archive_s"))],
-    "java-client": [Shown("rounds", hide=("min_s", "max_s", "build_s"))],
-    "small-round": [Shown("rounds", hide=("min_s", "max_s", "tombstones_s"))],
-    "small-round-wheel": [Shown("rounds", hide=("min_s", "max_s", "tombstones_s"))],
+    "commit-cost": [Shown("commits", hide=COMMIT_COST_HIDE)],
+    "java-client": [Shown("rounds", hide=("min_s", "max_s", "writes", "build_s"))],
+    "small-round": [Shown("rounds", hide=SMALL_ROUND_HIDE)],
+    "small-round-wheel": [Shown("rounds", hide=SMALL_ROUND_HIDE)],
     "history-cost": [Shown("rounds", hide=("min_s", "max_s", "tombstones_s", "compacting_s", "build_s"))],
     "shape-cost": [Shown("runs")],
     "history-size": [Shown("runs")],
-    "catalog-sync": [Shown("costs")],
+    "catalog-sync": [Shown("costs", hide=("n", "note"))],
     "index": [Shown("upserts", hide=("round_min_s", "data_files"))],
     "formats": [Shown("runs", hide=("note",))],
     "toast": [Shown("lookup")],
     "pick": [Shown("pick")],
+    "small-plan": [Shown("rounds")],
     "verify": [Shown("verify", turned=True)],
     "first-load": [Shown("load", turned=True)],
     "overlap": [],  # an experiment on a design hudi-cdc does not have; tuning.md says what it found
@@ -77,8 +92,26 @@ SHOW: dict[str, list[Shown]] = {
 }
 
 
+# The series a benchmark shows, in this order, when more than its newest: variants measured side by side that
+# the page compares. A benchmark not named here shows its newest series only; an older design, a reduced or a
+# reverted run stays in bench/results/, and the block names the series it leaves out.
+SERIES: dict[str, tuple[str, ...]] = {
+    "scale": ("COPY_ON_WRITE", "MERGE_ON_READ"),
+    "pipeline": ("pipeline", "skewed", "cuts"),
+    "commit-cost": ("1,000,000 rows, COW", "1,000,000 rows, MOR"),
+    "java-client": ("bucket index, metadata table off, direct markers", "bucket index, metadata table on"),
+    "small-plan": (
+        "100,000 rows, 1,000 changes a round, timestamp/date/decimal/time columns",
+        "100,000 rows, 1,000 changes a round, from Kafka, timestamp/date/decimal/time columns",
+    ),
+    "index": ("1,000,000 rows, uniform updates", "10,000,000 rows, recent updates"),
+    "toast": ("COPY_ON_WRITE", "MERGE_ON_READ"),
+    "repair": ("repair", "repair-mariadb"),
+}
+
+
 def _begin(name: str) -> str:
-    return f"<!-- results:{name}:begin (generated by `make bench-report` from bench/results/{name}/) -->"
+    return f"<!-- results:{name}:begin (generated by make bench-report) -->"
 
 
 def _end(name: str) -> str:
@@ -100,6 +133,13 @@ def latest(results: Sequence[Mapping[str, Any]]) -> dict[str, list[Mapping[str, 
 
 def _when(result: Mapping[str, Any]) -> tuple[str, str]:
     return result["environment"]["time_utc"], Path(str(result.get("path", ""))).name
+
+
+def current(name: str, newest: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """Of a benchmark's newest result per series, those the page shows: ``SERIES``'s in its order, else the newest."""
+    by_series = {r["series"]: r for r in newest}
+    shown = [by_series[s] for s in SERIES.get(name, ()) if s in by_series]
+    return shown or ([max(newest, key=_when)] if newest else [])
 
 
 def cell(value: Any, unit: str | None = None) -> str:
@@ -168,7 +208,8 @@ def caption(result: Mapping[str, Any], earlier: int = 0, relative_to: Path = DOC
     if g.get("dirty"):
         commit += " + uncommitted changes"
     path = Path(str(result.get("path", "")))
-    link = f"[data]({os.path.relpath(path, relative_to)})" if path.name else ""
+    data = "data and notes" if result.get("notes") else "data"
+    link = f"[{data}]({os.path.relpath(path, relative_to)})" if path.name else ""
     name = TYPES.get(result["series"], result["series"])
     series = f"**{name}**: " if result["series"] != result["benchmark"] else ""
     text = series + " · ".join(
@@ -178,16 +219,15 @@ def caption(result: Mapping[str, Any], earlier: int = 0, relative_to: Path = DOC
         text += " (imported)"
     if earlier:
         text += f"; {earlier} earlier run{'s' if earlier > 1 else ''} in bench/results/{result['benchmark']}/"
-    text += "."
-    if result.get("notes"):
-        text += f"\n\n{result['notes']}"
-    return text + "\n"
+    return text + ".\n"
 
 
 def render_benchmark(name: str, newest: Sequence[Mapping[str, Any]], counts: Mapping[tuple[str, str], int],
                      relative_to: Path = DOC.parent) -> str:  # fmt: skip
+    """The block of a benchmark: each shown result's header and tables, then the series left to the files."""
     blocks = []
-    for result in newest:
+    shown_results = current(name, newest)
+    for result in shown_results:
         earlier = counts.get((name, result["series"]), 1) - 1
         parts = [caption(result, earlier, relative_to)]
         for shown in SHOW.get(name) or [Shown(t) for t in result["tables"]]:
@@ -195,6 +235,10 @@ def render_benchmark(name: str, newest: Sequence[Mapping[str, Any]], counts: Map
             if table and table["rows"]:
                 parts.append(render_table(table, shown.turned, shown.hide))
         blocks.append("\n".join(parts))
+    left = sorted({r["series"] for r in newest} - {r["series"] for r in shown_results})
+    if left:
+        names = ", ".join(f"`{TYPES.get(s, s)}`" for s in left)
+        blocks.append(f"Other series in bench/results/{name}/, not shown here: {names}.\n")
     return "\n".join(blocks)
 
 
@@ -362,7 +406,7 @@ def render(results_dir: Path = RESULTS, doc: Path = DOC, img: Path = IMG) -> lis
     written = [doc]
     for name, (file, draw) in PLOTS.items():
         if newest.get(name):
-            written.append(draw(newest[name], img / file))
+            written.append(draw(current(name, newest[name]), img / file))
     return written
 
 
