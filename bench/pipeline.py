@@ -50,6 +50,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import results
+from bench.procs import group_cpu_s, machine_cpu_s
 from bench.run import BOOTSTRAP, LAUNCHER, REGISTRY, REPO, hudi_cdc_jars, spark_submit, variant
 
 TICK_S = 0.1  # the load commits a transaction every tick
@@ -200,6 +201,7 @@ def measure(scenario: Scenario, work: Path, hoodie_conf: dict[str, str] | None =
         while not all(_completions(b) for b in bases.values()) and time.time() < deadline:
             time.sleep(1)  # every table has its first commit
         created_s = time.time()
+        cpu_from = _cpu(runner.pid)
         load.start()
         load.join()
         loadavg = os.getloadavg()  # the machine is shared: how busy it was while the load ran
@@ -211,6 +213,7 @@ def measure(scenario: Scenario, work: Path, hoodie_conf: dict[str, str] | None =
         while time.time() < deadline and not _caught_up(out_path, newest):
             time.sleep(2)
         caught_up_s = time.time()
+        cpu = {k: v - cpu_from[k] for k, v in _cpu(runner.pid).items()}
         busy_lines = len(out_path.read_text().splitlines())
         time.sleep(scenario.idle_seconds)
         expected = _postgres_sums(names)  # the load has stopped: the source no longer changes
@@ -245,6 +248,7 @@ def measure(scenario: Scenario, work: Path, hoodie_conf: dict[str, str] | None =
         "idle_round_mean_s": round(statistics.mean(idle), 3) if idle else None,
         "idle_round_p50_s": round(statistics.median(idle), 3) if idle else None,
         "idle_rounds_per_table_s": round(len(idle) / scenario.tables / scenario.idle_seconds, 2),
+        **_cpu_per_changes(cpu, load.changes),
         "load_behind_s": round(load.behind_s, 2),
         "load_1m": round(loadavg[0], 2), "load_5m": round(loadavg[1], 2),
         "cuts_expected": float((hoodie_conf or {}).get("consistent_cut_interval_seconds", 0)) > 0,
@@ -252,6 +256,24 @@ def measure(scenario: Scenario, work: Path, hoodie_conf: dict[str, str] | None =
     }  # fmt: skip
     print(json.dumps(result), flush=True)
     return result
+
+
+def _cpu(runner: int) -> dict[str, float]:
+    """CPU seconds so far: the runner's (its process group), the whole machine's, and this process's (the load)."""
+    return {"runner": group_cpu_s(runner), "machine": machine_cpu_s(), "load": time.process_time()}
+
+
+def _cpu_per_changes(cpu: dict[str, float], changes: int) -> dict[str, float]:
+    """CPU seconds per 1,000 changes from the load's start until caught up: the runner's, and the stack's (the
+    machine's less the runner's and the load generator's: Postgres, Kafka, Connect, the registry)."""
+    stack = cpu["machine"] - cpu["runner"] - cpu["load"]
+    per = 1000 / max(changes, 1)
+    return {
+        "runner_cpu_s": round(cpu["runner"], 1),
+        "stack_cpu_s": round(stack, 1),
+        "runner_cpu_per_1k_changes_s": round(cpu["runner"] * per, 3),
+        "stack_cpu_per_1k_changes_s": round(stack * per, 3),
+    }
 
 
 def _create_tables(names: list[str]) -> None:
@@ -649,6 +671,10 @@ RUN_COLUMNS = [
     results.column("cut_wait_p50_s", "a bound round's start after its cut's plan: p50", "s"),
     results.column("cut_wait_p90_s", "a bound round's start after its cut's plan: p90", "s"),
     results.column("cut_tables_unlike", "the last of those cuts: tables not at its transaction", "#"),
+    results.column("runner_cpu_per_1k_changes_s", "runner's CPU per 1,000 changes", "CPU-s"),
+    results.column("stack_cpu_per_1k_changes_s", "stack's CPU per 1,000 changes", "CPU-s"),
+    results.column("runner_cpu_s", "runner's CPU, load start to caught up", "CPU-s"),
+    results.column("stack_cpu_s", "stack's CPU, load start to caught up", "CPU-s"),
     results.column("load_1m", "load average at the load's end: 1 min"),
     results.column("load_5m", "load average at the load's end: 5 min"),
 ]  # fmt: skip
@@ -709,6 +735,10 @@ def render(runs: list[tuple[str, dict[str, str], dict[str, Any]]], started: str,
             row("caught up after the load stopped", lambda r: f"{r['caught_up_after_load_s']} s"),
             row("first commit of every table", lambda r: f"{r['first_commits_s']} s"),
             row("committed rounds", lambda r: f"{r['committed_rounds']:,}"),
+            row(
+                "CPU per 1,000 changes: runner / stack",
+                lambda r: f"{r['runner_cpu_per_1k_changes_s']} / {r['stack_cpu_per_1k_changes_s']} CPU-s",
+            ),
             row("an idle table's round (nothing new): mean / median", idle),
             "",
         ]

@@ -1,4 +1,5 @@
-"""Run a command and measure its wall time and the peak resident memory of its whole process tree."""
+"""Run a command and measure its wall time and the peak resident memory of its whole process tree; CPU seconds
+of a process group and of the whole machine."""
 
 from __future__ import annotations
 
@@ -37,6 +38,33 @@ def _tree_rss_kib(root: int) -> int:
             continue
         stack += _children(pid)
     return total
+
+
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def group_cpu_s(pgid: int) -> float:
+    """CPU seconds of the live processes of group ``pgid`` so far, each with the children it has reaped: a
+    runner started in its own session (its JVM, its Python driver, Spark's Python workers)."""
+    total = 0
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()  # the command name may hold spaces
+        except OSError:
+            continue  # ended meanwhile
+        if int(fields[2]) == pgid:
+            total += sum(int(x) for x in fields[11:15])  # utime, stime, cutime, cstime
+    return total / _TICK
+
+
+def machine_cpu_s() -> float:
+    """CPU seconds all cores have been busy since boot (/proc/stat's first line: all but idle and iowait)."""
+    with open("/proc/stat") as f:
+        user, nice, system, idle, iowait, irq, softirq, steal = (int(x) for x in f.readline().split()[1:9])
+    return (user + nice + system + irq + softirq + steal) / _TICK
 
 
 def run_measured(
