@@ -116,6 +116,30 @@ def test_the_report_renders_the_newest_run_of_each_series_and_draws_the_plots(tm
     assert {p: p.read_bytes() for p in [doc, *img.iterdir()]} == before  # the same files, the same output
 
 
+def test_the_report_shows_a_benchmarks_newest_series_and_leaves_notes_and_older_series_to_the_files(
+    tmp_path: Path,
+) -> None:
+    data, img, doc = tmp_path / "results", tmp_path / "img", tmp_path / "docs" / "benchmarks.md"
+    doc.parent.mkdir()
+    doc.write_text("# Benchmarks\n\n<!-- results:rounds:begin -->\n<!-- results:rounds:end -->\n")
+    assert "rounds" not in report.SERIES  # a benchmark that shows its newest series only
+    old = {"rounds": results.table(COLUMNS, [{"run": "old design", "events": 7, "us_per_event": 111.0}])}
+    new = {"rounds": results.table(COLUMNS, [{"run": "current", "events": 8, "us_per_event": 2.5}])}
+    _result(data, "rounds", "2026-11-20T10:00Z", old, series="before the fix")
+    path = _result(data, "rounds", "2026-11-21T10:00Z", new, series="after the fix")
+    stored = json.loads(path.read_text())
+    path.write_text(json.dumps({**stored, "notes": "A long history paragraph that belongs in the file."}))
+
+    report.render(data, doc, img)
+
+    block = doc.read_text().split("<!-- results:rounds:begin", 1)[1].split("<!-- results:rounds:end -->", 1)[0]
+    assert "| current | 8 | 2.5 |" in block and "old design" not in block
+    assert "**after the fix**: run of 2026-11-21 10:00 UTC" in block
+    assert f"[data and notes](../results/rounds/{path.name})" in block
+    assert "history paragraph" not in block  # the notes stay in the file
+    assert "Other series in bench/results/rounds/, not shown here: `before the fix`." in block
+
+
 @pytest.mark.parametrize(
     "path", sorted((REPO / "bench" / "results").glob("*/*.json")), ids=lambda p: p.parent.name + "/" + p.name
 )
