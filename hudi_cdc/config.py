@@ -302,6 +302,11 @@ class IngestConfig:
         "unset: a sixteenth of the driver's heap.",
         default=None,
     )
+    bucket_max_mb: float = setting(
+        "An unpartitioned table on hudi-cdc's bucket index gets more buckets, in one replace commit after a round, "
+        "when a bucket's base file passes this many MiB (docs/tuning.md#buckets-that-grow); 0: the count stays.",
+        default=256.0,
+    )
     jdbc_url: str | None = setting(
         "JDBC source: jdbc:postgresql://host:port/db, jdbc:mariadb:// or jdbc:mysql:// (no password in it).",
         default=None,
@@ -672,6 +677,8 @@ class IngestConfig:
             raise ConfigError(f"kafka_driver_read_max_messages must be >= 0, got {self.kafka_driver_read_max_messages}")
         if self.java_writer_max_rows < 0:
             raise ConfigError(f"java_writer_max_rows must be >= 0, got {self.java_writer_max_rows}")
+        if self.bucket_max_mb < 0:
+            raise ConfigError(f"bucket_max_mb must be >= 0 (0: the bucket count stays), got {self.bucket_max_mb}")
         if self.java_writer_max_bytes is not None and self.java_writer_max_bytes <= 0:
             raise ConfigError(f"java_writer_max_bytes must be positive, got {self.java_writer_max_bytes}")
         if self.source_limit is not None and self.source_limit <= 0:

@@ -25,6 +25,7 @@ from hudi_cdc.envelope.shape import recorded as recorded_shape
 from hudi_cdc.envelope.type_mapping import TypeMapping
 from hudi_cdc.errors import ConfigError, DecodeError, HudiCdcError, SinkError, SourceError, retry_backoff_s
 from hudi_cdc.policy import merge_policy
+from hudi_cdc.sink import buckets
 from hudi_cdc.sink import options as opt
 from hudi_cdc.sink.catalog import CatalogTarget, sync_after_round
 from hudi_cdc.sink.failures import WriteFailures
@@ -210,7 +211,7 @@ def ingest_once(
     if config.catalog != "none":
         CatalogTarget.of(config)  # a catalog name this source cannot render fails before anything is written
     with writer_lease(config, spark):  # one writer per table; a runner's or run's own hold is the same lease
-        result = _ingest_once(config, spark, source, steps)
+        result = _grow_buckets(config, spark, _ingest_once(config, spark, source, steps))
         # Catalog sync (issue 45): after the commit is complete, never inside the write (sink.catalog).
         catalog = sync_after_round(spark, config)
     return result if catalog is None else dataclasses.replace(result, details={**result.details, "catalog": catalog})
@@ -273,6 +274,37 @@ def _ingest_once(
         finally:
             # In a continuous process the next round needs that memory (see release).
             release(*plan.materialised, *(part.envelopes for part in batch.parts))
+
+
+def _grow_buckets(config: IngestConfig, spark: SparkSession, result: IngestResult) -> IngestResult:
+    """After a committed round, under its lease: a table on the bucket default with a base file past
+    ``bucket_max_mb`` is rewritten into more buckets in a commit of its own (``sink.buckets``)."""
+    if not result.committed or config.bucket_max_mb == 0 or config.partition_path_field:
+        return result
+    if opt.user_sized_index(config.hoodie_conf):
+        return result
+    table = HudiTable(spark, config.target_base_path)
+    max_bytes = int(config.bucket_max_mb * 2**20)
+    if table.largest_new_base_file() <= max_bytes:  # the newest commit's own stats: no listing in most rounds
+        return result
+    last = table.checkpoint_commit()
+    options = _write_options(config, config.record_key_fields or source_key_fields(table.record_key_fields()), table)
+    if last is None or not opt.grows_buckets(config.hoodie_conf, options):
+        return result
+    growth = buckets.grow(table, options, last, max_bytes)
+    if growth is None:
+        return result
+    log.info(
+        "%s: a bucket's files passed %g MiB (%.1f MiB): rewrote the table from %d into %d buckets in commit %s (%.1fs)",
+        config.target_table,
+        config.bucket_max_mb,
+        growth.largest_bytes / 2**20,
+        growth.before,
+        growth.after,
+        growth.instant,
+        growth.seconds,
+    )
+    return dataclasses.replace(result, details={**result.details, "buckets": growth.to_dict()})
 
 
 def _open_round(config: IngestConfig, spark: SparkSession, started: float) -> tuple[_Round, CommitInfo | None]:

@@ -141,6 +141,51 @@ class HudiTable:
             return []
         return sorted(_requested_times(self._meta_client().reloadActiveTimeline().filterPendingCompactionTimeline()))
 
+    def largest_new_base_file(self) -> int:
+        """The largest base file the newest commit or compaction wrote, by its write stats (no listing); 0 when
+        the newest file-group change since is a replace commit (a rewrite, a clustering), or none wrote one.
+        MERGE_ON_READ rounds (delta commits) write log files and are passed over: compaction writes the base."""
+        if not self.exists():
+            return 0
+        timeline = self._timeline()
+        instants = timeline.getReverseOrderedInstants().iterator()
+        while instants.hasNext():
+            instant = instants.next()
+            action = str(instant.getAction())
+            if action == "deltacommit":
+                continue
+            if action != "commit":
+                return 0
+            stats = timeline.readCommitMetadata(instant).getWriteStats().iterator()
+            largest = 0
+            while stats.hasNext():
+                stat = stats.next()
+                if ".log." not in str(stat.getPath()):
+                    largest = max(largest, int(stat.getFileSizeInBytes()))
+            return largest
+        return 0
+
+    def base_file_bytes(self) -> list[int]:
+        """The bytes of each file group's latest base file in an unpartitioned table, as Hudi's file-system view
+        sees them: replaced file groups and uncommitted files left out (log files too: compaction folds them)."""
+        if not self.exists():
+            return []
+        gateway = jvm(self._spark)
+        client = self._meta_client(fresh=True)  # the timeline and the table's files as they are now
+        hudi = gateway.org.apache.hudi
+        context = hudi.common.engine.HoodieLocalEngineContext(client.getStorageConf())
+        listed_by_metadata = bool(client.getTableConfig().isMetadataTableAvailable())
+        listing = hudi.common.config.HoodieMetadataConfig.newBuilder().enable(listed_by_metadata).build()
+        view = hudi.common.table.view.FileSystemViewManager.createInMemoryFileSystemView(context, client, listing)
+        try:
+            files = view.getLatestBaseFiles("").iterator()
+            sizes = []
+            while files.hasNext():
+                sizes.append(int(files.next().getFileSize()))
+            return sizes
+        finally:
+            view.close()
+
     def commits(self, newest_first: bool = True) -> list[CommitInfo]:
         """Completed commits, delta commits and replace commits with their extra metadata."""
         out = list(self._commit_infos())

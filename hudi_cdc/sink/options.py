@@ -308,6 +308,36 @@ def bucket_count(rows: int | None) -> int:
     return count
 
 
+_BUCKET_CHOICES = (INDEX_TYPE, BUCKET_ENGINE, NUM_BUCKETS, BUCKET_HASH_FIELD)
+
+
+def user_sized_index(user_conf: Mapping[str, str]) -> bool:
+    """Whether the user chose the index or its bucket count: theirs to keep, never grown."""
+    return any(k in user_conf for k in _BUCKET_CHOICES) or _enabled(user_conf, RECORD_INDEX_ENABLE)
+
+
+def grows_buckets(user_conf: Mapping[str, str], options: Mapping[str, str]) -> bool:
+    """Whether a write with ``options`` is on the bucket default ``resolve_index`` chose, whose count hudi-cdc
+    may grow (``sink.buckets``): unpartitioned, Hudi's simple bucket engine on the record key, not the user's."""
+    return (
+        not user_sized_index(user_conf)
+        and not options.get(PARTITION_PATH)
+        and _RECORDED_BUCKET.fullmatch(index_layout(options)) is not None
+    )
+
+
+def grown_bucket_count(file_bytes: Sequence[int], buckets: int, max_bytes: int) -> int | None:
+    """The bucket count for a table whose buckets' base files hold ``file_bytes`` once one passes ``max_bytes``:
+    the smallest power-of-two multiple of ``buckets`` with an average under half of ``max_bytes`` (room to
+    grow before the next), at most MAX_BUCKETS. None while no file passes it, or at the ceiling already."""
+    if max_bytes <= 0 or not file_bytes or max(file_bytes) <= max_bytes or buckets >= MAX_BUCKETS:
+        return None
+    total, count = sum(file_bytes), buckets * 2
+    while total / count > max_bytes / 2 and count < MAX_BUCKETS:
+        count *= 2
+    return min(count, MAX_BUCKETS)
+
+
 def names_index(user_conf: Mapping[str, str], *, partitioned: bool) -> bool:
     """Whether the settings decide the index without the table: the user's choice, or a partitioned table's."""
     return INDEX_TYPE in user_conf or _enabled(user_conf, RECORD_INDEX_ENABLE) or partitioned
