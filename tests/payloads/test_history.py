@@ -7,6 +7,7 @@ versions equal those an independent oracle builds from the stream in position or
 from __future__ import annotations
 
 import random
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -48,17 +49,23 @@ def _rows(spark: Any, base: str, columns: tuple[str, ...]) -> list[tuple]:
     return sorted(tuple(r) for r in frame.select(*columns).collect())
 
 
-def _order(lsn: int) -> str:
-    """What ``_valid_to_order`` holds for a Postgres position: ``_source_order`` of that LSN."""
+def _orders(lsns: Iterable[int]) -> dict[int, str]:
+    """What ``_valid_to_order`` holds for each Postgres position: ``_source_order`` of that LSN (one Spark job)."""
     from pyspark.sql import SparkSession
 
     from payloads import PostgresPolicy
 
     spark = SparkSession.getActiveSession()
     assert spark is not None
-    frame = spark.createDataFrame([(lsn, "u")], "`_source_lsn` bigint, `_source_op` string")
+    frame = spark.createDataFrame(
+        [(lsn, "u") for lsn in sorted(set(lsns))], "`_source_lsn` bigint, `_source_op` string"
+    )
     frame = frame.withColumn("_source_snapshot", frame["_source_op"] == "r")
-    return frame.select(PostgresPolicy().order_expr()).first()[0]
+    return {row[0]: row[1] for row in frame.select("_source_lsn", PostgresPolicy().order_expr()).collect()}
+
+
+def _order(lsn: int) -> str:
+    return _orders([lsn])[lsn]
 
 
 @pytest.mark.parametrize("table_type", ["cow", "mor"])
@@ -186,8 +193,9 @@ def _oracle(events: list[dict]) -> list[tuple]:
             following = chain[i + 1]["source"]["lsn"] if i + 1 < len(chain) else None
             valid_to = lsn if deleted else following
             current = following is None and not deleted
-            out.append((key, lsn, name, bio, deleted, None if valid_to is None else _order(valid_to), current))
-    return sorted(out)
+            out.append((key, lsn, name, bio, deleted, valid_to, current))
+    orders = _orders(row[5] for row in out if row[5] is not None)
+    return sorted((*row[:5], None if row[5] is None else orders[row[5]], row[6]) for row in out)
 
 
 def _shuffled(events: list[dict], rng: random.Random, count: int) -> list[list[dict]]:
@@ -314,4 +322,43 @@ def test_soft_delete_ends_as_the_stream_in_order_whatever_the_batching(
     base = ingest_batches(spark, workdir, SCHEMA, batches, table_type=table_type, extra=["--history", "soft_delete"])
     actual = _rows(spark, base, ("id", "name", "bio", "_source_deleted", "_source_lsn"))
     expected = _soft_oracle(events)
+    assert actual == expected, {"missing": set(expected) - set(actual), "extra": set(actual) - set(expected)}
+
+
+def test_scd2_history_grown_into_more_buckets_between_rounds_is_the_in_order_one(spark, tmp_path: Path) -> None:
+    """History with buckets that grow (sink.buckets): versions written under 4 buckets are rewritten into more,
+    and the round after closes them there (its lookup and its upserts on the key with its version)."""
+    from hudi_cdc.sink.hudi import HudiTable
+    from tests.support import ingest_args, run_cli
+
+    events, lsn = [], 100
+    for version in range(4):  # each key: created, updated (every other one keeping its bio), deleted, back
+        for key in range(40):
+            lsn += 1
+            if version == 2 and key % 3 == 0:
+                events.append(_event("d", lsn, key))
+            elif version == 3 and key % 3 == 0:
+                events.append(_event("c", lsn, key, f"k{key}-3", f"b{key}-3"))
+            else:
+                bio = PLACEHOLDER if version and key % 2 else f"b{key}-{version}"
+                events.append(_event("u" if version else "c", lsn, key, f"k{key}-{version}", bio))
+    ordered = sorted(events, key=lambda e: e["source"]["lsn"])
+    thirds = [ordered[: len(ordered) // 3], ordered[len(ordered) // 3 : 2 * len(ordered) // 3]]
+    batches = [*thirds, ordered[2 * len(ordered) // 3 :]]
+    base = _ingest(tmp_path, batches[:1], first=0, table_type="cow", history="scd2")
+    table = HudiTable(spark, base)
+    limit = f"{max(table.base_file_bytes()) * 0.9 / 2**20:.6f}"
+    from hudi_cdc.testing import write_events
+
+    grown = []
+    for number, batch in enumerate(batches[1:], start=1):
+        write_events(tmp_path / "events" / f"batch-{number:04d}.avro", SCHEMA, batch)
+        extra = ["--history", "scd2", "--json", *(["--bucket-max-mb", limit] if number == 1 else [])]
+        result = run_cli(*ingest_args(str(tmp_path / "events"), base, table_type="cow", extra=extra))
+        assert result.exit_code == 0, result.output
+        grown.append("buckets" in result.output)
+    assert grown == [True, False]
+    assert len(table.base_file_bytes()) > 4
+    actual = _rows(spark, base, VERSION_COLUMNS)
+    expected = _oracle(events)
     assert actual == expected, {"missing": set(expected) - set(actual), "extra": set(actual) - set(expected)}
