@@ -142,6 +142,7 @@ def _round(spark: Any, config: Any) -> dict[str, Any]:  # noqa: ANN401
     return {
         "seconds": wall, "round_s": result.duration_s, "writer": result.details.get("writer", "?"),
         "cpu_s": round(_jvm_cpu_s(spark) - cpu, 2), "load": round(os.getloadavg()[0], 1),
+        "buckets": result.details.get("buckets", {}).get("to"),  # the round grew the table into this many
         "compacted": _compactions(spark, config.target_base_path),
         "pending": len(HudiTable(spark, config.target_base_path).pending_compactions()),
         **{f"{k}_s": v for k, v in result.steps_s.items()},
@@ -225,7 +226,7 @@ ROUND_COLUMNS = [
     result_files.column("round_s", "round (its own clock)", "s"), result_files.column("writer"),
     result_files.column("compacted_now", "compacted"), result_files.column("scheduled_now", "scheduled a compaction"),
     result_files.column("commit_s", unit="s"), result_files.column("cpu_s", "JVM CPU", "s"),
-    result_files.column("load", "load average (1 min)"),
+    result_files.column("load", "load average (1 min)"), result_files.column("buckets", "grew into buckets"),
 ]  # fmt: skip
 
 
@@ -270,12 +271,12 @@ def main(argv: list[str] | None = None) -> int:
     source.snapshot()
     variants = [variant(v) for v in args.variants]
     configs = {label: _config(label, settings, source, args.work) for label, settings in variants}
-    builds = {}
+    builds, first_grew = {}, {}
     for label, config in configs.items():
         began = time.perf_counter()
-        ingest_once(config, spark=spark)
+        grown = first_grew[label] = ingest_once(config, spark=spark).details.get("buckets")
         builds[label] = time.perf_counter() - began
-        print(f"{label}: first round in {builds[label]:.1f} s", flush=True)
+        print(f"{label}: first round in {builds[label]:.1f} s{f' (grew: {grown})' if grown else ''}", flush=True)
     rounds: dict[str, list[dict[str, Any]]] = {label: [] for label in configs}
     for number in range(1, args.rounds + 1):
         source.changes(args.rows)
@@ -291,9 +292,10 @@ def main(argv: list[str] | None = None) -> int:
             outcome.update(variant=label, round=number, compacted_now=outcome["compacted"] > before,
                            scheduled_now=outcome["pending"] > pending)  # fmt: skip
             rounds[label].append(outcome)
+            grew = f" (grew into {outcome['buckets']} buckets)" if outcome["buckets"] else ""
             print(f"round {number} {label}: {outcome['seconds']:.2f} s ({outcome['cpu_s']} CPU s, load "
                   f"{outcome['load']}) by {outcome['writer']}{' (compacted)' if outcome['compacted_now'] else ''}"
-                  f"{' (scheduled a compaction)' if outcome['scheduled_now'] else ''}", flush=True)  # fmt: skip
+                  f"{' (scheduled a compaction)' if outcome['scheduled_now'] else ''}{grew}", flush=True)  # fmt: skip
     compactions = {
         label: _compact(spark, config) if rounds[label][-1]["pending"] else {} for label, config in configs.items()
     }
@@ -310,6 +312,7 @@ def main(argv: list[str] | None = None) -> int:
             "rounds": args.rounds,
             "variants": args.variants,
             "measured_from_round": 2,
+            "first_round_grew_buckets": {label: grew for label, grew in first_grew.items() if grew},
             "shared_machine": True,
             **_installed(),
         },  # fmt: skip

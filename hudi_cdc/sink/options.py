@@ -291,9 +291,10 @@ def check_index_layout(recorded: str | None, options: Mapping[str, str], where: 
 # a file group named by the key's hash, so a round finds its keys' files without reading any: 1,000
 # random updates into a 1M-row table took 2.67 s with 4 buckets against 9.18 s with SIMPLE's lookup
 # on MERGE_ON_READ, 11.32 s against 26.84 s on COPY_ON_WRITE (docs/benchmarks.md "commit cost").
-# The count is fixed when the table is made: a power of two from MIN_BUCKETS (the write's
+# The count is chosen when the table is made: a power of two from MIN_BUCKETS (the write's
 # parallelism) to MAX_BUCKETS (Hudi's default), with at most ROWS_PER_BUCKET rows of the first commit
-# in each (1-2M once above the floor): a COPY_ON_WRITE update rewrites a whole bucket's file.
+# in each (1-2M once above the floor): a COPY_ON_WRITE update rewrites a whole bucket's file. It grows
+# with the table later (grown_bucket_count, sink.buckets).
 MIN_BUCKETS, MAX_BUCKETS = 4, 256
 ROWS_PER_BUCKET = 2_000_000
 _RECORDED_BUCKET = re.compile(r"BUCKET\(SIMPLE, (\d+), .+\)")
