@@ -86,6 +86,7 @@ SHOW: dict[str, list[Shown]] = {
     "first-load": [Shown("load", turned=True)],
     "overlap": [],  # an experiment on a design hudi-cdc does not have; tuning.md says what it found
     "compaction-cost": [],  # inline against async compaction; tuning.md#compaction says what it found
+    "bucket-growth": [],  # a table rewritten into more buckets; tuning.md#buckets-that-grow says what it found
     # s3a against the local disk, reduced sizes on a loaded machine: object-storage.md#s3a-against-the-local-disk
     "object-storage-small-round": [],
     "object-storage-oneshot": [],
