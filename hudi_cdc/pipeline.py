@@ -295,7 +295,7 @@ def _grow_buckets(config: IngestConfig, spark: SparkSession, result: IngestResul
     if growth is None:
         return result
     log.info(
-        "%s: a bucket's files passed %g MiB (%.1f MiB): rewrote the table from %d into %d buckets in commit %s (%.1fs)",
+        "%s: a bucket's base file passed %g MiB (%.1f MiB): rewrote the table from %d into %d buckets in commit %s (%.1fs)",
         config.target_table,
         config.bucket_max_mb,
         growth.largest_bytes / 2**20,

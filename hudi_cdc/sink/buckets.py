@@ -70,10 +70,10 @@ def grow(table: HudiTable, options: Mapping[str, str], last: CommitInfo, max_byt
     file groups the rewrite replaces. Call it under the table's writer lease.
     """
     started = time.monotonic()
-    if table.pending_compactions():
+    before = int(options[opt.NUM_BUCKETS])
+    if before >= opt.MAX_BUCKETS or table.pending_compactions():  # at the ceiling, no listing each round
         return None
     sizes = table.base_file_bytes()
-    before = int(options[opt.NUM_BUCKETS])
     after = opt.grown_bucket_count(sizes, before, max_bytes)
     if after is None:
         return None
