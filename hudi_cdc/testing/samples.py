@@ -38,6 +38,10 @@ class SampleCustomers:
         """What ``--source-path`` takes: the folder of the topic's files."""
         return str(self.root / self.topic)
 
+    def rows(self) -> dict[int, tuple]:
+        """The source table now: each key's row as a tuple in the table's column order (as tests read tables back)."""
+        return {key: tuple(row[name] for name, _ in COLUMNS) for key, row in self.state.items()}
+
     def write(self, events: list[dict[str, Any]]) -> int:
         """One more sink file holding ``events`` (named by its first offset, as the sinks do)."""
         write_events(self.folder / f"{self.topic}+0+{self._offset:010d}.avro", self.schema, events)

@@ -62,5 +62,5 @@ discovery_interval_seconds = 0
     # The compactor ran it while the third round was written, or after: by the run's end every plan is run.
     compacted = sorted(c.instant for c in table.commits() if c.operation == "compact")
     assert set(plan) <= set(compacted) and table.pending_compactions() == []
-    expected = {k: tuple(v[c] for c in COLUMNS) for k, v in sample.state.items()}
+    expected = sample.rows()
     assert table_state(spark, str(tmp_path / "lake" / "t1"), COLUMNS) == expected

@@ -82,13 +82,9 @@ def _ingest(sample: SampleCustomers, base: Path, table_type: str, *extra: str) -
     return json.loads(line)
 
 
-def _source(sample: SampleCustomers) -> dict[int, tuple]:
-    return {k: tuple(v[c] for c in COLUMNS) for k, v in sample.state.items()}
-
-
 def _equal_to_source(spark, base: Path, sample: SampleCustomers) -> None:  # noqa: ANN001
     """The table holds the source's rows, each once."""
-    assert table_state(spark, str(base), COLUMNS) == _source(sample)
+    assert table_state(spark, str(base), COLUMNS) == sample.rows()
     assert spark.read.format("hudi").load(str(base)).count() == len(sample.state)
 
 

@@ -221,7 +221,7 @@ def test_a_held_table_is_refused_then_taken_over_after_the_killed_holders_expiry
     assert taken is not None and taken.generation == held["generation"] + 1 and taken.released
     assert expiry * 0.75 - 0.2 <= taken.since - killed_at <= expiry + 10, (taken.since - killed_at, taken)
     assert result.committed and result.upserts == len(sample.state), result
-    assert table_state(reader, base, COLUMNS) == {k: tuple(v[c] for c in COLUMNS) for k, v in sample.state.items()}
+    assert table_state(reader, base, COLUMNS) == sample.rows()
     assert reader.read.format("hudi").load(base).count() == len(sample.state)  # no key twice
     timeline = reader._jvm.org.apache.hadoop.fs.Path(base + "/.hoodie/timeline")
     completed = [

@@ -94,10 +94,6 @@ def _ingest(sample: SampleCustomers, base: str, table_type: str, s3: str) -> dic
     return result
 
 
-def _source(sample: SampleCustomers) -> dict[int, tuple]:
-    return {k: tuple(v[c] for c in COLUMNS) for k, v in sample.state.items()}
-
-
 @pytest.mark.parametrize(("table_type", "second_writer"), [("cow", "spark"), ("mor", "java")])
 def test_ingest_into_an_s3a_table_and_read_it_back(
     reader: Any,  # noqa: ANN401
@@ -111,14 +107,14 @@ def test_ingest_into_an_s3a_table_and_read_it_back(
     sample.snapshot(rows=150)  # every bucket of the MOR table's index gets a file group: the Java client's rule
     first = _ingest(sample, base, table_type, s3)
     assert first["commit_time"] and first["upserts"] == 150, first
-    assert table_state(reader, base, COLUMNS) == _source(sample)
+    assert table_state(reader, base, COLUMNS) == sample.rows()
 
     # A second round: updates with TOAST placeholders, deletes, re-inserts; a small MOR round goes through
     # Hudi's Java write client (sink.small_write), a COW round through Spark's datasource.
     sample.changes(seed=1)
     second = _ingest(sample, base, table_type, s3)
     assert second["commit_time"] and second["details"]["writer"] == second_writer, second["details"]
-    assert table_state(reader, base, COLUMNS) == _source(sample)
+    assert table_state(reader, base, COLUMNS) == sample.rows()
 
     # verify, given the store the plain Spark way (fs.s3a.* through PYSPARK_SUBMIT_ARGS): no difference.
     spark_conf = " ".join(

@@ -64,11 +64,6 @@ def _ingest(
     return [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
 
 
-def _source(sample: SampleCustomers) -> dict[int, tuple]:
-    """The source table's rows, keyed as ``table_state`` keys the table's."""
-    return {k: tuple(v[c] for c in COLUMNS) for k, v in sample.state.items()}
-
-
 def _writers(spark, base: Path) -> list[str]:  # noqa: ANN001
     """Who wrote each checkpointed commit, oldest first."""
     commits = [c for c in HudiTable(spark, str(base)).commits(newest_first=False) if opt.CHECKPOINT_KEY in c.extra]
@@ -90,7 +85,7 @@ def test_small_rounds_are_written_by_the_java_client_and_equal_the_datasource(sp
             _ingest(sample, base, *NO_INLINE_COMPACTION, java_rows=rows)
     assert _writers(spark, java) == ["spark", "java", "java", "java"]
     assert _writers(spark, spark_only) == ["spark"] * 4
-    expected = _source(sample)
+    expected = sample.rows()
     assert table_state(spark, str(java), COLUMNS) == expected
     assert table_state(spark, str(spark_only), COLUMNS) == expected
 
@@ -114,7 +109,7 @@ def test_a_bucket_without_a_file_group_goes_to_the_datasource(spark, tmp_path: P
     sample.changes(seed=8)  # now every bucket has one: the Java client takes it
     _ingest(sample, base, *NO_INLINE_COMPACTION)
     assert _writers(spark, base) == ["spark", "spark", "java"]
-    assert table_state(spark, str(base), COLUMNS) == _source(sample)
+    assert table_state(spark, str(base), COLUMNS) == sample.rows()
 
 
 def test_an_expression_index_in_the_metadata_table_sends_the_round_to_the_datasource(spark, tmp_path: Path) -> None:
@@ -140,7 +135,7 @@ def test_an_expression_index_in_the_metadata_table_sends_the_round_to_the_dataso
     declined = result["details"]["java_declined"]
     assert "expr_index_idx_lower" in declined and "does not maintain" in declined, declined
     assert _writers(spark, base) == ["spark", "spark"]
-    assert table_state(spark, str(base), COLUMNS) == _source(sample)
+    assert table_state(spark, str(base), COLUMNS) == sample.rows()
     assert "expr_index_idx_lower" in (base / ".hoodie" / "hoodie.properties").read_text()  # still maintained
 
 
@@ -177,7 +172,7 @@ def test_killed_after_the_metadata_tables_delta_commit_a_spark_round_rolls_the_i
     assert not pending_instants(timeline, "deltacommit")
     assert any(n.endswith(".rollback") for n in os.listdir(timeline))
     assert instant not in {c.instant for c in HudiTable(spark, str(base)).commits()}
-    expected = _source(sample)
+    expected = sample.rows()
     assert table_state(spark, str(base), COLUMNS) == expected
     assert spark.read.format("hudi").load(str(base)).count() == len(expected)  # no key twice
 
@@ -208,7 +203,7 @@ def test_compaction_is_scheduled_by_the_java_client_and_run_by_the_next_spark_ro
     sample.changes(seed=13)
     _ingest(sample, base, *every_other_round)
     assert _writers(spark, base) == ["spark", "java", "spark", "java"]
-    assert table_state(spark, str(base), COLUMNS) == _source(sample)
+    assert table_state(spark, str(base), COLUMNS) == sample.rows()
 
 
 def _update_notes(sample: SampleCustomers, keys: range, notes: str) -> None:
@@ -232,7 +227,7 @@ def test_a_round_of_few_rows_over_the_byte_bound_goes_to_the_datasource(spark, t
     _update_notes(sample, range(10, 15), "short")
     _ingest(sample, base, *NO_INLINE_COMPACTION, env=bound)
     assert _writers(spark, base) == ["spark", "spark", "java"]
-    assert table_state(spark, str(base), COLUMNS) == _source(sample)
+    assert table_state(spark, str(base), COLUMNS) == sample.rows()
 
     rows = spark.createDataFrame([(1, "ab", b"xyz"), (2, None, None)], "id long, s string, b binary")
     assert round_bytes(rows) == 2 * 8 + 2 + 3
@@ -311,7 +306,7 @@ def test_a_failure_before_the_commit_hands_the_round_to_the_datasource_and_is_co
     results += _ingest(sample, base, *NO_INLINE_COMPACTION)
     assert results[-1]["details"]["writer"] == "java" and "java_failed" not in results[-1]["details"]
     assert _writers(spark, base) == ["spark", "spark", "java"]
-    assert table_state(spark, str(base), COLUMNS) == _source(sample)
+    assert table_state(spark, str(base), COLUMNS) == sample.rows()
 
     metrics = PipelineMetrics("p")
     state = TableState("customers", sample.topic, str(base))

@@ -140,17 +140,13 @@ discovery_interval_seconds = 0
         metastore.client.close()
 
 
-def _source(sample: SampleCustomers) -> dict[int, tuple]:
-    return {k: tuple(v[c] for c in COLUMNS) for k, v in sample.state.items()}
-
-
 def test_run_writes_each_table_and_the_metastore_holds_their_s3a_locations(store: Any, lake: Lake) -> None:  # noqa: ANN401
     tables = lake.report["tables"]
     assert {n: t["state"] for n, t in tables.items()} == {"public.t1": "done", "public.t2": "done"}, lake.report
     assert all(t["commits"] == 1 for t in tables.values()), lake.report
     assert tables["public.t1"]["quarantined"] == 1
     for table, sample in lake.samples.items():
-        assert table_state(store, lake.base(table), COLUMNS) == _source(sample), table
+        assert table_state(store, lake.base(table), COLUMNS) == sample.rows(), table
     reader = Metastore(store, lake.metastore_uri)
     try:
         for name, table in (("t1", "t1"), ("t2", "t2"), ("t2_ro", "t2"), ("t2_rt", "t2")):
@@ -179,7 +175,7 @@ def test_quarantine_and_tombstones_of_an_s3a_table(store: Any, lake: Lake) -> No
     assert tombstones is not None and sorted(r["id"] for r in tombstones.collect()) == sorted(deleted)
     purged = _last_json(_cli("tombstones", *table, "--purge", "--tombstone-retention-hours", "0"))
     assert (purged["purged"], purged["held"]) == (len(deleted), 0), purged
-    assert table_state(store, lake.base("t1"), COLUMNS) == _source(lake.samples["t1"])  # the table untouched
+    assert table_state(store, lake.base("t1"), COLUMNS) == lake.samples["t1"].rows()  # the table untouched
 
 
 @dataclass
@@ -339,6 +335,6 @@ def test_a_notebook_and_a_command_in_a_process_of_their_own_reach_the_store_by_t
     tables = json.loads(read.split(" ", 1)[1])
     assert set(tables) == set(cut.record["tables"]) == {"public.t1", "public.t2"}
     for name, rows in tables.items():  # the source at the cut: the tables as the run left them
-        assert sorted(rows) == sorted(list(row) for row in _source(lake.samples[name.split(".")[1]]).values()), name
+        assert sorted(rows) == sorted(list(row) for row in lake.samples[name.split(".")[1]].rows().values()), name
     listed = _last_json(done.stdout)
     assert (listed["quarantined"], listed["by_reason"]) == (1, {"unknown op 'x'": 1}), listed
