@@ -43,6 +43,19 @@ def _tree_rss_kib(root: int) -> int:
 _TICK = os.sysconf("SC_CLK_TCK")
 
 
+def _stat_fields(pid: int | str) -> list[str]:
+    """/proc/PID/stat's fields after the command name (which may hold spaces): [0] is the state, [2] the
+    process group, [11:15] utime, stime, cutime, cstime in clock ticks. OSError once the process ended."""
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().rsplit(")", 1)[1].split()
+
+
+def process_cpu_s(pid: int) -> float:
+    """User and system CPU seconds of process ``pid`` so far, all its threads (not its children)."""
+    fields = _stat_fields(pid)
+    return (int(fields[11]) + int(fields[12])) / _TICK
+
+
 def group_cpu_s(pgid: int) -> float:
     """CPU seconds of the live processes of group ``pgid`` so far, each with the children it has reaped: a
     runner started in its own session (its JVM, its Python driver, Spark's Python workers)."""
@@ -51,8 +64,7 @@ def group_cpu_s(pgid: int) -> float:
         if not entry.name.isdigit():
             continue
         try:
-            with open(f"/proc/{entry.name}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()  # the command name may hold spaces
+            fields = _stat_fields(entry.name)
         except OSError:
             continue  # ended meanwhile
         if int(fields[2]) == pgid:

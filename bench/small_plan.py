@@ -33,15 +33,10 @@ from pathlib import Path
 from typing import Any
 
 from bench import results as result_files
+from bench.procs import process_cpu_s
 from bench.run import REPO
 
 VARIANTS = {"driver": None, "spark": "off"}
-
-
-def _cpu(pid: int) -> float:
-    """User and system CPU seconds of process ``pid``, all its threads."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -90,9 +85,9 @@ def main(argv: list[str] | None = None) -> int:
             if hook is not None:
                 os.environ[TEST_HOOK] = hook
             load = os.getloadavg()[0]
-            cpu, began = _cpu(os.getpid()) + _cpu(jvm), time.perf_counter()
+            cpu, began = process_cpu_s(os.getpid()) + process_cpu_s(jvm), time.perf_counter()
             result = ingest_once(configs[label], spark=spark)
-            wall, used = time.perf_counter() - began, _cpu(os.getpid()) + _cpu(jvm) - cpu
+            wall, used = time.perf_counter() - began, process_cpu_s(os.getpid()) + process_cpu_s(jvm) - cpu
             os.environ.pop(TEST_HOOK, None)
             row = {
                 "variant": label, "round": number, "seconds": round(wall, 3), "cpu_s": round(used, 3),

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import results as result_files
+from bench.procs import process_cpu_s
 from bench.run import REPO
 
 PLACEHOLDER = "__debezium_unavailable_value"
@@ -125,9 +126,7 @@ def _config(label: str, settings: dict[str, str], source: Source, work: Path) ->
 def _jvm_cpu_s(spark: Any) -> float:  # noqa: ANN401
     """The driver JVM's CPU seconds so far (every thread of it): a round's is the difference, less swayed by a
     shared machine's load than its wall time."""
-    pid = int(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return process_cpu_s(int(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()))
 
 
 def _round(spark: Any, config: Any) -> dict[str, Any]:  # noqa: ANN401

@@ -288,7 +288,7 @@ def _grow_buckets(config: IngestConfig, spark: SparkSession, result: IngestResul
     if table.largest_new_base_file() <= max_bytes:  # the newest commit's own stats: no listing in most rounds
         return result
     last = table.checkpoint_commit()
-    options = _write_options(config, config.record_key_fields or source_key_fields(table.record_key_fields()), table)
+    options = _write_options(config, _keys(config, table), table)
     if last is None or not opt.grows_buckets(config.hoodie_conf, options):
         return result
     growth = buckets.grow(table, options, last, max_bytes)
@@ -310,7 +310,7 @@ def _grow_buckets(config: IngestConfig, spark: SparkSession, result: IngestResul
 def _open_round(config: IngestConfig, spark: SparkSession, started: float) -> tuple[_Round, CommitInfo | None]:
     """The round's context, with old tombstones purged and the index checked; and the last checkpoint commit."""
     table = HudiTable(spark, config.target_base_path)
-    keys = config.record_key_fields or source_key_fields(table.record_key_fields())
+    keys = _keys(config, table)
     tombstones = TombstoneStore(spark, config.resolved_tombstone_path, key_fields=keys)
     round_ = _Round(config, spark, table, merge_policy(config), keys, tombstones, datetime.now(UTC), started)
     round_.purged = round_.tombstones.purge(round_.now - timedelta(hours=config.tombstone_retention_hours))
@@ -325,6 +325,11 @@ def _open_round(config: IngestConfig, spark: SparkSession, started: float) -> tu
     round_.repaired_at = last.extra.get(opt.REPAIRED_AT_KEY) if last else None
     round_.schema_changes = SchemaChangeLog.from_metadata(last.extra if last else None)
     return round_, last
+
+
+def _keys(config: IngestConfig, table: HudiTable) -> tuple[str, ...]:
+    """The table's source key: the settings' record key, else the one the table was created with."""
+    return config.record_key_fields or source_key_fields(table.record_key_fields())
 
 
 def _check_history(config: IngestConfig, last: CommitInfo | None) -> None:

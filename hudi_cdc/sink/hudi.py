@@ -145,18 +145,12 @@ class HudiTable:
         """The largest base file the newest commit or compaction wrote, by its write stats (no listing); 0 when
         the newest file-group change since is a replace commit (a rewrite, a clustering), or none wrote one.
         MERGE_ON_READ rounds (delta commits) write log files and are passed over: compaction writes the base."""
-        if not self.exists():
-            return 0
-        timeline = self._timeline()
-        instants = timeline.getReverseOrderedInstants().iterator()
-        while instants.hasNext():
-            instant = instants.next()
-            action = str(instant.getAction())
+        for _, action, read in self.completed_commits():
             if action == "deltacommit":
                 continue
             if action != "commit":
                 return 0
-            stats = timeline.readCommitMetadata(instant).getWriteStats().iterator()
+            stats = read().getWriteStats().iterator()
             largest = 0
             while stats.hasNext():
                 stat = stats.next()
