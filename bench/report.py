@@ -105,6 +105,10 @@ SERIES: dict[str, tuple[str, ...]] = {
         "100,000 rows, 1,000 changes a round, timestamp/date/decimal/time columns",
         "100,000 rows, 1,000 changes a round, from Kafka, timestamp/date/decimal/time columns",
     ),
+    "small-round": (
+        "1,000,000 rows, 1,000 changes a round, 0% of updates placeholders, 0% deletes",
+        "1,000,000 rows, 1,000 changes a round, 50% of updates placeholders, 0% deletes",
+    ),
     "index": ("1,000,000 rows, uniform updates", "10,000,000 rows, recent updates"),
     "toast": ("COPY_ON_WRITE", "MERGE_ON_READ"),
     "repair": ("repair", "repair-mariadb"),

@@ -70,6 +70,10 @@ class Source:
         write_events(self.folder / f"accounts+0+{self.files:010d}.avro", self.schema, events)
         self.files += 1
 
+    def newest(self) -> Path:
+        """The file the last ``snapshot`` or ``changes`` wrote."""
+        return self.folder / f"accounts+0+{self.files - 1:010d}.avro"
+
     def snapshot(self) -> None:
         from hudi_cdc.testing import pg_event
 
@@ -107,6 +111,55 @@ class Source:
                 )
         self.rng.shuffle(events)
         self._write(events)
+
+
+class ParquetFloor:
+    """What a COPY_ON_WRITE round cannot do with less: the same table as plain Parquet (zstd, one file per
+    bucket), each round's Debezium file read by Spark and merged into every row of it (placeholders
+    filled from the stored row, deletes dropped) and the whole table written again, as the COW round must
+    when 1,000 random keys touch every bucket. No index, no timeline, no metadata: the rewrite floor the
+    COW goal is stated against (at most 1.3x)."""
+
+    LABEL = "parquet floor (a COW round's rewrite)"
+
+    def __init__(self, spark: Any, folder: Path, files: int) -> None:  # noqa: ANN401
+        self.spark, self.folder, self.files, self.version = spark, folder, files, 0
+
+    def _path(self) -> str:
+        return str(self.folder / f"v{self.version}")
+
+    def build(self, snapshot: Path) -> float:
+        began = time.perf_counter()
+        rows = self.spark.read.format("avro").load(str(snapshot)).select("after.*")
+        self._write(rows)
+        return time.perf_counter() - began
+
+    def _write(self, rows: Any) -> None:  # noqa: ANN401
+        self.version += 1
+        rows.repartition(self.files, "id").write.option("compression", "zstd").parquet(self._path())
+
+    def round(self, changes: Path) -> dict[str, Any]:
+        from pyspark.sql import functions as F
+
+        cpu = _jvm_cpu_s(self.spark)
+        began = time.perf_counter()
+        stored = self.spark.read.parquet(self._path()).alias("s")
+        events = self.spark.read.format("avro").load(str(changes))
+        new = events.select(F.col("op"), F.coalesce("after.id", "before.id").alias("id"), "after.name",
+                            "after.balance", "after.notes").alias("c")  # fmt: skip
+        merged = stored.join(new, "id", "full_outer").where(F.col("c.op").isNull() | (F.col("c.op") != "d"))
+        changed = F.col("c.op").isNotNull()
+        notes = F.when(changed & (F.col("c.notes") != PLACEHOLDER), F.col("c.notes")).when(
+            changed & F.col("c.notes").isNull(), F.lit(None)).otherwise(F.col("s.notes"))  # fmt: skip
+        self._write(merged.select("id", *(F.when(changed, F.col(f"c.{n}")).otherwise(F.col(f"s.{n}")).alias(n)
+                                          for n in ("name", "balance")), notes.alias("notes")))  # fmt: skip
+        shutil.rmtree(self.folder / f"v{self.version - 1}")
+        return {"variant": self.LABEL, "seconds": time.perf_counter() - began, "writer": "parquet",
+                "cpu_s": round(_jvm_cpu_s(self.spark) - cpu, 2), "load": round(os.getloadavg()[0], 1),
+                "compacted_now": False, "scheduled_now": False}  # fmt: skip
+
+    def equal(self, source: Source) -> bool:
+        return _equal_rows(self.spark, source, self.spark.read.parquet(self._path()), self._path())
 
 
 def _config(label: str, settings: dict[str, str], source: Source, work: Path) -> Any:  # noqa: ANN401
@@ -165,14 +218,18 @@ def _compactions(spark: Any, base: str) -> int:  # noqa: ANN401
 
 
 def _equal(spark: Any, source: Source, base: str) -> bool:  # noqa: ANN401
+    from payloads.history import current_rows
+
+    return _equal_rows(spark, source, current_rows(spark.read.format("hudi").load(base)), base)
+
+
+def _equal_rows(spark: Any, source: Source, rows: Any, where: str) -> bool:  # noqa: ANN401
     expected = spark.createDataFrame(
         [tuple(r[n] for n in NAMES) for r in source.state.values()], "id long, name string, balance long, notes string"
     )
-    from payloads.history import current_rows
-
-    table = current_rows(spark.read.format("hudi").load(base)).select(*NAMES)  # a history table's current rows
+    table = rows.select(*NAMES)
     missing, extra = expected.exceptAll(table).count(), table.exceptAll(expected).count()
-    print(f"{base}: {missing} rows missing, {extra} rows not expected", flush=True)
+    print(f"{where}: {missing} rows missing, {extra} rows not expected", flush=True)
     return missing == extra == 0
 
 
@@ -210,7 +267,7 @@ COLUMNS_OUT = [
     result_files.column("min_s", "min", "s"), result_files.column("max_s", "max", "s"),
     result_files.column("rounds", unit="#"), result_files.column("writer", "written by"),
     result_files.column("open_s", "open", "s"), result_files.column("read_s", "read", "s"),
-    result_files.column("plan_s", "plan", "s"), result_files.column("tombstones_s", "tombstones", "s"),
+    result_files.column("x_floor", "x the Parquet floor"), result_files.column("plan_s", "plan", "s"), result_files.column("tombstones_s", "tombstones", "s"),
     result_files.column("commit_s", "commit", "s"), result_files.column("plain_cpu_s", "round's JVM CPU", "s"),
     result_files.column("compacting_s", "a round that compacted", "s"),
     result_files.column("compacting_cpu_s", "its JVM CPU", "s"),
@@ -227,6 +284,31 @@ ROUND_COLUMNS = [
     result_files.column("commit_s", unit="s"), result_files.column("cpu_s", "JVM CPU", "s"),
     result_files.column("load", "load average (1 min)"), result_files.column("buckets", "grew into buckets"),
 ]  # fmt: skip
+
+
+def _floor(spark: Any, args: argparse.Namespace, configs: dict[str, Any], source: Source,  # noqa: ANN401
+           builds: dict[str, float]) -> ParquetFloor | None:  # fmt: skip
+    """The plain-Parquet floor (``--floor``), built from the snapshot file into as many files as the first
+    COPY_ON_WRITE variant's table has base files."""
+    from hudi_cdc.sink.hudi import HudiTable
+
+    if not args.floor:
+        return None
+    cow = [config for config in configs.values() if config.table_type == "COPY_ON_WRITE"]
+    if not cow:
+        raise SystemExit("--floor is measured against a COW variant: name one in --variants (e.g. 'cow java')")
+    files = len(HudiTable(spark, cow[0].target_base_path).base_file_bytes())
+    floor = ParquetFloor(spark, args.work / "parquet_floor", files)
+    builds[floor.LABEL] = floor.build(source.folder / "accounts+0+0000000000.avro")
+    print(f"{floor.LABEL}: {files} files written in {builds[floor.LABEL]:.1f} s", flush=True)
+    return floor
+
+
+def _against_floor(summary: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each variant's median round over the floor's, where a floor was measured."""
+    floor = next((row["median_s"] for row in summary if row["variant"] == ParquetFloor.LABEL), None)
+    return [{**row, "x_floor": round(row["median_s"] / floor, 2) if floor and row["median_s"] else None}
+            for row in summary]  # fmt: skip
 
 
 def _installed() -> dict[str, Any]:
@@ -253,6 +335,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--placeholder-share", type=float, default=0.5, help="of the updates: notes unchanged, a TOAST placeholder"
     )
+    parser.add_argument(
+        "--floor",
+        action="store_true",
+        help="also the plain-Parquet rewrite floor, as many files as the first COW table",
+    )
     parser.add_argument("--work", type=Path, default=REPO / ".bench" / "small_round")
     parser.add_argument("--results", type=Path, help="default: .bench/results")
     parser.add_argument("--name", default="small-round", help="the result's name (history-cost: the history modes)")
@@ -276,7 +363,10 @@ def main(argv: list[str] | None = None) -> int:
         grown = first_grew[label] = ingest_once(config, spark=spark).details.get("buckets")
         builds[label] = time.perf_counter() - began
         print(f"{label}: first round in {builds[label]:.1f} s{f' (grew: {grown})' if grown else ''}", flush=True)
+    floor = _floor(spark, args, configs, source, builds)
     rounds: dict[str, list[dict[str, Any]]] = {label: [] for label in configs}
+    if floor:
+        rounds[floor.LABEL] = []
     for number in range(1, args.rounds + 1):
         source.changes(args.rows)
         order = list(configs) if number % 2 else list(reversed(configs))
@@ -295,16 +385,24 @@ def main(argv: list[str] | None = None) -> int:
             print(f"round {number} {label}: {outcome['seconds']:.2f} s ({outcome['cpu_s']} CPU s, load "
                   f"{outcome['load']}) by {outcome['writer']}{' (compacted)' if outcome['compacted_now'] else ''}"
                   f"{' (scheduled a compaction)' if outcome['scheduled_now'] else ''}{grew}", flush=True)  # fmt: skip
+        if floor:
+            rounds[floor.LABEL].append({**floor.round(source.newest()), "round": number})
+            print(f"round {number} {floor.LABEL}: {rounds[floor.LABEL][-1]['seconds']:.2f} s", flush=True)
     compactions = {
         label: _compact(spark, config) if rounds[label][-1]["pending"] else {} for label, config in configs.items()
     }
     for label, done in compactions.items():
         print(f"{label}: compaction after the rounds: {done or 'none pending'}", flush=True)
     equal = {label: _equal(spark, source, config.target_base_path) for label, config in configs.items()}
-    summary = [_summary(label, rounds[label], builds[label], equal[label], compactions[label]) for label in configs]
+    if floor:
+        equal[floor.LABEL], compactions[floor.LABEL] = floor.equal(source), {}
+    summary = _against_floor(
+        [_summary(label, rounds[label], builds[label], equal[label], compactions[label]) for label in rounds]
+    )
     path = result_files.write(
         args.name,
-        series=f"{args.table_rows:,} rows, {args.rows:,} changes a round",
+        series=f"{args.table_rows:,} rows, {args.rows:,} changes a round, {args.placeholder_share:.0%} of updates "
+        f"placeholders, {args.delete_share:.0%} deletes",
         parameters={
             "table_rows": args.table_rows,
             "rows": args.rows,
@@ -317,7 +415,7 @@ def main(argv: list[str] | None = None) -> int:
         },  # fmt: skip
         tables={
             "rounds": result_files.table(COLUMNS_OUT, summary),
-            "each": result_files.table(ROUND_COLUMNS, [r for label in configs for r in rounds[label]]),
+            "each": result_files.table(ROUND_COLUMNS, [r for label in rounds for r in rounds[label]]),
         },
         directory=args.results or result_files.LOCAL,
         started_utc=started_utc,
