@@ -9,14 +9,16 @@ write. Where the source's events can be read in the driver, this plans the round
    wire format as the single-pass decode does (``sources.kafka_driver.decode_in_driver``);
 2. flatten: ``envelope.driver_rows`` (what ``envelope.flatten`` makes of each event);
 3. decide: ``payloads.driver.decide``, the merge policy's rules over Python rows, against the
-   tombstone store read by pyarrow (``TombstoneStore.newest_in_driver``);
+   tombstone store read by pyarrow (``TombstoneStore.newest_in_driver``) and, for the keys whose winner
+   holds a TOAST placeholder, their stored rows (``_stored_rows``: one read filtered by those keys, which
+   Hudi prunes to the buckets they hash to: the round's only Spark job);
 4. hand over: the rows and the tombstones as local relations (a Spark collect of those runs no job),
    which the pipeline writes as any plan's: the tombstones by pyarrow, the rows by the Java client.
 
 One set of rules: the decision is proven equal to the Spark plan's (tests/payloads/test_driver_plan.py,
 tests/test_small_plan.py, tests/stack/test_small_plan_kafka.py). Whatever this slice does not take (a JDBC or
 JSON source, Kafka messages read by the executors or decoded per writer schema, a history mode, a shaping
-option, a type mapping, a TOAST placeholder, a bad event, a batch whose columns are not the table's, a
+option, a type mapping, a placeholder that neither the batch nor the stored row fills, a bad event, a batch whose columns are not the table's, a
 table off the local file system...) it declines, naming why: the round goes to the Spark plan, before
 anything is written, and the result's ``details`` say so (``driver_declined``), as for the Java writer.
 Any failure of its own is a decline too, logged as a warning (``driver_failed``).
@@ -37,7 +39,7 @@ from hudi_cdc.envelope.unflatten import is_flattened
 from hudi_cdc.sources.files import read_in_driver
 from hudi_cdc.sources.kafka_driver import decode_in_driver
 from payloads.base import ORDER_COLUMN, TOMBSTONED_AT_COLUMN, WritePlan, is_data_column
-from payloads.driver import decide, written_columns
+from payloads.driver import decide, toastable_columns, written_columns
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -175,6 +177,8 @@ def _plan(
         key_fields=keys,
         tombstones=tombstones.newest_in_driver(),
         truncated_at=truncated_at,
+        toastable=toastable_columns(flat.types, keys),
+        stored_rows=lambda wanted, columns: _stored_rows(table, keys, wanted, columns),
     )
     if decided.declined is not None:
         return Declined(decided.declined)
@@ -195,6 +199,27 @@ def _plan(
         tombstones=_local(spark, decided.tombstones, key_schema) if decided.tombstones else None,
         counts=decided.counts,
     )
+
+
+def _stored_rows(
+    table: HudiTable, keys: tuple[str, ...], wanted: list[tuple[Any, ...]], columns: list[str]
+) -> dict[tuple[Any, ...], dict[str, Any]]:
+    """The table's rows of the ``wanted`` keys (their ``_source_order`` and those of ``columns`` it has), for
+    the placeholders of a round: one read, filtered by key, which Hudi prunes to the file groups of the
+    buckets the keys hash to (a bucket-index table's ``IN`` on its key); never collected whole."""
+    from pyspark.sql import functions as F
+
+    stored = table.read()
+    names = [c for c in (*keys, ORDER_COLUMN, *columns) if c in stored.columns]
+    if len(keys) == 1:
+        rows = stored.where(F.col(keys[0]).isin([key for (key,) in wanted]))
+    else:  # a semi join with the keys as a local relation, as the Spark plan's lookup
+        from pyspark.sql.types import StructType
+
+        by_name = {f.name: f for f in stored.schema.fields}
+        local = stored.sparkSession.createDataFrame(wanted, StructType([by_name[k] for k in keys]))
+        rows = stored.join(F.broadcast(local), on=list(keys), how="left_semi")
+    return {tuple(row[k] for k in keys): row.asDict() for row in rows.select(*names).collect()}
 
 
 def _read(config: IngestConfig, batch: Batch) -> tuple[list[dict[str, Any]], Sequence[tuple[Any, ...]]] | str:

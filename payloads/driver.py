@@ -7,12 +7,18 @@ flat rows (what ``envelope.flatten`` makes of each event, as dicts) and decides 
 non-delete winner at or below its key's tombstone, or any winner at or before an applied TRUNCATE, is
 stale; the rest are upserts and deletes. Its counts are the plan's.
 
+A TOAST placeholder takes the newest real value before it, as the Spark plan's fill does: the batch's, or
+the stored row's when that sits later in the key's chain. The stored rows are asked for once, for the keys
+whose winner holds a placeholder only (``stored_rows``: the caller reads them from the table); a stored row
+newer than its key's winner makes that winner stale.
+
 It takes only what it decides exactly as the Spark plan does, and declines the rest (the round then
 goes to the Spark plan, before anything is written): a flavor without the driver's order rule
 (``MergePolicy.order_of``), a bad event (an error or a position error: the Spark plan reports or
-quarantines it), a TOAST placeholder anywhere (its fill reads stored rows), a TRUNCATE event, a key
-whose values Python and Spark may group differently (floating point). tests/payloads/test_driver_plan.py
-proves it equal to the Spark plan over generated batches of every flavor it takes.
+quarantines it), a placeholder that neither the batch nor the stored row fills (the Spark plan looks for a
+moved key's value, quarantines or fails), a TRUNCATE event, a key whose values Python and Spark may group
+differently (floating point). tests/payloads/test_driver_plan.py proves it equal to the Spark plan over
+generated batches of every flavor it takes, with and without stored rows.
 """
 
 from __future__ import annotations
@@ -38,10 +44,25 @@ from payloads.base import (
     PlanCounts,
 )
 
-__all__ = ["DriverPlan", "decide", "written_columns"]
+__all__ = ["DriverPlan", "StoredRows", "decide", "toastable_columns", "written_columns"]
 
 _COUNTED_OPS = ("c", "u", "d", "r")
 _GROUPABLE = (int, str, bytes, Decimal, date, datetime)  # bool is an int; float is not here (NaN, -0.0)
+# The types whose values ``MergePolicy.placeholder_test`` tests (Spark's simpleString of each).
+_TOASTABLE_TYPES = ("string", "binary", "array<string>", "array<binary>")
+
+StoredRows = Callable[[list[tuple[Any, ...]], list[str]], Mapping[tuple[Any, ...], Mapping[str, Any]]]
+"""``(keys, columns)`` -> per key tuple, the stored row's ``_source_order`` and those of ``columns`` the table
+has; keys without a stored row left out."""
+
+
+@dataclass(frozen=True)
+class _Fill:
+    """A key's newest real value of one column in the batch, with its event's position and source order."""
+
+    position: tuple[Any, ...]
+    order: str | None
+    value: Any
 
 
 @dataclass(frozen=True)
@@ -62,6 +83,11 @@ def written_columns(flat_columns: Sequence[str]) -> list[str]:
     return [c for c in columns if not c.startswith(INTERNAL_PREFIX)]
 
 
+def toastable_columns(types: Mapping[str, str], key_fields: Sequence[str]) -> list[str]:
+    """The columns that may hold a TOAST placeholder, by their Spark types: those the Spark plan tests."""
+    return [c for c, t in types.items() if _toastable(c, key_fields) and t in _TOASTABLE_TYPES]
+
+
 def decide(
     policy: MergePolicy,
     rows: Sequence[Mapping[str, Any]],
@@ -71,35 +97,48 @@ def decide(
     key_fields: Sequence[str],
     tombstones: Mapping[tuple[Any, ...], str] | None,
     truncated_at: str | None,
+    toastable: Sequence[str] = (),
+    stored_rows: StoredRows | None = None,
 ) -> DriverPlan:
     """Each key's change, as ``policy.plan`` decides it over the same rows; or why not (``declined``).
 
     ``rows`` are flat rows without ``_source_order`` (it is computed here, by the policy's driver rule);
     ``arrivals`` their arrival positions, ordered as the Spark plan orders its arrival column; ``columns``
-    the flat frame's columns; ``tombstones`` the newest delete position per key tuple (None: no store).
+    the flat frame's columns; ``tombstones`` the newest delete position per key tuple (None: no store);
+    ``toastable`` the columns that may hold the placeholder (:func:`toastable_columns`); ``stored_rows`` reads
+    the table's rows of the keys whose winner holds one (None: a placeholder declines the batch).
     """
     order_of, position_error_of = policy.order_of, policy.position_error_of
     if order_of is None or position_error_of is None:
         return DriverPlan(declined=f"the {policy.name} flavor has no driver rule")
     keys = list(key_fields)
+    placeholders = _placeholders(policy.toast_placeholder)
+    fillable = list(toastable) if placeholders and stored_rows is not None else []
     picked = _pick(
         rows, arrivals, columns, keys, order_of=order_of, position_error_of=position_error_of,
-        placeholder=policy.toast_placeholder,
+        placeholders=placeholders, fillable=fillable,
     )  # fmt: skip
     if isinstance(picked, str):
         return DriverPlan(declined=picked)
-    winners, ops = picked
+    winners, fills, ops = picked
+    had = {key for key, (_, row) in winners.items() if _has_placeholder(row, fillable, placeholders)}
+    stored = _stored(stored_rows, sorted(had, key=repr), fillable, truncated_at) if had and stored_rows else {}
     written = written_columns(columns)
     out: list[dict[str, Any]] = []
     dead: list[dict[str, Any]] = []
     actions = {UPSERT: 0, DELETE: 0, STALE: 0}
-    new_tombstones = 0
+    new_tombstones = filled = 0
     stamps: list[int] = []
-    for key, (_, row) in winners.items():
-        action = _action(row, tombstones.get(key) if tombstones else None, truncated_at)
+    for key, (_, picked_row) in winners.items():
+        held = stored.get(key)
+        row = _filled(picked_row, fillable, fills.get(key, {}), held, placeholders)
+        action = _action(row, tombstones.get(key) if tombstones else None, truncated_at, held)
+        if action == UPSERT and _has_placeholder(row, fillable, placeholders):
+            return DriverPlan(declined="a TOAST placeholder with no value in the batch or the stored row")
         actions[action] += 1
         if action == STALE:
             continue
+        filled += action == UPSERT and key in had
         out.append({c: row.get(c) for c in written})
         if row.get(SOURCE_TS_COLUMN) is not None:
             stamps.append(row[SOURCE_TS_COLUMN])
@@ -122,12 +161,18 @@ def decide(
         source_ts_ms_min=min(stamps, default=None),
         source_ts_ms_max=max(stamps, default=None),
         ops={op: n for op, n in ops.items() if n},
+        toast_filled=filled,
         new_tombstones=new_tombstones,
     )
     return DriverPlan(rows=tuple(out), tombstones=tuple(dead), counts=counts)
 
 
 _Winners = dict[tuple[Any, ...], tuple[tuple[Any, ...], dict[str, Any]]]
+_Fills = dict[tuple[Any, ...], dict[str, _Fill]]
+
+
+def _placeholders(placeholder: str | None) -> tuple[Any, ...]:
+    return (placeholder, placeholder.encode("utf-8")) if placeholder is not None else ()
 
 
 def _pick(
@@ -138,12 +183,14 @@ def _pick(
     *,
     order_of: Callable[[Mapping[str, Any]], str | None],
     position_error_of: Callable[[Mapping[str, Any]], str | None],
-    placeholder: str | None,
-) -> tuple[_Winners, dict[str, int]] | str:
-    """Each key's winning row (with its ``_source_order``) and the events counted per op; or why the driver
-    does not take the rows."""
-    placeholders = (placeholder, placeholder.encode("utf-8")) if placeholder is not None else ()
+    placeholders: tuple[Any, ...],
+    fillable: Sequence[str],
+) -> tuple[_Winners, _Fills, dict[str, int]] | str:
+    """Each key's winning row (with its ``_source_order``), per key and ``fillable`` column the newest real
+    value (not a delete's, not a placeholder), and the events counted per op; or why the driver does not
+    take the rows (a placeholder in a column it does not fill)."""
     winners: _Winners = {}
+    fills: _Fills = {}
     ops = dict.fromkeys(_COUNTED_OPS, 0)
     for row, arrival in zip(rows, arrivals, strict=True):
         if row.get(ERROR_COLUMN) is not None:
@@ -153,7 +200,9 @@ def _pick(
         op = row.get(OP_COLUMN)
         if op not in _COUNTED_OPS:
             return f"an event of op {op!r}"
-        if placeholders and any(_holds(row[c], placeholders) for c in columns if _toastable(c, keys)):
+        if placeholders and any(
+            _holds(row[c], placeholders) for c in columns if _toastable(c, keys) and c not in fillable
+        ):
             return "a TOAST placeholder"
         key = tuple(row[k] for k in keys)
         if any(v is None or not isinstance(v, _GROUPABLE) for v in key):
@@ -165,14 +214,83 @@ def _pick(
         held = winners.get(key)
         if held is None or position > held[0]:
             winners[key] = (position, {**row, ORDER_COLUMN: order})
-    return winners, ops
+        if op != "d":
+            _keep_newest_real(fills.setdefault(key, {}), row, fillable, placeholders, position, order)
+    return winners, fills, ops
 
 
-def _action(row: Mapping[str, Any], tombstone: str | None, floor: str | None) -> str:
-    """``payloads.base._decide`` for a winner without a placeholder (no stored row is read for it)."""
+def _keep_newest_real(
+    fills: dict[str, _Fill],
+    row: Mapping[str, Any],
+    fillable: Sequence[str],
+    placeholders: tuple[Any, ...],
+    position: tuple[Any, ...],
+    order: str | None,
+) -> None:
+    """Each ``fillable`` column's value of ``row`` kept in ``fills`` where it is real and the newest so far."""
+    for column in fillable:
+        value = row[column]
+        if _holds(value, placeholders):
+            continue
+        known = fills.get(column)
+        if known is None or position > known.position:
+            fills[column] = _Fill(position, order, value)
+
+
+def _stored(
+    stored_rows: StoredRows, keys: list[tuple[Any, ...]], fillable: list[str], floor: str | None
+) -> dict[tuple[Any, ...], Mapping[str, Any]]:
+    """The stored rows of ``keys`` that count: with a source position, after an applied TRUNCATE's."""
+    found = stored_rows(keys, fillable)
+    return {
+        key: row
+        for key, row in found.items()
+        if (order := row.get(ORDER_COLUMN)) is not None and (floor is None or order > floor)
+    }
+
+
+def _filled(
+    row: dict[str, Any],
+    fillable: Sequence[str],
+    fills: Mapping[str, _Fill],
+    held: Mapping[str, Any] | None,
+    placeholders: tuple[Any, ...],
+) -> dict[str, Any]:
+    """``payloads.base._fill_placeholders``: each placeholder takes the stored value where the stored row sits
+    later in the key's chain than the batch's newest real value (on equal positions the batch's is newer),
+    else the batch's; with neither it stays (a delete's may)."""
+    stored_order = held[ORDER_COLUMN] if held is not None else None
+    out = row
+    for column in fillable:
+        if not _holds(row[column], placeholders):
+            continue
+        fill = fills.get(column)
+        stored_is_newer = stored_order is not None and (
+            fill is None or (fill.order is not None and stored_order > fill.order)
+        )
+        if held is not None and column in held and stored_is_newer:
+            out = {**out, column: held[column]}
+        elif fill is not None:
+            out = {**out, column: fill.value}
+    return out
+
+
+def _has_placeholder(row: Mapping[str, Any], fillable: Sequence[str], placeholders: tuple[Any, ...]) -> bool:
+    """``_Events.has_placeholder``: a placeholder in a winner that is not a delete."""
+    return row.get(OP_COLUMN) != "d" and any(_holds(row[c], placeholders) for c in fillable)
+
+
+def _action(
+    row: Mapping[str, Any], tombstone: str | None, floor: str | None, held: Mapping[str, Any] | None = None
+) -> str:
+    """``payloads.base._decide``: stale below the stored row read for a placeholder (``held``), at or below the
+    key's tombstone, at or before a TRUNCATE; else a delete or an upsert."""
     order, is_delete = row[ORDER_COLUMN], row.get(OP_COLUMN) == "d"
+    stored_order = held[ORDER_COLUMN] if held is not None else None
     if order is not None and (
-        (not is_delete and tombstone is not None and order <= tombstone) or (floor is not None and order <= floor)
+        (not is_delete and stored_order is not None and order < stored_order)
+        or (not is_delete and tombstone is not None and order <= tombstone)
+        or (floor is not None and order <= floor)
     ):
         return STALE
     return DELETE if is_delete else UPSERT

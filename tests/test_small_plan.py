@@ -4,8 +4,9 @@ Two tables ingest the same files round after round: one with the defaults (small
 driver and written by Hudi's Java client), one with ``java_writer_max_rows = 0`` (the Spark plan, Spark's
 datasource). Rounds of updates, deletes and re-inserts arrive shuffled, with duplicates, replays of an
 earlier file and late events below a stored delete's tombstone. After each round both results' counts
-are equal, both tables equal the source, and the driver's rounds start no Spark job at all. A round with
-a TOAST placeholder is declined to the Spark plan, and says so.
+are equal, both tables equal the source, and the driver's rounds start no Spark job at all. Then a round of
+TOAST placeholders, filled from the stored rows and from the batch, is planned in the driver too, and one
+that nothing can fill goes to the Spark plan, which refuses it.
 """
 
 from __future__ import annotations
@@ -118,16 +119,36 @@ def test_driver_planned_rounds_equal_the_spark_plans(spark, tmp_path: Path) -> N
     apart = [abs((stamps["t_driver"][k] - stamps["t_spark"][k]).total_seconds()) for k in stamps["t_spark"]]
     assert stamps["t_driver"].keys() == stamps["t_spark"].keys() and max(apart) < 300, max(apart)
 
-    # A TOAST placeholder: its fill reads stored rows, which the driver does not yet: the Spark plan takes it.
-    lsn += 1
-    key = min(live)  # a key the table holds
-    placeholder = pg_event("u", lsn=lsn, after={"id": key, "name": "kept bio", "bio": PLACEHOLDER}, txid=lsn)
-    history.append(placeholder)
-    write_events(source / "9999.avro", SCHEMA, [placeholder])
-    declined = hudi_cdc.ingest(driver, spark=spark)
-    assert declined.details["plan"] == "spark" and declined.details["driver_declined"] == "a TOAST placeholder"
-    assert declined.toast_filled == 1
-    assert read_rows(spark, str(tmp_path / "t_driver"), COLUMNS) == expected_rows(apply_events(history), COLUMNS)
+    # TOAST placeholders: filled from the stored rows (read once, for those keys only), from the batch, and one
+    # older than its stored row (stale); planned in the driver, counted and written as the Spark plan does.
+    stored_key, batch_key, late_key = sorted(live)[:3]
+    events = [
+        pg_event("u", lsn=lsn + 1, after={"id": stored_key, "name": "kept bio", "bio": PLACEHOLDER}, txid=lsn + 1),
+        pg_event("u", lsn=lsn + 2, after={**live[batch_key], "bio": "new bio"}, txid=lsn + 2),
+        pg_event("u", lsn=lsn + 3, after={"id": batch_key, "name": "again", "bio": PLACEHOLDER}, txid=lsn + 3),
+        pg_event("u", lsn=1, after={"id": late_key, "name": "late", "bio": PLACEHOLDER}, txid=1),
+    ]
+    history += events[:3]  # the late one is a replay of nothing the source holds now
+    write_events(source / "9999.avro", SCHEMA, events)
+    context.setJobGroup("small-plan-toast", "placeholders planned in the driver")
+    ours = hudi_cdc.ingest(driver, spark=spark)
+    context.setJobGroup(None, None)  # type: ignore[arg-type]
+    theirs = hudi_cdc.ingest(spark_planned, spark=spark)
+    assert ours.details["plan"] == "driver" and "driver_declined" not in ours.details, ours.details
+    assert (ours.toast_filled, ours.stale) == (2, 1)
+    assert {c: getattr(ours, c) for c in COUNTS} == {c: getattr(theirs, c) for c in COUNTS}
+    expected = expected_rows(apply_events(history), COLUMNS)
+    assert read_rows(spark, str(tmp_path / "t_driver"), COLUMNS) == expected
+    assert read_rows(spark, str(tmp_path / "t_spark"), COLUMNS) == expected
+    assert read_rows(spark, str(tmp_path / "t_driver"), written) == read_rows(spark, str(tmp_path / "t_spark"), written)
+
+    # A placeholder neither the batch nor the table can fill (a key never seen): the Spark plan's to settle.
+    unknown = pg_event("u", lsn=lsn + 4, after={"id": 10_000, "name": "?", "bio": PLACEHOLDER}, txid=lsn + 4)
+    write_events(source / "9999b.avro", SCHEMA, [unknown])
+    from hudi_cdc.errors import MergeError
+
+    with pytest.raises(MergeError, match="never seen"):
+        hudi_cdc.ingest(driver, spark=spark)
 
 
 @pytest.mark.parametrize("flavor", ["postgres", "mysql"])

@@ -16,12 +16,13 @@ from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
+from hypothesis import event as tally
 from hypothesis import strategies as st
 
 from hudi_cdc.spark import release
 from payloads import MySqlPolicy, PostgresPolicy, StoredState
 from payloads.base import ARRIVAL_COLUMN, ERROR_COLUMN, ORDER_COLUMN, ORIGIN_COLUMN, MergePolicy
-from payloads.driver import decide, written_columns
+from payloads.driver import decide, toastable_columns, written_columns
 
 PLACEHOLDER = "__debezium_unavailable_value"
 POLICIES = {"postgres": PostgresPolicy, "mysql": MySqlPolicy}
@@ -35,6 +36,8 @@ SOURCE_META = {
     ],
 }
 ARRIVALS = {"files": "struct<file:string, block:bigint, row:bigint>", "kafka": "struct<partition:int, offset:bigint>"}
+# The flat frame's columns the driver may fill, by type (``_rows``'s DDL).
+TYPES = {"id": "bigint", "name": "string", "bio": "string", "amount": "bigint"}
 SMALL = st.integers(0, 3)
 TEXT = st.sampled_from([None, "a", "b", "ü", "\U0001f600"])
 INGESTED = datetime(2026, 11, 29, 2, 30)
@@ -53,13 +56,14 @@ def _meta(flavor: str, rare: bool) -> st.SearchStrategy[tuple]:
     return st.tuples(st.sampled_from(files), pos, row, st.just(None))
 
 
-def _event(flavor: str, rare: bool) -> st.SearchStrategy[tuple]:
+def _event(flavor: str, rare: bool, placeholders: bool = False) -> st.SearchStrategy[tuple]:
+    text = st.one_of(TEXT, st.just(PLACEHOLDER)) if placeholders else TEXT
     return st.tuples(
         st.integers(0, 4),  # the key
         st.sampled_from(["c", "u", "u", "d", "r"]),
         _meta(flavor, rare),
-        TEXT,
-        st.one_of(TEXT, st.just(PLACEHOLDER)) if rare else TEXT,
+        text,
+        text,
         st.one_of(st.none(), st.integers(-5, 5)),
         st.one_of(st.none(), st.integers(1_700_000_000_000, 1_700_000_000_005)),
         st.sampled_from([None, None, None, "the Avro payload does not decode"]) if rare else st.none(),
@@ -98,13 +102,40 @@ def _rows(flavor: str, arrival: str, events: list[tuple]) -> tuple[list[dict[str
     return rows, arrivals, ddl
 
 
-def _spark_plan(spark, policy: MergePolicy, rows, ddl: str, tombstones: dict, floor: str | None):  # noqa: ANN001, ANN202
+def _spark_plan(spark, policy: MergePolicy, rows, ddl: str, tombstones: dict, floor: str | None, table: Table):  # noqa: ANN001, ANN202
     frame = spark.createDataFrame([tuple(r.values()) for r in rows], ddl)
     stored = spark.createDataFrame([(k, o) for (k,), o in tombstones.items()], f"id bigint, {ORDER_COLUMN} string")
     state = StoredState(
-        tombstones=lambda: stored if tombstones else None, stored_rows=lambda columns: None, truncated_at=floor
+        tombstones=lambda: stored if tombstones else None,
+        stored_rows=lambda columns: table.frame(spark, columns),
+        truncated_at=floor,
     )
     return policy.plan(policy.with_order(frame), key_fields=["id"], stored=state), frame.columns
+
+
+class Table:
+    """The stored rows a plan may read for its placeholders: ``_source_order``, ``name`` and ``bio`` per key
+    (``columns``: those the table has; a column new in the batch is not there)."""
+
+    def __init__(self, rows: dict[int, tuple[str | None, str | None, str | None]], columns: list[str]) -> None:
+        self.rows, self.columns = rows, columns
+
+    def frame(self, spark, wanted):  # noqa: ANN001, ANN201 - StoredState.stored_rows, as the pipeline's
+        if not self.rows and not self.columns:
+            return None  # no table yet
+        ddl = f"id bigint, {ORDER_COLUMN} string, name string, bio string"
+        whole = spark.createDataFrame([(k, *v) for k, v in self.rows.items()], ddl)
+        return whole.select(*[c for c in wanted if c in ("id", ORDER_COLUMN, *self.columns)])
+
+    def lookup(self, keys: list[tuple], columns: list[str]) -> dict[tuple, dict[str, Any]]:
+        """``payloads.driver.StoredRows``: what ``small_plan._stored_rows`` reads of a table."""
+        names = [ORDER_COLUMN, *[c for c in columns if c in self.columns]]
+        found = {}
+        for (key,) in keys:
+            if key in self.rows:
+                values = dict(zip((ORDER_COLUMN, "name", "bio"), self.rows[key], strict=True))
+                found[(key,)] = {"id": key, **{n: values[n] for n in names}}
+        return found
 
 
 def _sorted(rows) -> list:  # noqa: ANN001
@@ -118,12 +149,35 @@ SETTINGS = settings(
 )
 
 
+def _table(data, flavor: str, keys: list[int], orders: list[str]) -> Table:  # noqa: ANN001
+    """Stored rows for some of ``keys``: positions among the batch's (ties too), now and then none (a
+    snapshot row without one) or before all; values that a placeholder may take; now and then a column missing."""
+    order = st.one_of(st.sampled_from(orders), st.just("0"), st.none())
+    row = st.tuples(order, TEXT, TEXT)
+    rows = data.draw(st.dictionaries(st.sampled_from(keys), row)) if keys else {}
+    columns = data.draw(st.sampled_from([["name", "bio"], ["name", "bio"], ["name"], []]))
+    return Table(rows, columns)
+
+
 @pytest.mark.parametrize("flavor", POLICIES)
 @SETTINGS
-@given(data=st.data(), arrival=st.sampled_from(sorted(ARRIVALS)), rare=st.booleans(), stored=st.booleans())
-def test_driver_decides_as_the_spark_plan(spark, flavor: str, data, arrival: str, rare: bool, stored: bool) -> None:  # noqa: ANN001
+@given(
+    data=st.data(), arrival=st.sampled_from(sorted(ARRIVALS)), rare=st.booleans(), stored=st.booleans(),
+    placeholders=st.booleans(),
+)  # fmt: skip
+def test_driver_decides_as_the_spark_plan(
+    spark,
+    flavor: str,
+    data,
+    arrival: str,
+    rare: bool,
+    stored: bool,
+    placeholders: bool,  # noqa: ANN001
+) -> None:
+    """With ``stored``: tombstones, an applied TRUNCATE's position and stored rows for the placeholders."""
     policy = POLICIES[flavor](toast_placeholder=PLACEHOLDER)
-    streams = data.draw(st.lists(st.lists(_event(flavor, rare), min_size=1, max_size=25), min_size=1, max_size=4))
+    event = _event(flavor, rare, placeholders)
+    streams = data.draw(st.lists(st.lists(event, min_size=1, max_size=25), min_size=1, max_size=4))
     events = [(key + 10 * n, *rest) for n, stream in enumerate(streams) for key, *rest in stream]
     # Replays: some events arrive again, later (the same change, another arrival).
     events += data.draw(st.lists(st.sampled_from(events), max_size=5))
@@ -136,17 +190,19 @@ def test_driver_decides_as_the_spark_plan(spark, flavor: str, data, arrival: str
         else {}
     )
     floor = data.draw(st.one_of(st.none(), st.sampled_from(orders))) if stored else None
+    table = _table(data, flavor, sorted({r["id"] for r in rows}), orders) if stored else Table({}, [])
     columns = list(rows[0])
     mine = decide(
-        policy, rows, arrivals, columns=columns, key_fields=["id"], tombstones=tombstones or None, truncated_at=floor
-    )
-    if mine.declined is not None and mine.declined not in ("a bad event", "an event without a usable source position"):
-        # Left to the Spark plan, which fills it from the batch or fails the round (no stored row here).
-        assert mine.declined == "a TOAST placeholder", mine.declined
-        return
-    plan, spark_columns = _spark_plan(spark, policy, rows, ddl, tombstones, floor)
+        policy, rows, arrivals, columns=columns, key_fields=["id"], tombstones=tombstones or None, truncated_at=floor,
+        toastable=toastable_columns(TYPES, ["id"]), stored_rows=table.lookup,
+    )  # fmt: skip
+    tally(f"driver: {mine.declined or ('filled placeholders' if mine.counts.toast_filled else 'took the batch')}")
+    if mine.declined == "a TOAST placeholder with no value in the batch or the stored row":
+        return  # the Spark plan's to settle: a moved key's value, else the round fails (test_scenarios)
+    plan, spark_columns = _spark_plan(spark, policy, rows, ddl, tombstones, floor, table)
     try:
         assert spark_columns == columns
+        assert mine.declined in (None, "a bad event", "an event without a usable source position"), mine.declined
         if mine.declined is not None:
             assert plan.errors, mine.declined  # Spark finds the bad event too
             return
@@ -156,6 +212,89 @@ def test_driver_decides_as_the_spark_plan(spark, flavor: str, data, arrival: str
         assert _sorted(mine.rows) == _sorted(r.asDict() for r in plan.upserts.collect())
         assert _sorted(mine.tombstones) == _sorted(r.asDict() for r in plan.tombstones.collect())
         assert mine.counts == plan.counts
+    finally:
+        release(*plan.materialised)
+
+
+@pytest.mark.parametrize("flavor", POLICIES)
+@SETTINGS
+@given(data=st.data())
+def test_placeholders_are_filled_as_the_spark_plan_fills_them(spark, flavor: str, data) -> None:  # noqa: ANN001
+    """Batches where a placeholder is common and most keys have a stored row (at positions among the batch's):
+    where the driver fills every placeholder, its rows and counts are the Spark plan's."""
+    policy = POLICIES[flavor](toast_placeholder=PLACEHOLDER)
+    text = st.sampled_from([PLACEHOLDER, PLACEHOLDER, None, "a", "b"])
+    event = st.tuples(
+        st.integers(0, 4), st.sampled_from(["c", "u", "u", "d", "r"]), _meta(flavor, False), text, text,
+        st.none(), st.none(), st.none(),
+    )  # fmt: skip
+    events = data.draw(st.lists(event, min_size=1, max_size=25))
+    events += data.draw(st.lists(st.sampled_from(events), max_size=3))  # replays
+    rows, arrivals, ddl = _rows(
+        flavor, data.draw(st.sampled_from(sorted(ARRIVALS))), data.draw(st.permutations(events))
+    )
+    orders = sorted({o for r in rows if (o := policy.order_of(r)) is not None}) or ["0"]
+    table = Table(
+        data.draw(st.dictionaries(st.integers(0, 4), st.tuples(st.sampled_from(orders), TEXT, TEXT), min_size=3)),
+        data.draw(st.sampled_from([["name", "bio"], ["name", "bio"], ["bio"]])),
+    )
+    mine = decide(
+        policy, rows, arrivals, columns=list(rows[0]), key_fields=["id"], tombstones=None, truncated_at=None,
+        toastable=toastable_columns(TYPES, ["id"]), stored_rows=table.lookup,
+    )  # fmt: skip
+    tally(f"driver: {mine.declined or ('filled placeholders' if mine.counts.toast_filled else 'took the batch')}")
+    if mine.declined is not None:
+        assert mine.declined == "a TOAST placeholder with no value in the batch or the stored row", mine.declined
+        return
+    plan, _ = _spark_plan(spark, policy, rows, ddl, {}, None, table)
+    try:
+        assert plan.upserts is not None and not plan.errors
+        assert _sorted(mine.rows) == _sorted(r.asDict() for r in plan.upserts.collect())
+        assert mine.counts == plan.counts
+    finally:
+        release(*plan.materialised)
+
+
+def test_placeholders_filled_from_the_stored_rows_are_the_spark_plans(spark) -> None:  # noqa: ANN001
+    """One batch with each case the fill meets: the stored row newer than the batch's value, older, tied, a
+    key without a stored row, a winner older than its stored row (stale), a column the table lacks, and a
+    delete; the driver takes it and decides it as the Spark plan does."""
+    policy = POLICIES["postgres"](toast_placeholder=PLACEHOLDER)
+    ph = PLACEHOLDER
+    events = [
+        (1, "u", (5, "7"), ph, "bio-1", None, None, None),  # stored (order 3) fills name
+        (2, "u", (2, "7"), "two", "b", None, None, None),  # the batch's own value, older than the stored one
+        (2, "u", (6, "7"), ph, ph, None, None, None),  # name: the stored one (4 > 2); bio: the batch's newer
+        (3, "u", (4, "7"), "three", "b", None, None, None),  # tie: the batch's value is newer at equal positions
+        (3, "u", (6, "7"), ph, "b", None, None, None),
+        (4, "u", (1, "7"), "four", "b", None, None, None),  # no stored row: the batch's value
+        (4, "u", (2, "7"), ph, "b", None, None, None),
+        (5, "u", (1, "7"), ph, "b", None, None, None),  # older than its stored row (order 3): stale
+        (6, "d", (7, "7"), ph, ph, None, None, None),  # a delete keeps what it holds
+    ]
+    rows, arrivals, ddl = _rows("postgres", "kafka", events)
+
+    def at(lsn: int) -> str | None:
+        return policy.order_of({**rows[0], "_source_lsn": lsn})
+
+    table = Table(
+        {1: (at(3), "one", "bio-stored"), 2: (at(4), "two-stored", "bio-2"), 3: (at(4), "three-stored", None),
+         5: (at(3), "five", "b")},
+        ["name"],  # bio is new in the batch: never read from the table
+    )  # fmt: skip
+    mine = decide(
+        policy, rows, arrivals, columns=list(rows[0]), key_fields=["id"], tombstones=None, truncated_at=None,
+        toastable=toastable_columns(TYPES, ["id"]), stored_rows=table.lookup,
+    )  # fmt: skip
+    assert mine.declined is None
+    plan, _ = _spark_plan(spark, policy, rows, ddl, {}, None, table)
+    try:
+        assert plan.upserts is not None
+        assert _sorted(mine.rows) == _sorted(r.asDict() for r in plan.upserts.collect())
+        assert mine.counts == plan.counts
+        names = {r["id"]: (r["name"], r["bio"]) for r in mine.rows}
+        assert names[1] == ("one", "bio-1") and names[2][0] == "two-stored" and names[3][0] == "three"
+        assert names[4][0] == "four" and 5 not in names and mine.counts.stale == 1 and mine.counts.toast_filled == 4
     finally:
         release(*plan.materialised)
 
