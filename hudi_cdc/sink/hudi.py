@@ -98,6 +98,13 @@ class HudiTable:
         fields = self._meta_client().getTableConfig().getString("hoodie.table.recordkey.fields")
         return tuple(f.strip() for f in str(fields or "").split(",") if f.strip())
 
+    def metadata_partitions(self) -> frozenset[str]:
+        """The partitions of the table's metadata table (``files``, ``column_stats``, ...) as its properties say
+        now: another writer may have added one since this object was made."""
+        if not self.exists():
+            return frozenset()
+        return frozenset(str(p) for p in self._meta_client(fresh=True).getTableConfig().getMetadataPartitions())
+
     def fills_placeholders(self, placeholder: str) -> bool:
         """Whether Hudi's merge fills ``placeholder`` in string columns from the stored row; on an
         unpartitioned COPY_ON_WRITE table with no partial-update mode of its own, made so.
@@ -363,17 +370,20 @@ def index_conf(
     table: HudiTable, user_conf: Mapping[str, str], *, partitioned: bool, rows: int | None = None
 ) -> dict[str, str]:
     """The settings of a write to ``table``: the user's, with the index ``options.resolve_index`` gives
-    the table as it is now (its last commit's recorded layout, or a new table's default for ``rows``).
+    the table as it is now (its last commit's recorded layout, or a new table's default for ``rows``), and
+    the metadata indexes the table has kept on (``options.kept_metadata_indexes``).
 
     Every writer and check of a CDC table asks this, so they agree on the index. The timeline is
     read only when the settings leave the index open.
     """
+    kept = opt.kept_metadata_indexes(table.metadata_partitions(), user_conf)
     if opt.names_index(user_conf, partitioned=partitioned):
-        return dict(user_conf)
+        return {**user_conf, **kept}
     last = table.checkpoint_commit()
     recorded = last.extra.get(opt.INDEX_KEY) if last else None
     committed = last is not None or table.has_commits()
-    return opt.resolve_index(user_conf, partitioned=partitioned, committed=committed, recorded=recorded, rows=rows)
+    resolved = opt.resolve_index(user_conf, partitioned=partitioned, committed=committed, recorded=recorded, rows=rows)
+    return {**resolved, **kept}
 
 
 def _file_instant(path: str) -> str | None:

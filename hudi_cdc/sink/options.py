@@ -8,7 +8,7 @@ semantics, so an attempt is a ConfigError.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from hudi_cdc.envelope import evolution as _evolution
 from hudi_cdc.errors import ConfigError
@@ -41,6 +41,7 @@ CLEAN_COMMITS_RETAINED_OLD = "hoodie.cleaner.commits.retained"
 KEEP_MIN_COMMITS = "hoodie.keep.min.commits"
 KEEP_MAX_COMMITS = "hoodie.keep.max.commits"
 RECORD_INDEX_ENABLE = "hoodie.metadata.record.index.enable"
+PARTITION_STATS = "hoodie.metadata.index.partition.stats.enable"
 COMPACT_SCHEDULE_INLINE = "hoodie.compact.schedule.inline"
 LOCK_PROVIDER = "hoodie.write.lock.provider"
 RECORD_MERGER_CLASSES = "hoodie.write.record.merge.custom.implementation.classes"
@@ -225,6 +226,29 @@ def record_merger(options: Mapping[str, str]) -> str:
             f"{', '.join(sorted(_PARTITION_LOCAL_INDEXES))}"
         )
     return chosen or AVRO_RECORD_MERGER
+
+
+# The metadata table's index partitions a write keeps up to date, by the setting that turns each on. A write
+# whose settings leave one off that the table has drops it, and Hudi 1.2 then fails that write ("Partition
+# column_stats should be part of inflight metadata partitions", tested): another writer (Hudi's own
+# run_compaction procedure, a Spark SQL job) may have built one with Hudi's defaults.
+_METADATA_INDEXES: dict[str, tuple[str, ...]] = {
+    "column_stats": (COLUMN_STATS,),
+    "partition_stats": (PARTITION_STATS,),
+    "bloom_filters": METADATA_BLOOM_INDEX,
+    "record_index": (RECORD_INDEX_ENABLE,),
+}
+
+
+def kept_metadata_indexes(partitions: Iterable[str], user_conf: Mapping[str, str]) -> dict[str, str]:
+    """The settings that keep each metadata index the table has (its ``partitions``) on, where the user's
+    settings leave it open: the table's indexes stay as whoever built them made them."""
+    present = set(partitions)
+    return {
+        keys[0]: "true"
+        for partition, keys in _METADATA_INDEXES.items()
+        if partition in present and not any(key in user_conf for key in keys)
+    }
 
 
 def _enabled(conf: Mapping[str, str], key: str) -> bool:
