@@ -200,7 +200,7 @@ bench-small-round-wheel: wheel ## bench-small-round from a pip-installed wheel (
 	ln -s $(CURDIR)/bench $(WHEEL_BENCH)/path/bench
 	cd $(WHEEL_BENCH) && env -u HUDI_CDC_JARS_DIR PYTHONPATH=$(CURDIR)/$(WHEEL_BENCH)/path venv/bin/python -m bench.small_round \
 		--name small-round-wheel --work $(CURDIR)/$(WHEEL_BENCH)/work --results $(CURDIR)/$(BENCH_RESULTS) \
-		--variants "mor java" "mor spark:java_writer_max_rows=0"
+		--variants "mor java" "cow java" --floor --placeholder-share 0 --delete-share 0
 	$(REPORT)
 
 bench-history: install ## What a history mode costs a round: 1,000 changes into a 200k-row table, none / soft_delete / scd2, MOR and COW

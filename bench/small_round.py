@@ -154,7 +154,7 @@ class ParquetFloor:
         self._write(merged.select("id", *(F.when(changed, F.col(f"c.{n}")).otherwise(F.col(f"s.{n}")).alias(n)
                                           for n in ("name", "balance")), notes.alias("notes")))  # fmt: skip
         shutil.rmtree(self.folder / f"v{self.version - 1}")
-        return {"variant": self.LABEL, "seconds": time.perf_counter() - began, "writer": "parquet",
+        return {"variant": self.LABEL, "seconds": time.perf_counter() - began, "writer": "parquet", "planned_by": "-",
                 "cpu_s": round(_jvm_cpu_s(self.spark) - cpu, 2), "load": round(os.getloadavg()[0], 1),
                 "compacted_now": False, "scheduled_now": False}  # fmt: skip
 
@@ -182,17 +182,24 @@ def _jvm_cpu_s(spark: Any) -> float:  # noqa: ANN401
     return process_cpu_s(int(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()))
 
 
-def _round(spark: Any, config: Any) -> dict[str, Any]:  # noqa: ANN401
+def _round(spark: Any, config: Any, spark_plan: bool) -> dict[str, Any]:  # noqa: ANN401
+    """One round; ``spark_plan``: with the driver's plan switched off (``small_plan.TEST_HOOK``), as before it."""
     from hudi_cdc.pipeline import ingest_once
     from hudi_cdc.sink.hudi import HudiTable
+    from hudi_cdc.small_plan import TEST_HOOK
 
     cpu = _jvm_cpu_s(spark)
     began = time.perf_counter()
-    result = ingest_once(config, spark=spark)
+    os.environ[TEST_HOOK] = "off" if spark_plan else ""
+    try:
+        result = ingest_once(config, spark=spark)
+    finally:
+        os.environ.pop(TEST_HOOK, None)
     wall = time.perf_counter() - began
     assert result.committed, result
     return {
         "seconds": wall, "round_s": result.duration_s, "writer": result.details.get("writer", "?"),
+        "planned_by": result.details.get("plan", "?"),
         "cpu_s": round(_jvm_cpu_s(spark) - cpu, 2), "load": round(os.getloadavg()[0], 1),
         "buckets": result.details.get("buckets", {}).get("to"),  # the round grew the table into this many
         "compacted": _compactions(spark, config.target_base_path),
@@ -248,7 +255,8 @@ def _summary(
     return {
         "variant": label, "median_s": median("seconds"), "min_s": round(min(r["seconds"] for r in plain), 3) if plain else None,
         "max_s": round(max(r["seconds"] for r in plain), 3) if plain else None, "rounds": len(plain),
-        "writer": ",".join(sorted({r["writer"] for r in plain})), **{f"{s}_s": median(f"{s}_s") for s in ("open", "read", "plan", "tombstones", "commit")},
+        "writer": ",".join(sorted({r["writer"] for r in plain})),
+        "planned_by": ",".join(sorted({r.get("planned_by", "?") for r in plain})), **{f"{s}_s": median(f"{s}_s") for s in ("open", "read", "plan", "tombstones", "commit")},
         "compacting_s": round(statistics.median(compacting), 2) if compacting else None,
         "compacting_cpu_s": _median_of([r["cpu_s"] for r in measured if r["compacted_now"]]),
         "scheduling_s": _median_of([r["seconds"] for r in scheduling]),
@@ -266,7 +274,7 @@ COLUMNS_OUT = [
     result_files.column("variant"), result_files.column("median_s", "median round", "s"),
     result_files.column("min_s", "min", "s"), result_files.column("max_s", "max", "s"),
     result_files.column("rounds", unit="#"), result_files.column("writer", "written by"),
-    result_files.column("open_s", "open", "s"), result_files.column("read_s", "read", "s"),
+    result_files.column("planned_by", "planned by"), result_files.column("open_s", "open", "s"), result_files.column("read_s", "read", "s"),
     result_files.column("x_floor", "x the Parquet floor"), result_files.column("plan_s", "plan", "s"), result_files.column("tombstones_s", "tombstones", "s"),
     result_files.column("commit_s", "commit", "s"), result_files.column("plain_cpu_s", "round's JVM CPU", "s"),
     result_files.column("compacting_s", "a round that compacted", "s"),
@@ -280,6 +288,7 @@ COLUMNS_OUT = [
 ROUND_COLUMNS = [
     result_files.column("variant"), result_files.column("round", unit="#"), result_files.column("seconds", unit="s"),
     result_files.column("round_s", "round (its own clock)", "s"), result_files.column("writer"),
+    result_files.column("planned_by", "planned by"),
     result_files.column("compacted_now", "compacted"), result_files.column("scheduled_now", "scheduled a compaction"),
     result_files.column("commit_s", unit="s"), result_files.column("cpu_s", "JVM CPU", "s"),
     result_files.column("load", "load average (1 min)"), result_files.column("buckets", "grew into buckets"),
@@ -356,6 +365,8 @@ def main(argv: list[str] | None = None) -> int:
     source = Source(args.work / "events", args.table_rows, args.placeholder_share, args.delete_share)
     source.snapshot()
     variants = [variant(v) for v in args.variants]
+    # ``spark_plan=true``: the variant's rounds planned by Spark, the driver's plan switched off (a before).
+    spark_plans = {label: settings.pop("spark_plan", "false") == "true" for label, settings in variants}
     configs = {label: _config(label, settings, source, args.work) for label, settings in variants}
     builds, first_grew = {}, {}
     for label, config in configs.items():
@@ -377,7 +388,7 @@ def main(argv: list[str] | None = None) -> int:
                 else _compactions(spark, configs[label].target_base_path)
             )
             pending = rounds[label][-1]["pending"] if rounds[label] else 0
-            outcome = _round(spark, configs[label])
+            outcome = _round(spark, configs[label], spark_plans[label])
             outcome.update(variant=label, round=number, compacted_now=outcome["compacted"] > before,
                            scheduled_now=outcome["pending"] > pending)  # fmt: skip
             rounds[label].append(outcome)
