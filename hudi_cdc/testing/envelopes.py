@@ -286,11 +286,18 @@ def oracle_event(
 
 
 def write_events(path: str | os.PathLike[str], schema: Mapping[str, Any], events: Iterable[Mapping[str, Any]]) -> str:
-    """Write ``events`` to one Avro Object Container File (deflate, as Connect does)."""
+    """Write ``events`` to one Avro Object Container File (deflate, as Connect does).
+
+    Written under a hidden name and renamed into place, as a sink makes a file appear whole: a process that
+    lists the folder meanwhile (a continuous run) never reads it half written.
+    """
     import fastavro
 
-    os.makedirs(os.path.dirname(os.fspath(path)) or ".", exist_ok=True)
+    folder, name = os.path.split(os.fspath(path))
+    os.makedirs(folder or ".", exist_ok=True)
     parsed = fastavro.parse_schema(dict(schema))
-    with open(path, "wb") as out:
+    partial = os.path.join(folder, f".{name}.partial")
+    with open(partial, "wb") as out:
         fastavro.writer(out, parsed, list(events), codec="deflate")
+    os.replace(partial, path)
     return os.fspath(path)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from hudi_cdc import pipeline
+from hudi_cdc import pipeline, small_plan
 from hudi_cdc.sink import options as opt
 from hudi_cdc.sink.hudi import HudiTable
 from hudi_cdc.testing import envelope_schema, pg_event, write_events
@@ -39,13 +39,21 @@ def test_placeholders_take_the_stored_value_whoever_fills_them(
     spark, tmp_path: Path, monkeypatch, table_type: str, merger: str | None, partitioned: bool, hudi_fills: bool
 ) -> None:
     """On an unpartitioned COW table Hudi's merge fills string placeholders, and the lookup reads no string
-    values; bytes, MOR and partitioned tables are filled from the lookup. Either way the table ends right."""
+    values; bytes, MOR and partitioned tables are filled from the lookup (a small MOR round's by the driver's
+    plan). Either way the table ends right."""
     requested: list[list[str]] = []
-    stored_columns = pipeline._stored_columns
+    stored_columns, stored_rows = pipeline._stored_columns, small_plan._stored_rows
     monkeypatch.setattr(
         pipeline,
         "_stored_columns",
         lambda table, columns: requested.append(list(columns)) or stored_columns(table, columns),
+    )
+    monkeypatch.setattr(
+        small_plan,
+        "_stored_rows",
+        lambda table, keys, wanted, columns: (
+            requested.append(list(columns)) or stored_rows(table, keys, wanted, columns)
+        ),
     )
     source, base = tmp_path / "events", str(tmp_path / "table")
     extra = ["--source-limit", "1"]
