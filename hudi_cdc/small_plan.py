@@ -10,16 +10,16 @@ write. Where the source's events can be read in the driver, this plans the round
 2. flatten: ``envelope.driver_rows`` (what ``envelope.flatten`` makes of each event);
 3. decide: ``payloads.driver.decide``, the merge policy's rules over Python rows, against the
    tombstone store read by pyarrow (``TombstoneStore.newest_in_driver``) and, for the keys whose winner
-   holds a TOAST placeholder, their stored rows (``_stored_rows``: one read filtered by those keys, which
-   Hudi prunes to the buckets they hash to: the round's only Spark job);
+   holds a TOAST placeholder, their stored rows (``_stored_rows``: one read filtered by those keys, the
+   round's only Spark job);
 4. hand over: the rows and the tombstones as local relations (a Spark collect of those runs no job),
    which the pipeline writes as any plan's: the tombstones by pyarrow, the rows by the Java client.
 
 One set of rules: the decision is proven equal to the Spark plan's (tests/payloads/test_driver_plan.py,
 tests/test_small_plan.py, tests/stack/test_small_plan_kafka.py). Whatever this slice does not take (a JDBC or
 JSON source, Kafka messages read by the executors or decoded per writer schema, a history mode, a shaping
-option, a type mapping, a placeholder that neither the batch nor the stored row fills, a bad event, a batch whose columns are not the table's, a
-table off the local file system...) it declines, naming why: the round goes to the Spark plan, before
+option, a type mapping, a placeholder that neither the batch nor the stored row fills, a bad event, a batch
+whose columns are not the table's, a table off the local file system...) it declines, naming why: the round goes to the Spark plan, before
 anything is written, and the result's ``details`` say so (``driver_declined``), as for the Java writer.
 Any failure of its own is a decline too, logged as a warning (``driver_failed``).
 """
@@ -205,8 +205,8 @@ def _stored_rows(
     table: HudiTable, keys: tuple[str, ...], wanted: list[tuple[Any, ...]], columns: list[str]
 ) -> dict[tuple[Any, ...], dict[str, Any]]:
     """The table's rows of the ``wanted`` keys (their ``_source_order`` and those of ``columns`` it has), for
-    the placeholders of a round: one read, filtered by key, which Hudi prunes to the file groups of the
-    buckets the keys hash to (a bucket-index table's ``IN`` on its key); never collected whole."""
+    the placeholders of a round: one read filtered by key (an ``IN`` on a bucket-index table's key, which
+    Hudi's bucket query pruning may limit to the keys' buckets; not measured), never collected whole."""
     from pyspark.sql import functions as F
 
     stored = table.read()

@@ -123,6 +123,8 @@ def decide(
     winners, fills, ops = picked
     had = {key for key, (_, row) in winners.items() if _has_placeholder(row, fillable, placeholders)}
     stored = _stored(stored_rows, sorted(had, key=repr), fillable, truncated_at) if had and stored_rows else {}
+    if stored is None:
+        return DriverPlan(declined="stored rows whose keys the driver does not match to the batch's")
     written = written_columns(columns)
     out: list[dict[str, Any]] = []
     dead: list[dict[str, Any]] = []
@@ -239,9 +241,13 @@ def _keep_newest_real(
 
 def _stored(
     stored_rows: StoredRows, keys: list[tuple[Any, ...]], fillable: list[str], floor: str | None
-) -> dict[tuple[Any, ...], Mapping[str, Any]]:
-    """The stored rows of ``keys`` that count: with a source position, after an applied TRUNCATE's."""
+) -> dict[tuple[Any, ...], Mapping[str, Any]] | None:
+    """The stored rows of ``keys`` that count: with a source position, after an applied TRUNCATE's. None when
+    a row comes back under a key not asked for: a value Spark hands back in another form than the batch's
+    (a timestamp's zone), which would leave a placeholder to an older value."""
     found = stored_rows(keys, fillable)
+    if not set(found) <= set(keys):
+        return None
     return {
         key: row
         for key, row in found.items()

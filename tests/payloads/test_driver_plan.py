@@ -255,6 +255,23 @@ def test_placeholders_are_filled_as_the_spark_plan_fills_them(spark, flavor: str
         release(*plan.materialised)
 
 
+def test_stored_rows_under_keys_not_asked_for_decline_the_batch() -> None:
+    """A key Spark hands back in another form than the batch's (a timestamp's zone) would match no winner and
+    leave its placeholder to an older value: the driver declines instead."""
+    policy = POLICIES["postgres"](toast_placeholder=PLACEHOLDER)
+    events = [(1, "u", (5, "7"), "one", PLACEHOLDER, None, None, None)]
+    rows, arrivals, _ = _rows("postgres", "kafka", events)
+
+    def elsewhere(keys: list[tuple], columns: list[str]) -> dict[tuple, dict[str, Any]]:
+        return {(str(k),): {ORDER_COLUMN: "0", "bio": "b"} for (k,) in keys}
+
+    mine = decide(
+        policy, rows, arrivals, columns=list(rows[0]), key_fields=["id"], tombstones=None, truncated_at=None,
+        toastable=toastable_columns(TYPES, ["id"]), stored_rows=elsewhere,
+    )  # fmt: skip
+    assert mine.declined == "stored rows whose keys the driver does not match to the batch's"
+
+
 def test_placeholders_filled_from_the_stored_rows_are_the_spark_plans(spark) -> None:  # noqa: ANN001
     """One batch with each case the fill meets: the stored row newer than the batch's value, older, tied, a
     key without a stored row, a winner older than its stored row (stale), a column the table lacks, and a
