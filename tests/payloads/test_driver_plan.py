@@ -149,7 +149,7 @@ SETTINGS = settings(
 )
 
 
-def _table(data, flavor: str, keys: list[int], orders: list[str]) -> Table:  # noqa: ANN001
+def _table(data, keys: list[int], orders: list[str]) -> Table:  # noqa: ANN001
     """Stored rows for some of ``keys``: positions among the batch's (ties too), now and then none (a
     snapshot row without one) or before all; values that a placeholder may take; now and then a column missing."""
     order = st.one_of(st.sampled_from(orders), st.just("0"), st.none())
@@ -190,7 +190,7 @@ def test_driver_decides_as_the_spark_plan(
         else {}
     )
     floor = data.draw(st.one_of(st.none(), st.sampled_from(orders))) if stored else None
-    table = _table(data, flavor, sorted({r["id"] for r in rows}), orders) if stored else Table({}, [])
+    table = _table(data, sorted({r["id"] for r in rows}), orders) if stored else Table({}, [])
     columns = list(rows[0])
     mine = decide(
         policy, rows, arrivals, columns=columns, key_fields=["id"], tombstones=tombstones or None, truncated_at=floor,
