@@ -67,12 +67,12 @@ class Source:
     def _write(self, events: list[dict[str, Any]]) -> None:
         from hudi_cdc.testing import write_events
 
-        write_events(self.folder / f"accounts+0+{self.files:010d}.avro", self.schema, events)
+        write_events(self.file(self.files), self.schema, events)
         self.files += 1
 
-    def newest(self) -> Path:
-        """The file the last ``snapshot`` or ``changes`` wrote."""
-        return self.folder / f"accounts+0+{self.files - 1:010d}.avro"
+    def file(self, number: int) -> Path:
+        """The ``number``-th file written: 0 the snapshot, then one per ``changes``."""
+        return self.folder / f"accounts+0+{number:010d}.avro"
 
     def snapshot(self) -> None:
         from hudi_cdc.testing import pg_event
@@ -308,7 +308,7 @@ def _floor(spark: Any, args: argparse.Namespace, configs: dict[str, Any], source
         raise SystemExit("--floor is measured against a COW variant: name one in --variants (e.g. 'cow java')")
     files = len(HudiTable(spark, cow[0].target_base_path).base_file_bytes())
     floor = ParquetFloor(spark, args.work / "parquet_floor", files)
-    builds[floor.LABEL] = floor.build(source.folder / "accounts+0+0000000000.avro")
+    builds[floor.LABEL] = floor.build(source.file(0))
     print(f"{floor.LABEL}: {files} files written in {builds[floor.LABEL]:.1f} s", flush=True)
     return floor
 
@@ -397,7 +397,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"{outcome['load']}) by {outcome['writer']}{' (compacted)' if outcome['compacted_now'] else ''}"
                   f"{' (scheduled a compaction)' if outcome['scheduled_now'] else ''}{grew}", flush=True)  # fmt: skip
         if floor:
-            rounds[floor.LABEL].append({**floor.round(source.newest()), "round": number})
+            rounds[floor.LABEL].append({**floor.round(source.file(source.files - 1)), "round": number})
             print(f"round {number} {floor.LABEL}: {rounds[floor.LABEL][-1]['seconds']:.2f} s", flush=True)
     compactions = {
         label: _compact(spark, config) if rounds[label][-1]["pending"] else {} for label, config in configs.items()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import subprocess
@@ -34,6 +35,14 @@ PARTITIONED_SETTINGS = ("defaults",)  # a bucket index finds a key in its own pa
 def run_cli(*args: str) -> Result:
     """``hudi-cdc ingest ...`` in this process, so it shares the test SparkSession."""
     return CliRunner().invoke(main, ["ingest", *args], catch_exceptions=False)
+
+
+def ingest_json(*args: str) -> dict[str, Any]:
+    """``hudi-cdc ingest ... --json`` in this process: it must succeed; its one JSON line, parsed."""
+    result = run_cli(*args, "--json")
+    assert result.exit_code == 0, result.output
+    (line,) = [line for line in result.stdout.splitlines() if line.startswith("{")]
+    return json.loads(line)
 
 
 def ingest_args(

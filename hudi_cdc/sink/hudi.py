@@ -53,7 +53,6 @@ class HudiTable:
         # object (a round's), the timeline reloaded at each ask. ~25 ms of a 2 s round.
         self._client = None
         self._exists = False
-        self._metadata_partitions: frozenset[str] | None = None
         self.last_writer = ""  # who wrote the last write(): "spark" (the datasource) or "java" (sink.small_write)
         self.java_failed: str | None = None  # the Java client's failure the last write() stepped around, if any
         self.java_declined: str | None = None  # why the last write() was not offered to, or taken by, the Java client
@@ -100,14 +99,11 @@ class HudiTable:
         return tuple(f.strip() for f in str(fields or "").split(",") if f.strip())
 
     def metadata_partitions(self) -> frozenset[str]:
-        """The partitions of the table's metadata table (``files``, ``column_stats``, ...) as its properties said
-        at this object's first ask (a round's: another writer may have added one since the last round)."""
-        if self._metadata_partitions is None:
-            if not self.exists():
-                return frozenset()
-            config = self._meta_client(fresh=True).getTableConfig()
-            self._metadata_partitions = frozenset(str(p) for p in config.getMetadataPartitions())
-        return self._metadata_partitions
+        """The partitions of the table's metadata table (``files``, ``column_stats``, ...) as this object's meta
+        client read its properties (a round's: another writer may have added one since the last round)."""
+        if not self.exists():
+            return frozenset()
+        return frozenset(str(p) for p in self._meta_client().getTableConfig().getMetadataPartitions())
 
     def fills_placeholders(self, placeholder: str) -> bool:
         """Whether Hudi's merge fills ``placeholder`` in string columns from the stored row; on an

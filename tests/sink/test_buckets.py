@@ -10,13 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 
-from hudi_cdc.cli import main
 from hudi_cdc.sink import options as opt
 from hudi_cdc.sink.hudi import HudiTable
 from hudi_cdc.testing.samples import SampleCustomers
-from tests.support import kill_when_pending, table_state
+from tests.support import ingest_json, kill_when_pending, table_state
 
 COLUMNS = ("id", "name", "email", "notes")
 HUDI_CDC = str(Path(sys.executable).parent / "hudi-cdc")
@@ -71,15 +69,11 @@ OFTEN = ("--hoodie-conf", "hoodie.compact.inline.max.delta.commits=2")
 def _ingest(sample: SampleCustomers, base: Path, table_type: str, *extra: str) -> dict[str, Any]:
     """One ``hudi-cdc ingest`` round, in this process; its result."""
     extra = (*OFTEN, *extra) if table_type == "mor" else extra
-    args = [
-        "ingest", "--source", "files", "--source-path", sample.source_path, "--flavor", "postgres",
+    return ingest_json(
+        "--source", "files", "--source-path", sample.source_path, "--flavor", "postgres",
         "--target-base-path", str(base), "--target-table", "customers", "--table-type", table_type,
-        "--record-key-fields", "id", "--json", *extra,
-    ]  # fmt: skip
-    result = CliRunner().invoke(main, args, catch_exceptions=False)
-    assert result.exit_code == 0, result.output
-    (line,) = [line for line in result.stdout.splitlines() if line.startswith("{")]
-    return json.loads(line)
+        "--record-key-fields", "id", *extra,
+    )  # fmt: skip
 
 
 def _equal_to_source(spark, base: Path, sample: SampleCustomers) -> None:  # noqa: ANN001

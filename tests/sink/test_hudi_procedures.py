@@ -7,17 +7,14 @@ hudi-cdc keeps the indexes a table has (``options.kept_metadata_indexes``).
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 
-from hudi_cdc.cli import main
 from hudi_cdc.sink import options as opt
 from hudi_cdc.testing.samples import SampleCustomers
-from tests.support import table_state
+from tests.support import ingest_args, ingest_json, table_state
 
 COLUMNS = ("id", "name", "email", "notes")
 
@@ -35,15 +32,7 @@ def test_a_tables_metadata_indexes_stay_on_unless_the_user_says() -> None:
 
 
 def _ingest(sample: SampleCustomers, base: Path) -> dict[str, Any]:
-    args = [
-        "ingest", "--source", "files", "--source-path", sample.source_path, "--flavor", "postgres",
-        "--target-base-path", str(base), "--target-table", "customers", "--table-type", "mor",
-        "--record-key-fields", "id", "--json",
-    ]  # fmt: skip
-    result = CliRunner().invoke(main, args, catch_exceptions=False)
-    assert result.exit_code == 0, result.output
-    (line,) = [line for line in result.stdout.splitlines() if line.startswith("{")]
-    return json.loads(line)
+    return ingest_json(*ingest_args(sample.source_path, str(base), table_type="mor"))
 
 
 def _metadata_partitions(base: Path) -> set[str]:
