@@ -36,6 +36,8 @@ from typing import TYPE_CHECKING, Any
 from hudi_cdc.envelope.driver_rows import flat_rows
 from hudi_cdc.envelope.shape import Shape
 from hudi_cdc.envelope.unflatten import is_flattened
+from hudi_cdc.sink import options as opt
+from hudi_cdc.sink.hudi import index_conf
 from hudi_cdc.sources.files import read_in_driver
 from hudi_cdc.sources.kafka_driver import decode_in_driver
 from payloads.base import ORDER_COLUMN, TOMBSTONED_AT_COLUMN, WritePlan, is_data_column
@@ -178,7 +180,9 @@ def _plan(
         tombstones=tombstones.newest_in_driver(),
         truncated_at=truncated_at,
         toastable=toastable_columns(flat.types, keys),
-        stored_rows=lambda wanted, columns: _stored_rows(table, keys, wanted, columns),
+        stored_rows=lambda wanted, columns: _stored_rows(
+            table, _read_options(config, table, keys), keys, wanted, columns
+        ),
     )
     if decided.declined is not None:
         return Declined(decided.declined)
@@ -201,25 +205,49 @@ def _plan(
     )
 
 
+def _read_options(config: IngestConfig, table: HudiTable, keys: tuple[str, ...]) -> dict[str, str]:
+    """The table's read options that limit a read by key to the file groups the keys hash to (its bucket
+    layout as its writers resolve it); none when its index has no such layout."""
+    written = index_conf(table, config.hoodie_conf, partitioned=bool(config.partition_path_field))
+    return opt.bucket_read_options(written, keys)
+
+
 def _stored_rows(
-    table: HudiTable, keys: tuple[str, ...], wanted: list[tuple[Any, ...]], columns: list[str]
+    table: HudiTable,
+    options: dict[str, str],
+    keys: tuple[str, ...],
+    wanted: list[tuple[Any, ...]],
+    columns: list[str],
 ) -> dict[tuple[Any, ...], dict[str, Any]]:
     """The table's rows of the ``wanted`` keys (their ``_source_order`` and those of ``columns`` it has), for
-    the placeholders of a round: one read filtered by key (an ``IN`` on a bucket-index table's key, which
-    Hudi's bucket query pruning may limit to the keys' buckets; not measured), never collected whole."""
+    the placeholders of a round, never collected whole."""
+    rows = _stored_frame(table, options, keys, wanted, columns)
+    return {tuple(row[k] for k in keys): row.asDict() for row in rows.collect()}
+
+
+def _stored_frame(
+    table: HudiTable,
+    options: dict[str, str],
+    keys: tuple[str, ...],
+    wanted: list[tuple[Any, ...]],
+    columns: list[str],
+) -> DataFrame:
+    """The read of :func:`_stored_rows`: an ``IN`` on a single key, which Hudi's bucket query pruning limits
+    to the keys' file groups under ``options`` (tests/test_small_plan.py counts the files read); a composite
+    key's semi join with the keys as a local relation, as the Spark plan's lookup, reads every file group."""
     from pyspark.sql import functions as F
 
-    stored = table.read()
+    stored = table.read(options)
     names = [c for c in (*keys, ORDER_COLUMN, *columns) if c in stored.columns]
     if len(keys) == 1:
         rows = stored.where(F.col(keys[0]).isin([key for (key,) in wanted]))
-    else:  # a semi join with the keys as a local relation, as the Spark plan's lookup
+    else:
         from pyspark.sql.types import StructType
 
         by_name = {f.name: f for f in stored.schema.fields}
         local = stored.sparkSession.createDataFrame(wanted, StructType([by_name[k] for k in keys]))
         rows = stored.join(F.broadcast(local), on=list(keys), how="left_semi")
-    return {tuple(row[k] for k in keys): row.asDict() for row in rows.select(*names).collect()}
+    return rows.select(*names)
 
 
 def _read(config: IngestConfig, batch: Batch) -> tuple[list[dict[str, Any]], Sequence[tuple[Any, ...]]] | str:

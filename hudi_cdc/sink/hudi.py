@@ -358,8 +358,9 @@ class HudiTable:
             return small_write.Outcome(declined="a new table")
         return small_write.write(self._spark, self.base_path, rows, options, metadata, max_bytes=small.max_bytes)
 
-    def read(self) -> DataFrame:
-        return self._spark.read.format("hudi").load(self.base_path)
+    def read(self, options: Mapping[str, str] | None = None) -> DataFrame:
+        """The table as a snapshot; ``options`` are Hudi's read options (``opt.bucket_read_options``)."""
+        return self._spark.read.format("hudi").options(**(options or {})).load(self.base_path)
 
     def read_as_of(self, instant: str) -> DataFrame:
         """The table as it was when ``instant`` completed (time travel; needs its files not yet cleaned)."""

@@ -334,6 +334,7 @@ def bucket_count(rows: int | None) -> int:
 
 
 _BUCKET_CHOICES = (INDEX_TYPE, BUCKET_ENGINE, NUM_BUCKETS, BUCKET_HASH_FIELD)
+_PARTITION_BUCKETS = "hoodie.bucket.index.partition."  # Hudi's partition-level bucket index (RFC-89)
 
 
 def user_sized_index(user_conf: Mapping[str, str]) -> bool:
@@ -349,6 +350,21 @@ def grows_buckets(user_conf: Mapping[str, str], options: Mapping[str, str]) -> b
         and not options.get(PARTITION_PATH)
         and _RECORDED_BUCKET.fullmatch(index_layout(options)) is not None
     )
+
+
+def bucket_read_options(options: Mapping[str, str], keys: Sequence[str]) -> dict[str, str]:
+    """The read options under which Hudi's query on the record key reads only the file groups its keys hash
+    to: a simple bucket index's settings with the hash field named (Hudi's reader prunes only then, and
+    only with the table's own count: a written ``options``'s). None for any other layout, read whole: a
+    partition-level bucket index (counts per partition) among them."""
+    if any(k.startswith(_PARTITION_BUCKETS) for k in options):
+        return {}
+    layout = index_layout({RECORD_KEY: ",".join(keys), **options})
+    match = _RECORDED_BUCKET.fullmatch(layout)
+    if match is None:
+        return {}
+    field = options.get(BUCKET_HASH_FIELD) or ",".join(keys)
+    return {INDEX_TYPE: "BUCKET", BUCKET_ENGINE: "SIMPLE", NUM_BUCKETS: match[1], BUCKET_HASH_FIELD: field}
 
 
 def grown_bucket_count(file_bytes: Sequence[int], buckets: int, max_bytes: int) -> int | None:
