@@ -130,9 +130,33 @@ def test_a_table_past_bucket_max_mb_grows_its_buckets_and_every_writer_after_fol
     assert after["events"] > 0 and "buckets" not in after["details"]
     if table_type == "mor":  # a small MOR round: Hudi's Java client, tagging by the new count
         assert after["details"]["writer"] == "java", after["details"]
+        # planned in the driver, its placeholders filled from stored rows read by the new count's buckets
+        assert after["details"]["plan"] == "driver" and after["toast_filled"] > 0, after
+        _a_key_lookup_reads_its_new_bucket(table, buckets)
     assert table.checkpoint_commit().extra[opt.INDEX_KEY] == f"BUCKET(SIMPLE, {buckets}, id)"
     assert len(table.base_file_bytes()) == buckets  # no key went to a file group of its own
     _equal_to_source(spark, base, sample)
+
+
+def _a_key_lookup_reads_its_new_bucket(table: HudiTable, buckets: int) -> None:
+    """The driver plan's stored-row lookup of one key in a bucket the growth made (its id above the old count's)
+    reads that key's row and that file group alone: Hudi's reader is given the grown count. With the old
+    count it would look in another file group and miss the row."""
+    from hudi_cdc import small_plan
+    from hudi_cdc.sink.hudi import index_conf
+
+    key, group = next(
+        (row["id"], row["_hoodie_file_name"][:8])
+        for row in table.read().select("id", "_hoodie_file_name").collect()
+        if int(row["_hoodie_file_name"][:8]) >= 4
+    )
+    options = opt.bucket_read_options(index_conf(table, {}, partitioned=False), ("id",))
+    assert options[opt.NUM_BUCKETS] == str(buckets)
+    lookup = small_plan._stored_frame(table, options, ("id",), [(key,)], ["notes"])
+    rows = lookup.collect()
+    leaves = lookup._jdf.queryExecution().executedPlan().collectLeaves()
+    files = [leaves.apply(i).metrics().apply("numFiles").value() for i in range(leaves.size())]
+    assert [r["id"] for r in rows] == [key] and files == [1], (group, rows, files)
 
 
 @pytest.mark.spark
