@@ -221,6 +221,10 @@ public final class SmallWrite {
         "org.apache.hudi.common.model.HoodieAvroRecordMerger");
     props.put("hoodie.embed.timeline.server", "false");
     props.put("hoodie.write.markers.type", "DIRECT");
+    // Records tagged by bucket carry no base-file position, so no log block of this client holds positions
+    // (readers merge by key); with positions on, each append handle would list its file group's files once
+    // more (a metadata-table read) only to name the base file they would refer to.
+    props.put("hoodie.write.record.positions", "false");
     boolean schedule = Boolean.parseBoolean(options.getOrDefault(INLINE_COMPACTION, "false"))
         || Boolean.parseBoolean(options.getOrDefault(SCHEDULE_INLINE_COMPACTION, "false"));
     props.put(INLINE_COMPACTION, "false");
