@@ -37,6 +37,7 @@ from hudi_cdc.envelope.driver_rows import flat_rows
 from hudi_cdc.envelope.shape import Shape
 from hudi_cdc.envelope.unflatten import is_flattened
 from hudi_cdc.sink import options as opt
+from hudi_cdc.sink import small_write
 from hudi_cdc.sink.hudi import index_conf
 from hudi_cdc.sources.files import read_in_driver
 from hudi_cdc.sources.kafka_driver import decode_in_driver
@@ -276,4 +277,4 @@ def _local(spark: SparkSession, rows: tuple[dict[str, Any], ...], schema: Any) -
         else:
             columns[field.name] = pd.Series(values, dtype=object)
     frame = pd.DataFrame(columns, columns=[f.name for f in schema.fields])
-    return spark.createDataFrame(frame, schema=schema)
+    return small_write.counted(spark.createDataFrame(frame, schema=schema), rows, schema.fields)

@@ -242,6 +242,10 @@ def test_a_round_of_few_rows_over_the_byte_bound_goes_to_the_datasource(spark, t
     spark.sparkContext.setJobGroup(None, None)  # type: ignore[arg-type]
     assert list(spark.sparkContext.statusTracker().getJobIdsForGroup("local-bytes")) == []
     assert counted == round_bytes(local.repartition(1)) == 2 * 8 + len("[1,null,3]") + len('["a","ü\\""]'.encode()) + 2
+    # A frame made from dicts the driver holds (small_plan._local) is counted from them when made: the same bytes.
+    dicts = [{"id": 1, "ints": [1, None, 3], "texts": ["a", 'ü"']}, {"id": 2, "ints": None, "texts": []}]
+    made = small_write.counted(spark.createDataFrame(frame, local.schema), dicts, local.schema.fields)
+    assert small_write._COUNTED[made] == counted == round_bytes(made)
 
 
 def _sink_options(**changes: str) -> dict[str, str]:
