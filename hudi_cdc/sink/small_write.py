@@ -88,7 +88,8 @@ def declined(options: Mapping[str, str], rows: int, max_rows: int) -> str | None
 
 # The round_bytes of frames made from rows the driver held (a small plan's), counted from those rows when the
 # frame was made: counting at the write instead collected the frame back from the JVM (0.07 s of a 0.6 s round
-# of 1,000 rows, profiled). Weak keys: an entry goes with its frame; a frame shaped since is a new one, counted.
+# of 1,000 rows under cProfile; the benchmark's round moved within its noise). Weak keys: an entry goes with its
+# frame; a frame shaped since is a new one, counted at the write.
 _COUNTED: weakref.WeakKeyDictionary[DataFrame, int] = weakref.WeakKeyDictionary()
 
 
