@@ -14,6 +14,7 @@ its events were never ingested, and the run stops rather than skip it.
 from __future__ import annotations
 
 import json
+import os
 import posixpath
 import re
 from collections.abc import Callable
@@ -56,6 +57,43 @@ class ListedFile:
 def _hidden(relative: str) -> bool:
     # Hadoop/Spark conventions (_SUCCESS, .crc) and Kafka Connect's HDFS "+tmp" folders.
     return any(part[:1] in ("_", ".", "+") for part in relative.split("/"))
+
+
+def _list_hadoop(fs: Any, root: Any, qualified: str, suffix: str) -> list[ListedFile]:  # noqa: ANN401 - py4j
+    """The files under ``root`` (``qualified``: its full name) on Hadoop file system ``fs``, recursively."""
+    found = fs.listFiles(root, True)
+    files = []
+    while found.hasNext():
+        status = found.next()
+        path = status.getPath().toString()
+        relative = path[len(qualified) :].lstrip("/")
+        if _hidden(relative) or not relative.endswith(suffix):
+            continue
+        files.append(ListedFile(path, relative, status.getLen(), status.getModificationTime()))
+    files.sort(key=lambda f: f.relative)
+    return files
+
+
+def _list_local(qualified: str, suffix: str) -> list[ListedFile]:
+    """The files under a local folder (``file:/...``) as Hadoop's recursive listing gives them (path, size,
+    modification time in ms; symbolic links followed), read by Python: through Hadoop each file cost several
+    JVM calls, 6.8 s a round for a folder of 1,000 files and 56 s for 10,000 (measured)."""
+    root = qualified[len("file:") :]
+    files = []
+    for folder, dirs, names in os.walk(root, followlinks=True, onerror=_raise):
+        dirs.sort()
+        for name in names:
+            relative = posixpath.relpath(posixpath.join(folder, name), root)
+            if _hidden(relative) or not relative.endswith(suffix):
+                continue
+            stat = os.stat(posixpath.join(folder, name))
+            files.append(ListedFile(f"{qualified}/{relative}", relative, stat.st_size, stat.st_mtime_ns // 1_000_000))
+    files.sort(key=lambda f: f.relative)
+    return files
+
+
+def _raise(error: OSError) -> None:
+    raise error
 
 
 # Characters Hadoop's Path.toString and Spark's _metadata.file_path render alike: the driver's arrival order
@@ -120,21 +158,13 @@ class FileSource:
             if not fs.exists(root):
                 raise SourceError(f"--source-path {self._root} does not exist")
             qualified = fs.makeQualified(root).toString().rstrip("/")
-            found = fs.listFiles(root, True)
-            files = []
-            while found.hasNext():
-                status = found.next()
-                path = status.getPath().toString()
-                relative = path[len(qualified) :].lstrip("/")
-                if _hidden(relative) or not relative.endswith(self._suffix):
-                    continue
-                files.append(ListedFile(path, relative, status.getLen(), status.getModificationTime()))
+            if qualified.startswith("file:"):
+                return _list_local(qualified, self._suffix)
+            return _list_hadoop(fs, root, qualified, self._suffix)
         except SourceError:
             raise
         except Exception as exc:  # py4j wraps Hadoop's IOExceptions
             raise SourceError(f"cannot list --source-path {self._root}: {java_message(exc)}") from exc
-        files.sort(key=lambda f: f.relative)
-        return files
 
     def _pending(self, files: list[ListedFile], checkpoint: dict[str, Any] | None) -> list[ListedFile]:
         if checkpoint is None:
