@@ -10,7 +10,7 @@ write. Where the source's events can be read in the driver, this plans the round
 2. flatten: ``envelope.driver_rows`` (what ``envelope.flatten`` makes of each event);
 3. decide: ``payloads.driver.decide``, the merge policy's rules over Python rows, against the
    tombstone store read by pyarrow (``TombstoneStore.newest_in_driver``) and, for the keys whose winner
-   holds a TOAST placeholder, their stored rows (``_stored_rows``: one read filtered by those keys, the
+   holds a TOAST placeholder, their stored rows (``_stored_frame``: one read filtered by those keys, the
    round's only Spark job);
 4. hand over: the rows and the tombstones as local relations (a Spark collect of those runs no job),
    which the pipeline writes as any plan's: the tombstones by pyarrow, the rows by the Java client.
@@ -181,8 +181,8 @@ def _plan(
         tombstones=tombstones.newest_in_driver(),
         truncated_at=truncated_at,
         toastable=toastable_columns(flat.types, keys),
-        stored_rows=lambda wanted, columns: _stored_rows(
-            table, _read_options(config, table, keys), keys, wanted, columns
+        stored_rows=lambda wanted, columns: _by_key(
+            _stored_frame(table, _read_options(config, table, keys), keys, wanted, columns), keys
         ),
     )
     if decided.declined is not None:
@@ -213,16 +213,8 @@ def _read_options(config: IngestConfig, table: HudiTable, keys: tuple[str, ...])
     return opt.bucket_read_options(written, keys)
 
 
-def _stored_rows(
-    table: HudiTable,
-    options: dict[str, str],
-    keys: tuple[str, ...],
-    wanted: list[tuple[Any, ...]],
-    columns: list[str],
-) -> dict[tuple[Any, ...], dict[str, Any]]:
-    """The table's rows of the ``wanted`` keys (their ``_source_order`` and those of ``columns`` it has), for
-    the placeholders of a round, never collected whole."""
-    rows = _stored_frame(table, options, keys, wanted, columns)
+def _by_key(rows: DataFrame, keys: tuple[str, ...]) -> dict[tuple[Any, ...], dict[str, Any]]:
+    """The rows :func:`_stored_frame` read (the keys asked for, never the table whole), each under its key."""
     return {tuple(row[k] for k in keys): row.asDict() for row in rows.collect()}
 
 
@@ -233,7 +225,8 @@ def _stored_frame(
     wanted: list[tuple[Any, ...]],
     columns: list[str],
 ) -> DataFrame:
-    """The read of :func:`_stored_rows`: an ``IN`` on a single key, which Hudi's bucket query pruning limits
+    """The table's rows of the ``wanted`` keys (their ``_source_order`` and those of ``columns`` it has), for
+    the placeholders of a round: an ``IN`` on a single key, which Hudi's bucket query pruning limits
     to the keys' file groups under ``options`` (tests/test_small_plan.py counts the files read); a composite
     key's semi join with the keys as a local relation, as the Spark plan's lookup, reads every file group."""
     from pyspark.sql import functions as F

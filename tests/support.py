@@ -323,3 +323,12 @@ def start_runner(pipeline: Path, log: Path, env: Mapping[str, str] | None = None
         return subprocess.Popen(
             command, stdout=out, stderr=out, start_new_session=True, env={**os.environ, **(env or {})}
         )
+
+
+def collect_counting_files(frame: Any) -> tuple[list[Any], int]:  # noqa: ANN401 - a DataFrame
+    """``frame``'s rows, and how many files the scan of its one table read (the ``numFiles`` metric of this
+    execution: a second collect of the same frame counts none)."""
+    rows = frame.collect()
+    leaves = frame._jdf.queryExecution().executedPlan().collectLeaves()
+    (scan,) = [leaves.apply(i) for i in range(leaves.size()) if "Scan" in leaves.apply(i).nodeName()]
+    return rows, int(scan.metrics().apply("numFiles").value())

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from hudi_cdc.testing import envelope_schema, pg_event, write_events
-from tests.support import CUSTOMERS, PLACEHOLDER, apply_events, expected_rows, read_rows
+from tests.support import CUSTOMERS, PLACEHOLDER, apply_events, collect_counting_files, expected_rows, read_rows
 
 pytestmark = pytest.mark.hudi
 
@@ -149,10 +149,12 @@ def test_driver_planned_rounds_equal_the_spark_plans(spark, tmp_path: Path) -> N
     table = HudiTable(spark, str(tmp_path / "t_driver"))
     options = small_plan._read_options(driver, table, ("id",))
     assert options["hoodie.bucket.index.num.buckets"] == "4", options
-    rows, files = _collect(small_plan._stored_frame(table, options, ("id",), [(stored_key,)], ["bio"]))
+    rows, files = collect_counting_files(small_plan._stored_frame(table, options, ("id",), [(stored_key,)], ["bio"]))
     assert [(r["id"], r["bio"]) for r in rows] == [(stored_key, live[stored_key]["bio"])]
     assert files == 1
-    assert _collect(small_plan._stored_frame(table, {}, ("id",), [(stored_key,)], ["bio"]))[1] == 4  # unpruned
+    assert (
+        collect_counting_files(small_plan._stored_frame(table, {}, ("id",), [(stored_key,)], ["bio"]))[1] == 4
+    )  # unpruned
 
     # A placeholder neither the batch nor the table can fill (a key never seen): the Spark plan's to settle.
     unknown = pg_event("u", lsn=lsn + 4, after={"id": 10_000, "name": "?", "bio": PLACEHOLDER}, txid=lsn + 4)
@@ -161,15 +163,6 @@ def test_driver_planned_rounds_equal_the_spark_plans(spark, tmp_path: Path) -> N
 
     with pytest.raises(MergeError, match="never seen"):
         hudi_cdc.ingest(driver, spark=spark)
-
-
-def _collect(frame: Any) -> tuple[list[Any], int]:  # noqa: ANN401 - a DataFrame
-    """``frame``'s rows, and how many files the scan of its one table read (the ``numFiles`` metric of this
-    execution: a second collect of the same frame counts none)."""
-    rows = frame.collect()
-    leaves = frame._jdf.queryExecution().executedPlan().collectLeaves()
-    (scan,) = [leaves.apply(i) for i in range(leaves.size()) if "Scan" in leaves.apply(i).nodeName()]
-    return rows, int(scan.metrics().apply("numFiles").value())
 
 
 @pytest.mark.parametrize("flavor", ["postgres", "mysql"])

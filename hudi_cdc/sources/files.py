@@ -80,13 +80,13 @@ def _list_local(qualified: str, suffix: str) -> list[ListedFile]:
     JVM calls, 6.8 s a round for a folder of 1,000 files and 56 s for 10,000 (measured)."""
     root = qualified[len("file:") :]
     files = []
-    for folder, dirs, names in os.walk(root, followlinks=True, onerror=_raise):
-        dirs.sort()
+    for folder, _, names in os.walk(root, followlinks=True, onerror=_raise):
         for name in names:
-            relative = posixpath.relpath(posixpath.join(folder, name), root)
+            path = posixpath.join(folder, name)
+            relative = posixpath.relpath(path, root)
             if _hidden(relative) or not relative.endswith(suffix):
                 continue
-            stat = os.stat(posixpath.join(folder, name))
+            stat = os.stat(path)
             files.append(ListedFile(f"{qualified}/{relative}", relative, stat.st_size, stat.st_mtime_ns // 1_000_000))
     files.sort(key=lambda f: f.relative)
     return files

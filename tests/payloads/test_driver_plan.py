@@ -128,7 +128,7 @@ class Table:
         return whole.select(*[c for c in wanted if c in ("id", ORDER_COLUMN, *self.columns)])
 
     def lookup(self, keys: list[tuple], columns: list[str]) -> dict[tuple, dict[str, Any]]:
-        """``payloads.driver.StoredRows``: what ``small_plan._stored_rows`` reads of a table."""
+        """``payloads.driver.StoredRows``: what ``small_plan._stored_frame`` reads of a table."""
         names = [ORDER_COLUMN, *[c for c in columns if c in self.columns]]
         found = {}
         for (key,) in keys:

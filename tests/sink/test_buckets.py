@@ -14,7 +14,7 @@ import pytest
 from hudi_cdc.sink import options as opt
 from hudi_cdc.sink.hudi import HudiTable
 from hudi_cdc.testing.samples import SampleCustomers
-from tests.support import ingest_json, kill_when_pending, table_state
+from tests.support import collect_counting_files, ingest_json, kill_when_pending, table_state
 
 COLUMNS = ("id", "name", "email", "notes")
 HUDI_CDC = str(Path(sys.executable).parent / "hudi-cdc")
@@ -152,11 +152,8 @@ def _a_key_lookup_reads_its_new_bucket(table: HudiTable, buckets: int) -> None:
     )
     options = opt.bucket_read_options(index_conf(table, {}, partitioned=False), ("id",))
     assert options[opt.NUM_BUCKETS] == str(buckets)
-    lookup = small_plan._stored_frame(table, options, ("id",), [(key,)], ["notes"])
-    rows = lookup.collect()
-    leaves = lookup._jdf.queryExecution().executedPlan().collectLeaves()
-    files = [leaves.apply(i).metrics().apply("numFiles").value() for i in range(leaves.size())]
-    assert [r["id"] for r in rows] == [key] and files == [1], (group, rows, files)
+    rows, files = collect_counting_files(small_plan._stored_frame(table, options, ("id",), [(key,)], ["notes"]))
+    assert [r["id"] for r in rows] == [key] and files == 1, (group, rows, files)
 
 
 @pytest.mark.spark

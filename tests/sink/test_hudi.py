@@ -42,18 +42,17 @@ def test_placeholders_take_the_stored_value_whoever_fills_them(
     values; bytes, MOR and partitioned tables are filled from the lookup (a small MOR round's by the driver's
     plan). Either way the table ends right."""
     requested: list[list[str]] = []
-    stored_columns, stored_rows = pipeline._stored_columns, small_plan._stored_rows
+    stored_columns, stored_frame = pipeline._stored_columns, small_plan._stored_frame
     monkeypatch.setattr(
         pipeline,
         "_stored_columns",
         lambda table, columns: requested.append(list(columns)) or stored_columns(table, columns),
     )
-    monkeypatch.setattr(
+    by_driver: list[list[str]] = []
+    monkeypatch.setattr(  # its columns come last; the rest passed on as they are
         small_plan,
-        "_stored_rows",
-        lambda table, keys, wanted, columns: (
-            requested.append(list(columns)) or stored_rows(table, keys, wanted, columns)
-        ),
+        "_stored_frame",
+        lambda *args: requested.append(list(args[-1])) or by_driver.append(list(args[-1])) or stored_frame(*args),
     )
     source, base = tmp_path / "events", str(tmp_path / "table")
     extra = ["--source-limit", "1"]
@@ -86,6 +85,7 @@ def test_placeholders_take_the_stored_value_whoever_fills_them(
     got = [(k, bio, bytes(data)) for k, bio, data in read_rows(spark, base, ("id", "bio", "data"))]
     assert got == want
     assert requested, "the placeholders were never looked up"
+    assert bool(by_driver) is (table_type == "mor"), "a small MOR round's lookup is the driver plan's"
     assert ("bio" not in requested[-1]) is hudi_fills and "data" in requested[-1]
     assert (f"{opt.PARTIAL_UPDATE_MODE}=FILL_UNAVAILABLE" in _properties(base)) is hudi_fills
     assert HudiTable(spark, base).fills_placeholders(PH) is hudi_fills, "the table's own type and partitioning decide"
