@@ -202,6 +202,8 @@ def measure(scenario: Scenario, work: Path, hoodie_conf: dict[str, str] | None =
             time.sleep(1)  # every table has its first commit
         created_s = time.time()
         cpu_from = _cpu(runner.pid)
+        lines_at_load = len(out_path.read_text().splitlines())
+        load_started_s = time.time()
         load.start()
         load.join()
         loadavg = os.getloadavg()  # the machine is shared: how busy it was while the load ran
@@ -215,6 +217,7 @@ def measure(scenario: Scenario, work: Path, hoodie_conf: dict[str, str] | None =
         caught_up_s = time.time()
         cpu = {k: v - cpu_from[k] for k, v in _cpu(runner.pid).items()}
         busy_lines = len(out_path.read_text().splitlines())
+        busy_cores = cpu["machine"] / max(caught_up_s - load_started_s, 1e-9)
         time.sleep(scenario.idle_seconds)
         expected = _postgres_sums(names)  # the load has stopped: the source no longer changes
     finally:
@@ -227,7 +230,9 @@ def measure(scenario: Scenario, work: Path, hoodie_conf: dict[str, str] | None =
     rounds = [json.loads(line) for line in out_path.read_text().splitlines() if line.startswith("{")]
     per_table, missing = _freshness(load, bases, rounds, min(load.committed.values()) + scenario.warmup)
     # Rounds once every table had caught up: nothing new anywhere.
-    idle_lines = out_path.read_text().splitlines()[busy_lines:]
+    lines = out_path.read_text().splitlines()
+    busy_rounds = [json.loads(line) for line in lines[lines_at_load:busy_lines] if line.startswith("{")]
+    idle_lines = lines[busy_lines:]
     idle_rounds = [json.loads(line) for line in idle_lines if line.startswith("{")]  # a round's line, not the log
     idle = [r["duration_s"] for r in idle_rounds if "duration_s" in r]
     spark = _check_session(work)
@@ -249,6 +254,8 @@ def measure(scenario: Scenario, work: Path, hoodie_conf: dict[str, str] | None =
         "idle_round_p50_s": round(statistics.median(idle), 3) if idle else None,
         "idle_rounds_per_table_s": round(len(idle) / scenario.tables / scenario.idle_seconds, 2),
         **_cpu_per_changes(cpu, load.changes),
+        "machine_busy_cores": round(busy_cores, 2),
+        **_round_profile(busy_rounds),
         "load_behind_s": round(load.behind_s, 2),
         "load_1m": round(loadavg[0], 2), "load_5m": round(loadavg[1], 2),
         "cuts_expected": float((hoodie_conf or {}).get("consistent_cut_interval_seconds", 0)) > 0,
@@ -274,6 +281,29 @@ def _cpu_per_changes(cpu: dict[str, float], changes: int) -> dict[str, float]:
         "runner_cpu_per_1k_changes_s": round(cpu["runner"] * per, 3),
         "stack_cpu_per_1k_changes_s": round(stack * per, 3),
     }
+
+
+def _round_profile(rounds: list[dict[str, Any]]) -> dict[str, Any]:
+    """Where the committed rounds from the load's start until caught up spent their time: seconds summed per
+    step (rounds overlap, up to the runner's slots), and how many each writer committed at what median commit."""
+    committed = [r for r in rounds if r.get("commit_time")]
+    steps: dict[str, float] = {}
+    for r in committed:
+        for step, seconds in (r.get("steps_s") or {}).items():
+            steps[step] = steps.get(step, 0.0) + seconds
+    profile: dict[str, Any] = {f"rounds_{step}_s": round(steps.get(step, 0.0), 1) for step in ROUND_STEPS}
+    profile["rounds_s"] = round(sum(r.get("duration_s") or 0.0 for r in committed), 1)
+    profile["round_events_p50"] = statistics.median(r["events"] for r in committed) if committed else None
+    for writer in ("java", "spark"):
+        commits = [
+            r["steps_s"].get("commit", 0.0) for r in committed if (r.get("details") or {}).get("writer") == writer
+        ]
+        profile[f"{writer}_rounds"] = len(commits)
+        profile[f"{writer}_commit_p50_s"] = round(statistics.median(commits), 2) if commits else None
+    return profile
+
+
+ROUND_STEPS = ("open", "read", "plan", "tombstones", "commit")
 
 
 def _create_tables(names: list[str]) -> None:
@@ -675,6 +705,14 @@ RUN_COLUMNS = [
     results.column("stack_cpu_per_1k_changes_s", "stack's CPU per 1,000 changes", "CPU-s"),
     results.column("runner_cpu_s", "runner's CPU, load start to caught up", "CPU-s"),
     results.column("stack_cpu_s", "stack's CPU, load start to caught up", "CPU-s"),
+    results.column("machine_busy_cores", "machine's CPU, load start to caught up", "cores"),
+    results.column("rounds_s", "committed rounds, load start to caught up: seconds summed", "s"),
+    *(results.column(f"rounds_{step}_s", f"... of which {step}", "s") for step in ROUND_STEPS),
+    results.column("round_events_p50", "a committed round's changes: median", "#"),
+    results.column("java_rounds", "rounds written by Hudi's Java client", "#"),
+    results.column("java_commit_p50_s", "their commit: median", "s"),
+    results.column("spark_rounds", "rounds written by Spark's datasource", "#"),
+    results.column("spark_commit_p50_s", "their commit: median", "s"),
     results.column("load_1m", "load average at the load's end: 1 min"),
     results.column("load_5m", "load average at the load's end: 5 min"),
 ]  # fmt: skip

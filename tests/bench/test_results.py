@@ -244,3 +244,21 @@ def test_a_pipeline_variant_puts_run_settings_in_run_and_the_rest_in_defaults(tm
         "consistent_cut_interval_seconds"
         not in tomllib.loads(pipeline._write_pipeline(tmp_path, "abd", 4, {}, []).read_text())["run"]
     )
+
+
+def test_the_pipeline_round_profile_sums_committed_rounds_per_step_and_splits_them_by_writer() -> None:
+    from bench import pipeline
+
+    def line(writer: str, commit: float, events: int, committed: bool = True) -> dict[str, object]:
+        steps = {"read": 0.5, "plan": 0.25, "commit": commit}
+        return {"commit_time": "20261130" if committed else None, "events": events, "duration_s": 1.0 + commit,
+                "steps_s": steps, "details": {"writer": writer}}  # fmt: skip
+
+    profile = pipeline._round_profile(
+        [line("java", 1.0, 10), line("java", 3.0, 30), line("spark", 4.0, 20), line("spark", 9.0, 99, False)]
+    )
+    assert profile["rounds_commit_s"] == 8.0 and profile["rounds_read_s"] == 1.5 and profile["rounds_open_s"] == 0
+    assert profile["rounds_s"] == 11.0 and profile["round_events_p50"] == 20
+    assert (profile["java_rounds"], profile["java_commit_p50_s"]) == (2, 2.0)
+    assert (profile["spark_rounds"], profile["spark_commit_p50_s"]) == (1, 4.0)
+    assert pipeline._round_profile([])["java_commit_p50_s"] is None
