@@ -5,8 +5,10 @@ of Spark jobs to tag, write and commit, whatever the row count. Hudi's Java writ
 same write in the driver's JVM (``jars/writer``'s ``SmallWrite``): the rows are collected once,
 turned into Avro records of the table's schema, tagged with their bucket's file group as Hudi's
 bucket index tags them, appended to those file groups' logs and committed with the round's
-checkpoint, in one commit as before. Readers see the same table (docs/benchmarks.md, "Hudi's
-Java write client"; tests/sink/test_small_write.py compares it with the datasource's).
+checkpoint, in one commit as before. A bucket with no file group yet gets one, named for its
+bucket, whose first slice is log files only (the datasource writes it a base file; compaction
+gives it one). Readers see the same table (docs/benchmarks.md, "Hudi's Java write client";
+tests/sink/test_small_write.py compares it with the datasource's).
 
 It is used where it is measured to win and known to be equal: MERGE_ON_READ, unpartitioned,
 the bucket index with its simple engine (hudi-cdc's default for new unpartitioned tables), an
@@ -16,9 +18,9 @@ it writes them). It only ever steps aside, never holds the table up:
 
 - the JVM side declines, before it starts a commit, what it cannot write exactly as the
   datasource would (a schema that is not the table's, a null in a column the table declares NOT
-  NULL, a key type Avro and Spark render differently, a bucket with no file group yet, an index in
-  the metadata table only Spark maintains, an earlier write's instant still pending, a compaction
-  plan pending where compaction runs inline); the round goes to Spark as before;
+  NULL, a key type Avro and Spark render differently, an index in the metadata table only Spark
+  maintains, an earlier write's instant still pending, a compaction plan pending where compaction
+  runs inline); the round goes to Spark as before;
 - any failure of its own before its commit starts (an out-of-memory error included) hands the
   round to Spark's datasource too: logged as a warning and counted (``Outcome.failed``);
 - a failure after the commit started is a failed write like any other: the inflight instant is

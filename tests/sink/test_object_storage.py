@@ -104,7 +104,7 @@ def test_ingest_into_an_s3a_table_and_read_it_back(
 ) -> None:
     sample = SampleCustomers(tmp_path / "events", keys=200)
     base = f"s3a://{BUCKET}/{uuid.uuid4().hex[:12]}/customers_{table_type}"
-    sample.snapshot(rows=150)  # every bucket of the MOR table's index gets a file group: the Java client's rule
+    sample.snapshot(rows=150)
     first = _ingest(sample, base, table_type, s3)
     assert first["commit_time"] and first["upserts"] == 150, first
     assert table_state(reader, base, COLUMNS) == sample.rows()

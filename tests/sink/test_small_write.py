@@ -99,17 +99,59 @@ def test_small_rounds_are_written_by_the_java_client_and_equal_the_datasource(sp
     assert table_state(spark, str(java), COLUMNS, query_type="read_optimized") == expected
 
 
-def test_a_bucket_without_a_file_group_goes_to_the_datasource(spark, tmp_path: Path) -> None:
+def _layout(base: Path) -> dict[str, list[bool]]:
+    """Per bucket (a file id's first 8 characters), each file group's latest data: whether it has a base file."""
+    groups: dict[str, bool] = {}
+    for name in os.listdir(base):
+        if name.endswith(".crc"):  # the local file system's checksums
+            continue
+        if name.endswith(".parquet"):
+            groups[name.split("_")[0]] = True
+        elif name.startswith(".") and ".log." in name:
+            groups.setdefault(name[1:].split("_")[0], False)
+    by_bucket: dict[str, list[bool]] = {}
+    for file_id, has_base in sorted(groups.items()):
+        by_bucket.setdefault(file_id[:8], []).append(has_base)
+    return by_bucket
+
+
+def test_a_bucket_without_a_file_group_gets_one_from_the_java_client_as_the_datasource_makes_it(
+    spark,  # noqa: ANN001
+    tmp_path: Path,
+) -> None:
     sample = SampleCustomers(tmp_path / "events", keys=40)
     sample.snapshot(rows=1)  # one key: one of the 4 buckets has a file group
-    base = tmp_path / "table"
-    _ingest(sample, base, *NO_INLINE_COMPACTION)
-    sample.changes(seed=7)  # new keys in the other buckets
-    _ingest(sample, base, *NO_INLINE_COMPACTION)
-    sample.changes(seed=8)  # now every bucket has one: the Java client takes it
-    _ingest(sample, base, *NO_INLINE_COMPACTION)
-    assert _writers(spark, base) == ["spark", "spark", "java"]
-    assert table_state(spark, str(base), COLUMNS) == sample.rows()
+    java, spark_only = tmp_path / "java", tmp_path / "spark"
+    for seed in (None, 7, 8):  # new keys in the other buckets
+        if seed is not None:
+            sample.changes(seed=seed)
+        for base, rows in ((java, None), (spark_only, 0)):
+            _ingest(sample, base, *NO_INLINE_COMPACTION, java_rows=rows)
+    assert _writers(spark, java) == ["spark", "java", "java"]
+    expected = sample.rows()
+    assert table_state(spark, str(java), COLUMNS) == expected == table_state(spark, str(spark_only), COLUMNS)
+    # One file group a bucket, named for it. The datasource writes a new bucket's first slice as a base file;
+    # the Java client writes it as log files only, as Spark's bucket writes do under non-blocking concurrency
+    # control.
+    assert _layout(spark_only) == {f"{b:08d}": [True] for b in range(4)}
+    layout = _layout(java)
+    assert sorted(layout) == [f"{b:08d}" for b in range(4)] and sorted(map(len, layout.values())) == [1, 1, 1, 1]
+    assert sorted(has_base for (has_base,) in layout.values()) == [False, False, False, True]
+
+    # Spark's bucket index takes the Java client's file groups as its own: a datasource round, then a
+    # compaction, which gives each one a base file.
+    sample.changes(seed=9)
+    _ingest(sample, java, "--hoodie-conf", "hoodie.compact.inline.max.delta.commits=1", java_rows=0)
+    assert _writers(spark, java)[-1] == "spark"
+    assert HudiTable(spark, str(java)).pending_compactions() == []
+    expected = sample.rows()
+    assert table_state(spark, str(java), COLUMNS) == expected
+    assert table_state(spark, str(java), COLUMNS, query_type="read_optimized") == expected
+    assert _layout(java) == {f"{b:08d}": [True] for b in range(4)}
+    sample.changes(seed=10)
+    _ingest(sample, java, *NO_INLINE_COMPACTION)
+    assert _writers(spark, java)[-1] == "java"
+    assert table_state(spark, str(java), COLUMNS) == sample.rows()
 
 
 def test_an_expression_index_in_the_metadata_table_sends_the_round_to_the_datasource(spark, tmp_path: Path) -> None:
@@ -139,12 +181,14 @@ def test_an_expression_index_in_the_metadata_table_sends_the_round_to_the_dataso
     assert "expr_index_idx_lower" in (base / ".hoodie" / "hoodie.properties").read_text()  # still maintained
 
 
+@pytest.mark.parametrize("first_rows", [200, 1], ids=["every bucket", "new buckets"])
 def test_killed_after_the_metadata_tables_delta_commit_a_spark_round_rolls_the_instant_back(
     spark,  # noqa: ANN001
     tmp_path: Path,
+    first_rows: int,
 ) -> None:
     sample = SampleCustomers(tmp_path / "events", keys=300)
-    sample.snapshot(rows=200)
+    sample.snapshot(rows=first_rows)  # 1: the killed round makes file groups for three buckets
     base = tmp_path / "table"
     _ingest(sample, base, *NO_INLINE_COMPACTION)
     sample.changes(seed=5)
@@ -175,6 +219,11 @@ def test_killed_after_the_metadata_tables_delta_commit_a_spark_round_rolls_the_i
     expected = sample.rows()
     assert table_state(spark, str(base), COLUMNS) == expected
     assert spark.read.format("hudi").load(str(base)).count() == len(expected)  # no key twice
+    assert all(len(groups) == 1 for groups in _layout(base).values())  # the killed round's groups are gone
+    sample.changes(seed=6)
+    _ingest(sample, base, *NO_INLINE_COMPACTION)
+    assert _writers(spark, base)[-1] == "java"
+    assert table_state(spark, str(base), COLUMNS) == sample.rows()
 
 
 def test_compaction_is_scheduled_by_the_java_client_and_run_by_the_next_spark_round(spark, tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
+import java.util.TreeSet;
 import java.util.stream.Collectors;
 
 import org.apache.avro.generic.GenericRecord;
@@ -20,6 +21,7 @@ import org.apache.hudi.client.HoodieJavaWriteClient;
 import org.apache.hudi.client.WriteStatus;
 import org.apache.hudi.client.common.HoodieJavaEngineContext;
 import org.apache.hudi.common.config.TypedProperties;
+import org.apache.hudi.common.fs.FSUtils;
 import org.apache.hudi.common.model.DefaultHoodieRecordPayload;
 import org.apache.hudi.common.model.FileSlice;
 import org.apache.hudi.common.model.HoodieAvroRecord;
@@ -62,14 +64,18 @@ import scala.Function1;
  * table's own schema, keyed by the table's key generator and ordered by the ordering field, as
  * Spark's datasource would; it is tagged with its bucket's file group the way Hudi's bucket index
  * tags it, then written as a prepped upsert (log blocks appended to those file groups) and
- * committed with the round's extra metadata (its checkpoint) in the same commit.
+ * committed with the round's extra metadata (its checkpoint) in the same commit. A bucket with no
+ * file group yet gets one named for its bucket whose first slice is log files only, based at the
+ * round's instant: how Spark's bucket writes make a new bucket's file group under non-blocking
+ * concurrency control (otherwise they write it a base file); Hudi's readers, its bucket index and
+ * its compaction take either.
  *
  * <p>This path only ever steps aside; it never holds a table up. {@link #write} answers
  * <ul>
  * <li>{@code "skip:" + why} when it declines, having written nothing, whenever the datasource would
  * do something this path does not: a schema that is not the table's, a null in a column the table
  * declares NOT NULL (the datasource relaxes the column), a key Avro and Spark might render
- * differently, a bucket with no file group yet (Spark creates it), an index in the metadata table
+ * differently, an index in the metadata table
  * the Java engine cannot maintain, an earlier write's instant still pending (the datasource rolls it
  * back), a compaction plan pending where compaction runs inline (the datasource's round executes
  * it);
@@ -100,6 +106,7 @@ public final class SmallWrite {
     HoodieJavaWriteClient<DefaultHoodieRecordPayload> client = null;
     List<HoodieRecord<DefaultHoodieRecordPayload>> records;
     HoodieTableMetaClient meta;
+    Map<Integer, List<HoodieRecord<DefaultHoodieRecordPayload>>> newBuckets;
     try {
       if ("fail-before-commit".equals(testHook("java_writer"))) {
         throw new IllegalStateException("failure injected before the commit (hudi_cdc.test.java_writer)");
@@ -134,10 +141,7 @@ public final class SmallWrite {
       if (corrupt != null) {
         return "corrupt:" + corrupt;
       }
-      String missing = tag(records, locations, config);
-      if (missing != null) {
-        return "skip:" + missing;
-      }
+      newBuckets = tag(records, locations, config);
     } catch (Throwable failed) {  // nothing written yet: the datasource writes the round instead
       if (client != null) {
         client.close();
@@ -148,7 +152,7 @@ public final class SmallWrite {
       return "fail:" + describe(failed);
     }
     try {
-      return "commit:" + upsert(client, meta, records, extraMetadata);
+      return "commit:" + upsert(client, meta, records, newBuckets, extraMetadata);
     } finally {
       client.close();
     }
@@ -295,31 +299,62 @@ public final class SmallWrite {
     return null;
   }
 
-  /** Tags each record with its bucket's file group as the bucket index would; the missing bucket, if any. */
-  private static String tag(List<HoodieRecord<DefaultHoodieRecordPayload>> records,
-      Map<Integer, HoodieRecordLocation> locations, HoodieWriteConfig config) {
+  /**
+   * Tags each record with its bucket's file group as the bucket index would; the records of buckets
+   * with no file group yet, by bucket, left untagged for {@link #upsert} to give a new one.
+   */
+  private static Map<Integer, List<HoodieRecord<DefaultHoodieRecordPayload>>> tag(
+      List<HoodieRecord<DefaultHoodieRecordPayload>> records, Map<Integer, HoodieRecordLocation> locations,
+      HoodieWriteConfig config) {
     String hashField = config.getBucketIndexHashField();
     if (hashField == null || hashField.isEmpty()) {  // the datasource's default: the record key
       hashField = config.getString("hoodie.datasource.write.recordkey.field");
     }
     int buckets = config.getBucketIndexNumBuckets();
+    Map<Integer, List<HoodieRecord<DefaultHoodieRecordPayload>>> untagged = new HashMap<>();
     for (HoodieRecord<DefaultHoodieRecordPayload> record : records) {
       int bucket = BucketIdentifier.getBucketId(record.getRecordKey(), hashField, buckets);
       HoodieRecordLocation location = locations.get(bucket);
       if (location == null) {
-        return "bucket " + bucket + " of " + buckets + " has no file group yet";
+        untagged.computeIfAbsent(bucket, b -> new ArrayList<>()).add(record);
+      } else {
+        locate(record, location);
       }
-      record.unseal();
-      record.setCurrentLocation(location);
-      record.seal();
     }
-    return null;
+    return untagged;
   }
 
-  /** One prepped upsert and its commit, carrying {@code extraMetadata}; the commit's instant. */
+  /**
+   * Gives each bucket in {@code newBuckets} a new file group as Spark's bucket partitioner names one
+   * (the bucket's file id prefix, write number 0); the append handle makes its first slice log files
+   * only, based at {@code instant}, which it takes from the records' location.
+   */
+  private static void locateNewBuckets(Map<Integer, List<HoodieRecord<DefaultHoodieRecordPayload>>> newBuckets,
+      String instant, HoodieWriteConfig config) {
+    for (int bucket : new TreeSet<>(newBuckets.keySet())) {
+      String prefix = BucketIdentifier.newBucketFileIdPrefix(bucket, config.isNonBlockingConcurrencyControl());
+      HoodieRecordLocation location = new HoodieRecordLocation(instant, FSUtils.createNewFileId(prefix, 0));
+      for (HoodieRecord<DefaultHoodieRecordPayload> record : newBuckets.get(bucket)) {
+        locate(record, location);
+      }
+    }
+  }
+
+  private static void locate(HoodieRecord<DefaultHoodieRecordPayload> record, HoodieRecordLocation location) {
+    record.unseal();
+    record.setCurrentLocation(location);
+    record.seal();
+  }
+
+  /**
+   * One prepped upsert and its commit, carrying {@code extraMetadata}; the commit's instant. The
+   * records of {@code newBuckets} get their new file groups here, once the instant is known.
+   */
   private static String upsert(HoodieJavaWriteClient<DefaultHoodieRecordPayload> client, HoodieTableMetaClient meta,
-      List<HoodieRecord<DefaultHoodieRecordPayload>> records, Map<String, String> extraMetadata) {
+      List<HoodieRecord<DefaultHoodieRecordPayload>> records,
+      Map<Integer, List<HoodieRecord<DefaultHoodieRecordPayload>>> newBuckets, Map<String, String> extraMetadata) {
     String instant = client.startCommit();
+    locateNewBuckets(newBuckets, instant, client.getConfig());
     // Unlike the Spark executors, the Java client's prepped delta commit (written for the metadata
     // table's own commits) leaves its instant requested; committing needs it inflight.
     meta.getActiveTimeline().transitionRequestedToInflight(HoodieTimeline.DELTA_COMMIT_ACTION, instant);
