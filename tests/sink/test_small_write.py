@@ -115,7 +115,7 @@ def _layout(base: Path) -> dict[str, list[bool]]:
     return by_bucket
 
 
-def test_a_bucket_without_a_file_group_gets_one_from_the_java_client_as_the_datasource_makes_it(
+def test_the_java_client_gives_a_new_bucket_a_log_only_file_group_the_datasource_takes_as_its_own(
     spark,  # noqa: ANN001
     tmp_path: Path,
 ) -> None:
@@ -205,6 +205,10 @@ def test_killed_after_the_metadata_tables_delta_commit_a_spark_round_rolls_the_i
     finally:
         kill_group(process)
     instant = marker.read_text().split()[-1]
+    if first_rows == 1:  # on disk beside the first round's file group: the killed round's three, log files only
+        layout = _layout(base)
+        assert sorted(map(len, layout.values())) == [1, 1, 1, 1]
+        assert sorted(has_base for (has_base,) in layout.values()) == [False, False, False, True]
     timeline = base / ".hoodie" / "timeline"
     assert [n for n in pending_instants(timeline, "deltacommit") if n.startswith(instant)]
     assert any(n.startswith(f"{instant}_") for n in os.listdir(base / ".hoodie" / "metadata" / ".hoodie" / "timeline"))
