@@ -227,11 +227,11 @@ def measure(scenario: Scenario, work: Path, hoodie_conf: dict[str, str] | None =
         with connect() as conn:  # the topics stay; the tables go
             for name in names:
                 conn.execute(f"drop table if exists inventory.{name}")
-    rounds = [json.loads(line) for line in out_path.read_text().splitlines() if line.startswith("{")]
-    per_table, missing = _freshness(load, bases, rounds, min(load.committed.values()) + scenario.warmup)
-    # Rounds once every table had caught up: nothing new anywhere.
     lines = out_path.read_text().splitlines()
+    rounds = [json.loads(line) for line in lines if line.startswith("{")]
+    per_table, missing = _freshness(load, bases, rounds, min(load.committed.values()) + scenario.warmup)
     busy_rounds = [json.loads(line) for line in lines[lines_at_load:busy_lines] if line.startswith("{")]
+    # Rounds once every table had caught up: nothing new anywhere.
     idle_lines = lines[busy_lines:]
     idle_rounds = [json.loads(line) for line in idle_lines if line.startswith("{")]  # a round's line, not the log
     idle = [r["duration_s"] for r in idle_rounds if "duration_s" in r]
