@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,7 @@ import pytest
 
 
 @pytest.fixture(autouse=True)
-def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
     # Settings from the developer's shell must not leak into a test.
     for key in list(os.environ):
         if key.startswith("HUDI_CDC__"):
@@ -21,6 +22,24 @@ def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     # A Spark JVM a test starts keeps its scratch (an 85 MB copy of the jars, shuffle files) in the test's
     # folder, removed when the test passes: one the test kills would leave it in /tmp for good.
     monkeypatch.setenv("SPARK_LOCAL_DIRS", str(tmp_path / "spark-scratch"))
+    before = _active_spark_context()
+    yield
+    # A session this test started in this process itself (not the `spark` fixture's: a chaos harness's
+    # verify, a CLI run in-process) keeps its scratch in the folder pytest removes now: the next test of the
+    # worker would find it gone (Arrow's hand-over to the JVM is a file there). Stopped with its folder.
+    made = _active_spark_context()
+    if made is not None and made is not before and made is not _SESSION.get("context"):
+        from pyspark.sql import SparkSession
+
+        SparkSession.builder.getOrCreate().stop()
+
+
+def _active_spark_context() -> object | None:
+    pyspark = sys.modules.get("pyspark")
+    return pyspark.SparkContext._active_spark_context if pyspark is not None else None  # type: ignore[attr-defined]
+
+
+_SESSION: dict[str, object] = {}
 
 
 # Spark's switches for evaluating plans without generated code (whole-stage and per-expression).
@@ -28,8 +47,12 @@ INTERPRETED = {"spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.facto
 
 
 @pytest.fixture(scope="session")
-def spark() -> Iterator[object]:
+def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
     from hudi_cdc.spark import spark_session
+
+    # Asked for inside a test (request.getfixturevalue), the session would otherwise keep its scratch in that
+    # test's folder (_isolated_env), which goes when the test passes.
+    scratch, os.environ["SPARK_LOCAL_DIRS"] = os.environ.get("SPARK_LOCAL_DIRS"), str(tmp_path_factory.mktemp("spark"))
 
     # The session takes make test's HUDI_CDC_JIT=quick like the JVMs the tests start. Its full JIT was faster
     # alone (the payload scenarios: 176 s against 209 s, wall) but cost more CPU (239 against 201 CPU-s of the
@@ -49,8 +72,17 @@ def spark() -> Iterator[object]:
             **INTERPRETED,
         },
     )
+    _restore_env("SPARK_LOCAL_DIRS", scratch)
+    _SESSION["context"] = session.sparkContext
     yield session
     session.stop()
+
+
+def _restore_env(key: str, value: str | None) -> None:
+    if value is None:
+        os.environ.pop(key, None)
+    else:
+        os.environ[key] = value
 
 
 @pytest.fixture(scope="session")
@@ -94,6 +126,23 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     _needs_stack([item for item in items if "tests/stack/" in item.nodeid or item.get_closest_marker("stack")])
     if os.environ.get("PYTEST_XDIST_WORKER"):
         _longest_first(items)
+
+
+# .ci/run's CPU profile (.ci/cpu_by_test.py): each pytest process that runs tests writes its pid and the test
+# it is running into a file of the CI_CPU_MARKS folder; the sampler gives every process's CPU to the test its
+# pytest ancestor runs.
+_CPU_MARK: list[Path] = []
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    marks, worker = os.environ.get("CI_CPU_MARKS"), os.environ.get("PYTEST_XDIST_WORKER")
+    if marks and (worker or not getattr(config.option, "numprocesses", None)):  # xdist's controller runs none
+        _CPU_MARK.append(Path(marks) / (worker or "main"))
+
+
+def pytest_runtest_logstart(nodeid: str) -> None:
+    for mark in _CPU_MARK:
+        mark.write_text(f"{os.getpid()}\t{nodeid}")
 
 
 # Seconds per test file of the last measured run (.ci/durations.py --hints writes it): make test's workers take

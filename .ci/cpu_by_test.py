@@ -1,0 +1,145 @@
+#!/usr/bin/env python3
+"""CPU seconds per test file and kind of process, for a whole `make test` run (.ci/run starts it).
+
+    cpu_by_test.py sample OUT.json MARKS_DIR   # until SIGTERM: every second, every process's CPU
+    cpu_by_test.py report OUT.json [TOP]       # the table .ci/run prints
+
+tests/conftest.py writes, into MARKS_DIR (``CI_CPU_MARKS``), each pytest process's pid and the test it is
+running. Each second the sampler reads every process's CPU time from /proc and gives what it used since the
+last second to the test its pytest ancestor was running then: the pytest process itself ("pytest"), the
+Spark JVM it started for its session ("session JVM"), or anything a test started ("started JVMs",
+"started Python", "started other"). CPU outside the tests goes to the stack's services or to "set-up and
+other" by command. A process that ends between two samples loses at most its last second; a profile, not an
+invoice. Standard library only: it runs before the venv exists.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+TICK = os.sysconf("SC_CLK_TCK")
+STACK = (
+    ("postgres", "postgres"),
+    ("mariadbd", "mariadb"),
+    ("weed", "SeaweedFS"),
+    ("kafka.Kafka", "Kafka"),
+    ("ConnectDistributed", "Kafka Connect"),
+    ("quarkus", "registry"),
+    ("HiveMetaStore", "metastore"),
+)
+
+
+def _stat(pid: str) -> tuple[str, int, float, str]:
+    """A process's command name, parent, CPU seconds so far and start time."""
+    text = Path(f"/proc/{pid}/stat").read_text()
+    name = text[text.index("(") + 1 : text.rindex(")")]
+    fields = text[text.rindex(")") + 2 :].split()
+    return name, int(fields[1]), (int(fields[11]) + int(fields[12])) / TICK, fields[19]
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def _marks(folder: Path) -> dict[int, str]:
+    """pytest pid -> the test file it is running."""
+    marks = {}
+    for path in folder.glob("*"):
+        try:
+            pid, nodeid = path.read_text().split("\t", 1)
+            marks[int(pid)] = nodeid.split("::", 1)[0]
+        except (OSError, ValueError):
+            continue
+    return marks
+
+
+def _outside(name: str, cmdline: str) -> str:
+    for needle, service in STACK:
+        if needle in cmdline or name.startswith(needle):
+            return f"stack: {service}"
+    return f"set-up and other: {name}"
+
+
+def _kind(pid: int, name: str, parent: int, pytest_pid: int) -> str:
+    if pid == pytest_pid:
+        return "pytest"
+    if name == "java":
+        return "session JVM" if parent == pytest_pid else "started JVMs"
+    return "started Python" if name.startswith("python") else "started other"
+
+
+def sample(out: Path, marks_dir: Path) -> None:
+    stop = []
+    signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
+    signal.signal(signal.SIGINT, lambda *_: stop.append(1))
+    seen: dict[int, tuple[str, float, str]] = {}  # pid -> start time, CPU counted, command line
+    cpu: dict[tuple[str, str], float] = defaultdict(float)
+    started, first = time.monotonic(), True
+    while not stop:
+        marks = _marks(marks_dir)
+        now = {}
+        for entry in os.listdir("/proc"):
+            if entry.isdigit():
+                try:
+                    now[int(entry)] = _stat(entry)
+                except (OSError, ValueError, IndexError):
+                    continue
+        for pid, (name, parent, used, start) in now.items():
+            before = seen.get(pid)
+            if before is None or before[0] != start:  # new, or a new process under a reused pid
+                before = (start, 0.0, _cmdline(pid))
+            seen[pid] = (start, used, before[2])
+            if first or used <= before[1]:  # what ran before the sampler started is not the run's
+                continue
+            ancestor, hops = pid, 0
+            while ancestor not in marks and ancestor in now and hops < 40:
+                ancestor, hops = now[ancestor][1], hops + 1
+            if ancestor in marks:
+                key = (marks[ancestor], _kind(pid, name, parent, ancestor))
+            else:
+                key = ("-", _outside(name, before[2]))
+            cpu[key] += used - before[1]
+        first = False
+        time.sleep(1)
+    rows = [[f, k, round(s, 1)] for (f, k), s in sorted(cpu.items(), key=lambda kv: -kv[1])]
+    out.write_text(json.dumps({"wall_s": round(time.monotonic() - started), "cpu": rows}, indent=0) + "\n")
+
+
+TEST_KINDS = ("session JVM", "started JVMs", "started Python", "pytest", "started other")
+
+
+def report(path: Path, top: int = 40) -> str:
+    data = json.loads(path.read_text())
+    by_kind: dict[str, float] = defaultdict(float)
+    by_file: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    for file, kind, seconds in data["cpu"]:
+        by_kind[kind if file != "-" else kind.split(":")[0]] += seconds
+        if file != "-":
+            by_file[file][kind] += seconds
+    total = sum(by_kind.values())
+    lines = [f"CPU seconds by kind of process ({total:,.0f} CPU-s in {data['wall_s']:,} s):"]
+    lines += [f"  {s:8,.0f}  {k}" for k, s in sorted(by_kind.items(), key=lambda kv: -kv[1])]
+    lines.append(f"CPU seconds per test file (the {top} largest; " + ", ".join(TEST_KINDS) + "):")
+    ranked = sorted(by_file.items(), key=lambda kv: -sum(kv[1].values()))
+    for file, kinds in ranked[:top]:
+        split = " ".join(f"{kinds.get(k, 0):6.0f}" for k in TEST_KINDS)
+        lines.append(f"  {sum(kinds.values()):7.0f} = {split}  {file}")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) >= 4 and sys.argv[1] == "sample":
+        sample(Path(sys.argv[2]), Path(sys.argv[3]))
+    elif len(sys.argv) >= 3 and sys.argv[1] == "report":
+        print(report(Path(sys.argv[2]), *(int(a) for a in sys.argv[3:4])))
+    else:
+        sys.exit(__doc__)
