@@ -108,6 +108,7 @@ def sample(out: Path, marks_dir: Path) -> None:
             else:
                 key = ("-", _outside(name, before[2]))
             cpu[key] += used - before[1]
+        seen = {pid: seen[pid] for pid in now}  # the living only: what an ended one used is counted
         first = False
         time.sleep(1)
     rows = [[f, k, round(s, 1)] for (f, k), s in sorted(cpu.items(), key=lambda kv: -kv[1])]

@@ -52,37 +52,30 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
 
     # Asked for inside a test (request.getfixturevalue), the session would otherwise keep its scratch in that
     # test's folder (_isolated_env), which goes when the test passes.
-    scratch, os.environ["SPARK_LOCAL_DIRS"] = os.environ.get("SPARK_LOCAL_DIRS"), str(tmp_path_factory.mktemp("spark"))
-
-    # The session takes make test's HUDI_CDC_JIT=quick like the JVMs the tests start. Its full JIT was faster
-    # alone (the payload scenarios: 176 s against 209 s, wall) but cost more CPU (239 against 201 CPU-s of the
-    # session's JVM, 2026-11-28), and make test's three workers share two cores: CPU is what the run waits on.
-    # (quick's 48 MB code cache, full before 368c1c2, had made quick look slower still.)
-    session = spark_session(
-        app_name="hudi-cdc-tests",
-        conf={
-            "spark.sql.shuffle.partitions": "4",
-            "spark.default.parallelism": "4",
-            "spark.driver.memory": "2g",
-            "spark.scheduler.mode": "FAIR",  # as `hudi-cdc run` starts it; one thread's jobs run as under FIFO
-            # Spark evaluates the tests' plans without generating code: a suite of small plans, most run once,
-            # spends more CPU compiling than running them (the payload scenarios: 206 -> 183 CPU-s). Spark holds
-            # both paths to the same results; the JVMs the tests start (`hudi-cdc run`, the wheel, the tutorial)
-            # keep Spark's default, so the product's own path stays tested.
-            **INTERPRETED,
-        },
-    )
-    _restore_env("SPARK_LOCAL_DIRS", scratch)
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("SPARK_LOCAL_DIRS", str(tmp_path_factory.mktemp("spark")))
+        # The session takes make test's HUDI_CDC_JIT=quick like the JVMs the tests start. Its full JIT was
+        # faster alone (the payload scenarios: 176 s against 209 s, wall) but cost more CPU (239 against 201
+        # CPU-s of the session's JVM, 2026-11-28; five in-session files 460 against 437, 2026-11-30), and make
+        # test's three workers share two cores: CPU is what the run waits on. (quick's 48 MB code cache, full
+        # before 368c1c2, had made quick look slower still.)
+        session = spark_session(
+            app_name="hudi-cdc-tests",
+            conf={
+                "spark.sql.shuffle.partitions": "4",
+                "spark.default.parallelism": "4",
+                "spark.driver.memory": "2g",
+                "spark.scheduler.mode": "FAIR",  # as `hudi-cdc run` starts it; one thread's jobs run as under FIFO
+                # Spark evaluates the tests' plans without generating code: a suite of small plans, most run
+                # once, spends more CPU compiling than running them (the payload scenarios: 206 -> 183 CPU-s).
+                # Spark holds both paths to the same results; the JVMs the tests start (`hudi-cdc run`, the
+                # wheel, the tutorial) keep Spark's default, so the product's own path stays tested.
+                **INTERPRETED,
+            },
+        )
     _SESSION["context"] = session.sparkContext
     yield session
     session.stop()
-
-
-def _restore_env(key: str, value: str | None) -> None:
-    if value is None:
-        os.environ.pop(key, None)
-    else:
-        os.environ[key] = value
 
 
 @pytest.fixture(scope="session")
