@@ -201,11 +201,13 @@ def wait_for_stream(
     topics: Sequence[str],
     *,
     since: Mapping[tuple[str, int], int] | None = None,
+    live: bool = False,
     timeout_s: float = 120.0,
 ) -> dict[tuple[str, int], int]:
     """Wait until the stack's connector has published every change committed before the call; the end offsets.
 
-    See :func:`hudi_cdc.testing.kafka.wait_until_published`; ``since``: the topics must have moved past it.
+    See :func:`hudi_cdc.testing.kafka.wait_until_published`; ``since``: the topics must have moved past it;
+    ``live``: a workload is still writing to them.
     """
     return kafka.wait_until_published(
         bootstrap,
@@ -213,5 +215,6 @@ def wait_for_stream(
         lambda: mark_stream(db, conn),
         db.topic_prefix + MARKS_TABLE,
         since=since,
+        live=live,
         timeout_s=timeout_s,
     )

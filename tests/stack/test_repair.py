@@ -57,9 +57,10 @@ def _ingest(path: str, table_type: str) -> None:
     assert result.exit_code == 0, result.output
 
 
-def _catch_up(path: str, table_type: str) -> str:
+def _catch_up(path: str, table_type: str, *, live: bool = False) -> str:
+    """``live``: the workload is still writing, so the topic never stands still."""
     with connect() as conn:
-        wait_for_stream(conn, BOOTSTRAP, [TOPIC])
+        wait_for_stream(conn, BOOTSTRAP, [TOPIC], live=live)
     _ingest(path, table_type)
     return "an ingest round after the stream published everything"
 
@@ -157,7 +158,7 @@ def test_repair_under_a_running_workload(spark, source, tmp_path, table_type: st
         assert not dry.commits and "would upsert" in dry.describe()
         assert _rows(spark, path, ids) == before
 
-        done = repair(spark, config, DATABASE, SOURCE, recheck=lambda c, p: _catch_up(path, table_type))
+        done = repair(spark, config, DATABASE, SOURCE, recheck=lambda c, p: _catch_up(path, table_type, live=True))
         outcome = {k.key["id"]: k.outcome for k in done.keys if k.key["id"] in corrupted}
         assert outcome == {i: "repaired" for i in corrupted}, done.describe()
         forced = {k.key["id"] for k in done.keys if k.note == "every stored copy deleted first"}
@@ -175,7 +176,7 @@ def test_repair_under_a_running_workload(spark, source, tmp_path, table_type: st
 
 def test_the_cli_dry_run_then_a_repair_killed_and_run_again(spark, source, tmp_path) -> None:  # noqa: ANN001
     path = str(tmp_path / f"{TABLE}_cli")
-    _ingest(path, "cow")
+    _catch_up(path, "cow")  # the stream holds every change of the test before (its workload's too)
     tamper(spark, path, table_name=f"{TABLE}_cow", table_type="cow", keys=("id",),
            upserts=[{**_stored(spark, path, CHANGED), "name": "wrong"}],
            duplicates=[_stored(spark, path, DUPLICATED)])  # fmt: skip

@@ -97,7 +97,7 @@ class _Workload:
     def _run(self) -> None:
         rng, next_id = random.Random(43), 10_000
         with connect() as conn, conn.cursor() as cur:
-            while not self.stop.wait(0.8):  # slow enough that the topic stands still between changes
+            while not self.stop.wait(0.8):
                 kind = rng.random()
                 if kind < 0.6:
                     cur.execute(f"update {SOURCE} set amount = amount + 1 where id = %s", (rng.randint(100, 200),))  # noqa: S608
@@ -114,11 +114,11 @@ class _Workload:
         return self.changes
 
 
-def _ingest(path: str, table_type: str) -> None:
+def _ingest(path: str, table_type: str, *, live: bool = False) -> None:
     """Every change MariaDB has committed so far, published and ingested (the simple index, as tests/stack/test_repair.py
-    explains: a duplicate under a bucket index stops every writer)."""
+    explains: a duplicate under a bucket index stops every writer). ``live``: the workload is still writing."""
     with connect() as conn:
-        wait_for_stream(conn, BOOTSTRAP, [TOPIC])
+        wait_for_stream(conn, BOOTSTRAP, [TOPIC], live=live)
     result = run_cli(
         "--source", "kafka", "--topic", TOPIC, "--bootstrap-servers", BOOTSTRAP, "--schema-registry-url", REGISTRY,
         "--flavor", "mysql", "--target-base-path", path, "--target-table", f"{TABLE}_{table_type}",
@@ -218,7 +218,7 @@ def _repair_under_the_workload(
 
     def change_during_the_repair(*args: Any) -> list[str]:  # noqa: ANN401
         _execute(f"update {SOURCE} set name = 'after the snapshot' where id = %s", AHEAD)  # noqa: S608
-        _ingest(path, "mor")
+        _ingest(path, "mor", live=True)
         _execute(f"update {SOURCE} set name = 'after the snapshot, later' where id = %s", BEHIND)  # noqa: S608
         return write(*args)
 
@@ -227,7 +227,7 @@ def _repair_under_the_workload(
 
     def catch_up(conn: Any, position: str) -> str:  # noqa: ANN401 - verify's second pass waits on this
         rechecked.append(position)
-        _ingest(path, "mor")
+        _ingest(path, "mor", live=True)
         return "an ingest round after the stream published everything"
 
     done = ops.repair(spark, config, DATABASE, SOURCE, recheck=catch_up)
