@@ -8,9 +8,10 @@ tests/conftest.py writes, into MARKS_DIR (``CI_CPU_MARKS``), each pytest process
 running. Each second the sampler reads every process's CPU time from /proc and gives what it used since the
 last second to the test its pytest ancestor was running then: the pytest process itself ("pytest"), the
 Spark JVM it started for its session ("session JVM"), or anything a test started ("started JVMs",
-"started Python", "started other"). CPU outside the tests goes to the stack's services or to "set-up and
-other" by command. A process that ends between two samples loses at most its last second; a profile, not an
-invoice. Standard library only: it runs before the venv exists.
+"started Python", "started other"), and what a test started also to its program (``hudi-cdc run``, airflow, ...,
+the nearest such ancestor) with the JVMs each program started. CPU outside the tests goes to the stack's
+services or to "set-up and other" by command. A process that ends between two samples loses at most its last
+second; a profile, not an invoice. Standard library only: it runs before the venv exists.
 """
 
 from __future__ import annotations
@@ -69,6 +70,23 @@ def _outside(name: str, cmdline: str) -> str:
     return f"set-up and other: {name}"
 
 
+def _program(pid: int, parents: dict[int, int], cmdlines: dict[int, str], pytest_pid: int) -> str:
+    """What a test started, by the nearest ancestor below the pytest process that names a program: ``hudi-cdc``
+    and its command, or the first word of the process the test started itself."""
+    chain = []
+    while pid != pytest_pid and pid in parents and len(chain) < 40:
+        chain.append(pid)
+        pid = parents[pid]
+    for ancestor in chain:
+        words = cmdlines.get(ancestor, "").split()
+        for i, word in enumerate(words):
+            if word.rsplit("/", 1)[-1] == "hudi-cdc" or (word == "-m" and words[i + 1 : i + 2] == ["hudi_cdc"]):
+                command = next((w for w in words[i + 1 :] if not w.startswith("-") and w != "hudi_cdc"), "")
+                return f"hudi-cdc {command}".strip()
+    words = cmdlines.get(chain[-1], "").split() if chain else []
+    return words[0].rsplit("/", 1)[-1] if words else "?"
+
+
 def _kind(pid: int, name: str, parent: int, pytest_pid: int) -> str:
     if pid == pytest_pid:
         return "pytest"
@@ -82,7 +100,9 @@ def sample(out: Path, marks_dir: Path) -> None:
     signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
     signal.signal(signal.SIGINT, lambda *_: stop.append(1))
     seen: dict[int, tuple[str, float, str]] = {}  # pid -> start time, CPU counted, command line
-    cpu: dict[tuple[str, str], float] = defaultdict(float)
+    cpu: dict[tuple[str, str, str], float] = defaultdict(float)  # (test file, kind, program) -> CPU seconds
+    jvms: dict[tuple[str, str], int] = defaultdict(int)  # (test file, program) -> JVMs started
+    java: set[tuple[int, str]] = set()  # the JVMs living at the last sample: (pid, start time)
     started, first = time.monotonic(), True
     while not stop:
         marks = _marks(marks_dir)
@@ -93,26 +113,39 @@ def sample(out: Path, marks_dir: Path) -> None:
                     now[int(entry)] = _stat(entry)
                 except (OSError, ValueError, IndexError):
                     continue
-        for pid, (name, parent, used, start) in now.items():
+        counted = {}
+        for pid, (_, _, used, start) in now.items():
             before = seen.get(pid)
             if before is None or before[0] != start:  # new, or a new process under a reused pid
                 before = (start, 0.0, _cmdline(pid))
+            counted[pid] = before[1]
             seen[pid] = (start, used, before[2])
-            if first or used <= before[1]:  # what ran before the sampler started is not the run's
+        parents = {pid: stat[1] for pid, stat in now.items()}
+        cmdlines = {pid: entry[2] for pid, entry in seen.items()}
+        for pid, (name, parent, used, start) in now.items():
+            a_new_jvm = not first and name == "java" and (pid, start) not in java
+            if not a_new_jvm and (first or used <= counted[pid]):  # what ran before the sampler is not the run's
                 continue
             ancestor, hops = pid, 0
             while ancestor not in marks and ancestor in now and hops < 40:
                 ancestor, hops = now[ancestor][1], hops + 1
             if ancestor in marks:
-                key = (marks[ancestor], _kind(pid, name, parent, ancestor))
+                kind = _kind(pid, name, parent, ancestor)
+                program = "" if kind in ("pytest", "session JVM") else _program(pid, parents, cmdlines, ancestor)
+                key = (marks[ancestor], kind, program)
+                if kind == "started JVMs" and a_new_jvm:
+                    jvms[(marks[ancestor], program)] += 1
             else:
-                key = ("-", _outside(name, before[2]))
-            cpu[key] += used - before[1]
+                key = ("-", _outside(name, seen[pid][2]), "")
+            cpu[key] += used - counted[pid]
         seen = {pid: seen[pid] for pid in now}  # the living only: what an ended one used is counted
+        java = {(pid, stat[3]) for pid, stat in now.items() if stat[0] == "java"}
         first = False
         time.sleep(1)
-    rows = [[f, k, round(s, 1)] for (f, k), s in sorted(cpu.items(), key=lambda kv: -kv[1])]
-    out.write_text(json.dumps({"wall_s": round(time.monotonic() - started), "cpu": rows}, indent=0) + "\n")
+    rows = [[f, k, round(s, 1), p] for (f, k, p), s in sorted(cpu.items(), key=lambda kv: -kv[1])]
+    started_jvms = [[f, p, n] for (f, p), n in sorted(jvms.items(), key=lambda kv: -kv[1])]
+    result = {"wall_s": round(time.monotonic() - started), "cpu": rows, "jvms_started": started_jvms}
+    out.write_text(json.dumps(result, indent=0) + "\n")
 
 
 TEST_KINDS = ("session JVM", "started JVMs", "started Python", "pytest", "started other")
@@ -122,10 +155,16 @@ def report(path: Path, top: int = 40) -> str:
     data = json.loads(path.read_text())
     by_kind: dict[str, float] = defaultdict(float)
     by_file: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
-    for file, kind, seconds in data["cpu"]:
+    by_program: dict[str, float] = defaultdict(float)
+    for file, kind, seconds, *program in data["cpu"]:
         by_kind[kind if file != "-" else kind.split(":")[0]] += seconds
         if file != "-":
             by_file[file][kind] += seconds
+        if program and program[0]:
+            by_program[program[0]] += seconds
+    jvms: dict[str, int] = defaultdict(int)
+    for _, program, count in data.get("jvms_started", []):
+        jvms[program] += count
     total = sum(by_kind.values())
     lines = [f"CPU seconds by kind of process ({total:,.0f} CPU-s in {data['wall_s']:,} s):"]
     lines += [f"  {s:8,.0f}  {k}" for k, s in sorted(by_kind.items(), key=lambda kv: -kv[1])]
@@ -134,6 +173,10 @@ def report(path: Path, top: int = 40) -> str:
     for file, kinds in ranked[:top]:
         split = " ".join(f"{kinds.get(k, 0):6.0f}" for k in TEST_KINDS)
         lines.append(f"  {sum(kinds.values()):7.0f} = {split}  {file}")
+    if by_program:
+        lines.append("What the tests started, by program (CPU seconds, JVMs started):")
+        for program, seconds in sorted(by_program.items(), key=lambda kv: -kv[1])[:top]:
+            lines.append(f"  {seconds:7.0f} {jvms.get(program, 0):5d}  {program}")
     return "\n".join(lines)
 
 
