@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import sys
 import time
@@ -34,6 +35,9 @@ STACK = (
     ("quarkus", "registry"),
     ("HiveMetaStore", "metastore"),
 )
+
+
+COMMAND = re.compile(r"[a-z][a-z_-]*")  # a command's name: not an option, nor an option's value (a URL, a path)
 
 
 def _stat(pid: str) -> tuple[str, int, float, str]:
@@ -79,9 +83,9 @@ def _program(pid: int, parents: dict[int, int], cmdlines: dict[int, str], pytest
         pid = parents[pid]
     for ancestor in chain:
         words = cmdlines.get(ancestor, "").split()
-        for i, word in enumerate(words):
+        for i, word in enumerate(words[:2]):  # the program or its interpreter's first argument, never a script's text
             if word.rsplit("/", 1)[-1] == "hudi-cdc" or (word == "-m" and words[i + 1 : i + 2] == ["hudi_cdc"]):
-                command = next((w for w in words[i + 1 :] if not w.startswith("-") and w != "hudi_cdc"), "")
+                command = next((w for w in words[i + 1 :] if COMMAND.fullmatch(w) and w != "hudi_cdc"), "")
                 return f"hudi-cdc {command}".strip()
     words = cmdlines.get(chain[-1], "").split() if chain else []
     return words[0].rsplit("/", 1)[-1] if words else "?"

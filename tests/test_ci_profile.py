@@ -14,14 +14,14 @@ profile = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(profile)
 
 PYTEST = 100
-# pytest 100 -> hudi-cdc 200 -> spark-submit's JVM 201; pytest -> python -m hudi_cdc 300 -> 301; pytest -> bash 400 -> java 401
+# pytest 100 -> hudi-cdc 200 -> spark-submit's JVM 201; pytest -> python -m hudi_cdc 300 -> 301; pytest -> python -c 400 -> java 401
 PARENTS = {200: PYTEST, 201: 200, 300: PYTEST, 301: 300, 400: PYTEST, 401: 400}
 CMDLINES = {
     200: "/w/.venv/bin/python /w/.venv/bin/hudi-cdc run --pipeline p.toml --continuous",
     201: "/usr/bin/java -cp x org.apache.spark.deploy.SparkSubmit pyspark-shell",
-    300: "/w/.venv/bin/python -m hudi_cdc --verbose verify --table a.b",
+    300: "/w/.venv/bin/python -m hudi_cdc --verbose --s3-endpoint http://127.0.0.1:1 verify --table a.b",
     301: "/usr/bin/java -cp x org.apache.spark.deploy.SparkSubmit pyspark-shell",
-    400: "bash -c sleep 1",
+    400: "/w/.venv/bin/python -c print(1) # like hudi-cdc ingest does bucket http://127.0.0.1:1",
     401: "/usr/bin/java -jar cluster.jar",
 }
 
@@ -30,7 +30,7 @@ def test_a_started_process_is_named_by_its_nearest_program() -> None:
     assert profile._program(201, PARENTS, CMDLINES, PYTEST) == "hudi-cdc run"
     assert profile._program(200, PARENTS, CMDLINES, PYTEST) == "hudi-cdc run"
     assert profile._program(301, PARENTS, CMDLINES, PYTEST) == "hudi-cdc verify"
-    assert profile._program(401, PARENTS, CMDLINES, PYTEST) == "bash"
+    assert profile._program(401, PARENTS, CMDLINES, PYTEST) == "python"  # a script naming hudi-cdc is not it
 
 
 def test_the_report_sums_programs_and_their_jvm_starts(tmp_path: Path) -> None:
