@@ -90,6 +90,7 @@ SHOW: dict[str, list[Shown]] = {
     # s3a against the local disk, reduced sizes on a loaded machine: object-storage.md#s3a-against-the-local-disk
     "object-storage-small-round": [],
     "object-storage-oneshot": [],
+    "jar-placement": [],  # where a local session puts the jars: tuning.md#local-disk-and-the-driver-jvm
 }
 
 

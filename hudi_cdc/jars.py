@@ -139,17 +139,24 @@ class JarSource:
     def spark_conf(self, *, local: bool = True) -> dict[str, str]:
         """The Spark settings that put these jars on the driver's and executors' classpath.
 
-        The s3a jars go on the JVM's own classpath when the master is local (``local``: the executors
-        are the driver's threads): given as ``spark.jars``, Spark would copy the 280 MB SDK bundle into
-        every session's scratch folder for its executor to load. A cluster's executors get them by
-        ``spark.jars`` (copied to each executor, as any added jar).
+        When the master is local (``local``: the executors are the driver's threads) the jars go on the
+        JVM's own classpath: given as ``spark.jars``, Spark streams each one into every session's scratch
+        folder (the 80 MB Hudi bundle, the 280 MB SDK bundle), its executor loads their classes a second
+        time from there, and the JVM's class-data archive cannot hold them. Not so where Spark resolves
+        the bundle (``packages``): classes on the JVM's own classpath cannot see the bundle's, so only
+        the jars that need no Hudi go there. A cluster's executors get every jar by ``spark.jars``
+        (copied to each executor, as any added jar).
         """
-        jars = self.jars if local else (*self.jars, *self.s3a)
-        conf = {"spark.jars": ",".join(jars)} if jars else {}
-        localfs = [j for j in self.jars if Path(j).name == _LOCALFS] if local else []
-        if local and (self.s3a or localfs):
-            conf[DRIVER_CLASSPATH] = os.pathsep.join([*localfs, *self.s3a])
-        if localfs:
+        if not local:
+            every = (*self.jars, *self.s3a)
+            conf = {"spark.jars": ",".join(every)} if every else {}
+        else:
+            own_classpath = self.jars if self.kind == "folder" else [j for j in self.jars if _needs_no_hudi(j)]
+            added = [j for j in self.jars if j not in own_classpath]
+            conf = {"spark.jars": ",".join(added)} if added else {}
+            if own_classpath or self.s3a:
+                conf[DRIVER_CLASSPATH] = os.pathsep.join([*own_classpath, *self.s3a])
+        if local and any(Path(j).name == _LOCALFS for j in self.jars):
             conf[LOCAL_FS_CONF] = LOCAL_FS_CLASS
         if self.kind == "packages":
             conf.update({"spark.jars.packages": ",".join(self.packages), "spark.jars.excludes": ",".join(EXCLUDES)})
@@ -175,6 +182,11 @@ LOCAL_FS_CLASS = "io.hudicdc.fs.NioLocalFileSystem"
 a ``chmod`` process per file. A local master only, with the jar on the driver's own classpath (spark-submit
 reads local files before the session's jars load); a cluster's tables are on its shared storage."""
 _LOCALFS = "hudi-cdc-localfs-1.jar"
+
+
+def _needs_no_hudi(jar: str) -> bool:
+    # Its classes load beside Spark's (the JVM's own classpath) wherever the bundle is: Hadoop's file system.
+    return Path(jar).name == _LOCALFS
 
 
 def _checkout_folder() -> Path:

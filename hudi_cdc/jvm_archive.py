@@ -34,7 +34,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -87,9 +87,9 @@ def _spark_jars() -> list[Path]:
     return sorted(folder.glob("*.jar"))
 
 
-def _fingerprint(jars: Sequence[str]) -> str:
+def _fingerprint(jars: Sequence[str], placement: Mapping[str, str]) -> str:
     """What the archive depends on: the JVM and its collector, Spark's own jars and ours (path, size, mtime),
-    hudi-cdc."""
+    where a local session puts ours (``placement``: an archive maps only the JVM's own classpath), hudi-cdc."""
     import pyspark
 
     from hudi_cdc._jvm import gc_options
@@ -106,12 +106,13 @@ def _fingerprint(jars: Sequence[str]) -> str:
         "pyspark": pyspark.__version__,
         "hudi_cdc": __version__,
         "jars": [list(jars)] + [[str(f), f.stat().st_size, f.stat().st_mtime_ns] for f in files],
+        "placement": dict(placement),
     }
     return hashlib.sha256(json.dumps(facts, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def _paths(source: JarSource) -> tuple[Path, Path]:
-    name = f"driver-{_fingerprint([*source.jars, *source.packages, *source.s3a])}"
+    name = f"driver-{_fingerprint([*source.jars, *source.packages, *source.s3a], source.spark_conf(local=True))}"
     directory = _cache_dir()
     return directory / f"{name}.{'aot' if _aot(_java()) else 'jsa'}", directory / f"{name}.json"
 
@@ -161,7 +162,7 @@ def build(source: JarSource, train: Sequence[str] = (), *, launcher: Path, drive
             "--master", "local[2]", "--driver-memory", driver_memory,
             "--conf", "spark.ui.enabled=false",
             "--driver-java-options", _dump_options(archive, dumped),
-            *source.submit_args(local=True),  # the classpath of a local session (the s3a jars on the driver's)
+            *source.submit_args(local=True),  # the classpath of a local session (its jars on the driver's own)
             *([str(launcher), *train] if train else [str(launcher.parent / "jvm_training.py"), work]),
         ]  # fmt: skip
         env = {**os.environ, "PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON") or sys.executable}
@@ -186,9 +187,11 @@ _NO_GET_SUBJECT = "getSubject is not supported"
 def _training_failed(what: str, done: subprocess.CompletedProcess[str]) -> ConfigError:
     # Not the JVM's echo of JAVA_TOOL_OPTIONS: a whole class path, and options may hold a secret.
     lines = [line for line in (done.stderr or "").splitlines() if not line.startswith("Picked up ")]
-    thrown = next((line.strip() for line in lines if "Exception" in line and ": " in line), None)
+    # spark-submit hands a Python script's output, its traceback too, to the JVM's stdout.
+    said = [*(done.stdout or "").splitlines(), *lines]
+    thrown = next((line.strip() for line in said if "Exception" in line and ": " in line), None)
     message = f"{what} for the JVM archive failed (exit {done.returncode})"
-    if _NO_GET_SUBJECT in (done.stderr or ""):
+    if any(_NO_GET_SUBJECT in line for line in said):
         message += (
             f": {thrown}: this Spark's Hadoop client does not run on Java 24 and later "
             "(Subject.getSubject); run it with Java 17 (JAVA_HOME)"

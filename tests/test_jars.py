@@ -76,14 +76,14 @@ def test_s3a_jars_go_on_a_local_drivers_classpath_and_to_a_clusters_executors(
     source = jars.resolve_jars()
     assert source.s3a == (sdk, aws)
     # Local: the JVM's own classpath, not spark.jars (which Spark copies into every session's scratch).
-    assert source.spark_conf() == {"spark.jars": str(bundle), jars.DRIVER_CLASSPATH: f"{sdk}:{aws}"}
-    assert source.submit_args(local=True) == ["--driver-class-path", f"{sdk}:{aws}", "--jars", str(bundle)]
+    assert source.spark_conf() == {jars.DRIVER_CLASSPATH: f"{bundle}:{sdk}:{aws}"}
+    assert source.submit_args(local=True) == ["--driver-class-path", f"{bundle}:{sdk}:{aws}"]
     # A cluster's executors get them as any added jar.
     assert source.spark_conf(local=False) == {"spark.jars": f"{bundle},{sdk},{aws}"}
     assert source.submit_args() == ["--jars", f"{bundle},{sdk},{aws}"]
     monkeypatch.setenv(jars.S3A_ENV, "off")
     assert jars.resolve_jars().s3a == ()
-    assert jars.resolve_jars().spark_conf() == {"spark.jars": str(bundle)}
+    assert jars.resolve_jars().spark_conf() == {jars.DRIVER_CLASSPATH: str(bundle)}
 
 
 def test_s3a_jars_in_the_operators_folder_are_split_out_and_win(
@@ -136,7 +136,8 @@ def test_folder_named_by_the_environment_wins(tmp_path: Path, monkeypatch: pytes
     monkeypatch.setenv(jars.JARS_DIR_ENV, str(tmp_path))
     source = jars.resolve_jars()
     assert source.kind == "folder" and source.folder == str(tmp_path) and len(source.jars) == 2
-    assert source.spark_conf() == {"spark.jars": ",".join(source.jars)}
+    assert source.spark_conf() == {jars.DRIVER_CLASSPATH: ":".join(source.jars)}
+    assert source.spark_conf(local=False) == {"spark.jars": ",".join(source.jars)}
     assert source.submit_args() == ["--jars", ",".join(source.jars)]
 
 
@@ -218,7 +219,8 @@ def test_a_local_session_gets_the_local_file_system_on_the_drivers_own_classpath
     source = jars.JarSource("folder", jars=jars.folder_jars(folder), folder=str(folder), s3a=("/s3a/aws.jar",))
     local = source.spark_conf(local=True)
     assert local[jars.LOCAL_FS_CONF] == jars.LOCAL_FS_CLASS
-    assert local[jars.DRIVER_CLASSPATH].split(":") == [str(folder / "hudi-cdc-localfs-1.jar"), "/s3a/aws.jar"]
+    assert local[jars.DRIVER_CLASSPATH].split(":") == [*source.jars, "/s3a/aws.jar"]
+    assert "spark.jars" not in local
     assert source.submit_args(local=True)[:4] == [
         "--driver-class-path",
         local[jars.DRIVER_CLASSPATH],
@@ -240,10 +242,12 @@ def test_the_wheels_own_jars_join_the_coordinates(tmp_path: Path, monkeypatch: p
     assert source.kind == "packages" and source.folder == str(packaged)
     assert [Path(j).name for j in source.jars] == list(_WHEEL_JARS)
     conf = source.spark_conf()
-    assert conf["spark.jars"].split(",") == [str(packaged / n) for n in _WHEEL_JARS]
+    # The bundle Spark resolves is not on the JVM's own classpath: only the jar that needs no Hudi goes there.
+    assert conf["spark.jars"].split(",") == [str(packaged / n) for n in _WHEEL_JARS if n != "hudi-cdc-localfs-1.jar"]
+    assert conf[jars.DRIVER_CLASSPATH] == str(packaged / "hudi-cdc-localfs-1.jar")
     assert conf["spark.jars.packages"].split(",") == list(jars.packages())
     args = source.submit_args()
-    assert args[0] == "--packages" and args[-2:] == ["--jars", conf["spark.jars"]]
+    assert args[0] == "--packages" and args[-2:] == ["--jars", ",".join(str(packaged / n) for n in _WHEEL_JARS)]
     assert jars.own_jars(source) == {n: str(packaged / n) for n in jars.OWN_JARS}
 
 

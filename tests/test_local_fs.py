@@ -68,3 +68,13 @@ def test_a_sticky_bit_is_set_by_hadoop_s_own_way(spark: Any, tmp_path: Path) -> 
         jvm.org.apache.hadoop.fs.Path(str(folder)), jvm.org.apache.hadoop.fs.permission.FsPermission(0o1777)
     )
     assert stat.S_IMODE(os.stat(folder).st_mode) == 0o1777
+
+
+def test_a_local_session_loads_hudi_from_the_jvms_own_classpath(spark: Any) -> None:  # noqa: ANN401
+    # Not spark.jars: Spark would stream the bundle into the session's scratch folder for its executor, load
+    # its classes a second time there, and the JVM's class-data archive could not hold them.
+    jvm = spark._jvm
+    system = jvm.java.lang.ClassLoader.getSystemClassLoader()
+    for name in ("org.apache.hudi.DefaultSource", "io.hudicdc.writer.SmallWrite", LOCAL_FS_CLASS):
+        assert jvm.java.lang.Class.forName(name, False, system).getClassLoader().equals(system), name
+    assert spark.sparkContext._jsc.sc().listJars().size() == 0
