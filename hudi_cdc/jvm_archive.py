@@ -188,7 +188,7 @@ def _training_failed(what: str, done: subprocess.CompletedProcess[str]) -> Confi
     # Not the JVM's echo of JAVA_TOOL_OPTIONS: a whole class path, and options may hold a secret.
     lines = [line for line in (done.stderr or "").splitlines() if not line.startswith("Picked up ")]
     # spark-submit hands a Python script's output, its traceback too, to the JVM's stdout.
-    said = [*(done.stdout or "").splitlines(), *lines]
+    said = [line for line in (done.stdout or "").splitlines() if not line.startswith("Picked up ")] + lines
     thrown = next((line.strip() for line in said if "Exception" in line and ": " in line), None)
     message = f"{what} for the JVM archive failed (exit {done.returncode})"
     if any(_NO_GET_SUBJECT in line for line in said):

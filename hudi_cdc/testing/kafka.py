@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from hudi_cdc.console import kafka_logger
-from hudi_cdc.sources.kafka import end_offsets
+from hudi_cdc.sources.kafka import end_offsets, new_consumer
 
 __all__ = [
     "Framer",
@@ -130,7 +130,7 @@ def wait_until_quiet(
 def wait_until_published(
     bootstrap: str,
     topics: Sequence[str],
-    mark: Callable[[], None],
+    mark: Callable[[], int],
     marks_topic: str,
     *,
     since: Mapping[tuple[str, int], int] | None = None,
@@ -140,24 +140,20 @@ def wait_until_published(
 ) -> dict[tuple[str, int], int]:
     """Wait until a Debezium connector has published every change committed before this call.
 
-    ``mark`` commits a row into a table the connector captures, whose topic is ``marks_topic``. The
-    connector reads the log in commit order and Kafka Connect sends a task's records in order (one
-    producer, one request in flight), so once the mark is on its topic the changes before it are on
-    theirs. A request holds at most ``max.request.size`` of records: ``settle_s`` of end offsets standing
-    still covers a rest sent in the next one. ``since``: the topics must also have moved past it (a new
-    topic: ``{}``). No fixed wait for silence (:func:`wait_until_quiet`), so a test waits for as long
-    as the connector takes, not a guess. ``live``: other writers keep the topics moving, so they never
-    stand still; the rest of a request is waited for by ``settle_s`` after the mark alone.
+    ``mark`` commits a row into a table the connector captures, whose topic is ``marks_topic``, and
+    returns the row's key (the key's one integer field). The connector reads the log in commit order and
+    Kafka Connect sends a task's records in order (one producer, one request in flight), so once that row
+    is on its topic the changes before it are on theirs. It is found by its key: other tests mark the same
+    table at the same time, and a mark of theirs committed before the changes may reach the topic after
+    this call began. A request holds at most ``max.request.size`` of records: ``settle_s`` of end offsets
+    standing still covers a rest sent in the next one. ``since``: the topics must also have moved past it
+    (a new topic: ``{}``). No fixed wait for silence (:func:`wait_until_quiet`), so a test waits for as
+    long as the connector takes, not a guess. ``live``: other writers keep the topics moving, so they
+    never stand still; the rest of a request is waited for by ``settle_s`` after the mark alone.
     """
     deadline = time.monotonic() + timeout_s
-    marks_before = sum(end_offsets(bootstrap, [marks_topic]).values())
-    mark()
-    while sum(end_offsets(bootstrap, [marks_topic]).values()) <= marks_before:
-        if time.monotonic() > deadline:
-            raise TimeoutError(
-                f"the mark did not reach {marks_topic} within {timeout_s:.0f}s: is the connector running?"
-            )
-        time.sleep(0.1)
+    start = end_offsets(bootstrap, [marks_topic])
+    _wait_for_key(bootstrap, marks_topic, start, mark(), deadline)
     now = end_offsets(bootstrap, topics)
     while True:
         time.sleep(settle_s)
@@ -170,3 +166,41 @@ def wait_until_published(
                 f"topics {list(topics)} did not move past {since} within {timeout_s:.0f}s (end offsets {later})"
             )
         now = later
+
+
+def _wait_for_key(bootstrap: str, topic: str, start: Mapping[tuple[str, int], int], key: int, deadline: float) -> None:
+    """Read ``topic`` from ``start`` (its end offsets before the mark; none: a topic the mark creates) until
+    the record whose key is ``key`` is on it."""
+    from confluent_kafka import TopicPartition
+
+    consumer = new_consumer(bootstrap, {}, group_id="hudi-cdc-testing-marks")
+    try:
+        assigned = False
+        while time.monotonic() <= deadline:
+            if not assigned:
+                partitions = end_offsets(bootstrap, [topic])
+                if not partitions:  # not there until the connector publishes the first mark
+                    time.sleep(0.1)
+                    continue
+                consumer.assign([TopicPartition(t, p, start.get((t, p), 0)) for t, p in partitions])
+                assigned = True
+            message = consumer.poll(0.2)
+            if message is not None and message.error() is None and record_key(message.key()) == key:
+                return
+    finally:
+        consumer.close()
+    raise TimeoutError(f"the mark {key} did not reach {topic} in time: is the connector running?")
+
+
+def record_key(key: bytes | None) -> int | None:
+    """The first field of a Confluent-framed Avro record key, read as an int or long (a zigzag varint); None
+    for a key framed otherwise."""
+    if not key or len(key) < 6 or key[0] != 0:
+        return None
+    value = shift = 0
+    for byte in key[5:]:
+        value |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return (value >> 1) ^ -(value & 1)
+        shift += 7
+    return None

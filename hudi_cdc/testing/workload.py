@@ -182,16 +182,17 @@ def run_workload(
 _MARKED: set[Dialect] = set()  # the databases whose marks table this process has made sure of
 
 
-def mark_stream(db: Dialect, conn: Any) -> None:  # noqa: ANN401
+def mark_stream(db: Dialect, conn: Any) -> int:  # noqa: ANN401
     """Commit one row into the marks table (made on first use): a change the stack's connector publishes
-    after every change committed before it."""
+    after every change committed before it. Its key, which tells it apart from other processes' marks."""
     table = db.table(MARKS_TABLE)
     if db not in _MARKED:
         with conn.cursor() as cur:
             cur.execute(f"create table if not exists {table} (id {db.serial_key}, at timestamp(6))")
         _MARKED.add(db)
     with db.transaction(conn) as cur:
-        cur.execute(f"insert into {table} (at) values ({db.now})")  # noqa: S608 - our own table name
+        cur.execute(f"insert into {table} (at) values ({db.now}) returning id")  # noqa: S608 - our own table name
+        return int(cur.fetchone()[0])
 
 
 def wait_for_stream(
