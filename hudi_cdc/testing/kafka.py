@@ -24,6 +24,7 @@ __all__ = [
     "create_topic",
     "end_offsets",
     "produce",
+    "record_key",
     "register_schema",
     "wait_until_published",
     "wait_until_quiet",
