@@ -23,6 +23,7 @@ import signal
 import sys
 import time
 from collections import defaultdict
+from collections.abc import Container
 from pathlib import Path
 
 TICK = os.sysconf("SC_CLK_TCK")
@@ -74,13 +75,20 @@ def _outside(name: str, cmdline: str) -> str:
     return f"set-up and other: {name}"
 
 
-def _program(pid: int, parents: dict[int, int], cmdlines: dict[int, str], pytest_pid: int) -> str:
-    """What a test started, by the nearest ancestor below the pytest process that names a program: ``hudi-cdc``
-    and its command, or the first word of the process the test started itself."""
+def _line(pid: int, parents: dict[int, int], ends: Container[int]) -> tuple[list[int], int | None]:
+    """``pid`` and its ancestors below the first one in ``ends`` (a pytest process a test marked), and that
+    one; None where no ancestor within 40 is."""
     chain = []
-    while pid != pytest_pid and pid in parents and len(chain) < 40:
+    while pid not in ends and pid in parents and len(chain) < 40:
         chain.append(pid)
         pid = parents[pid]
+    return chain, pid if pid in ends else None
+
+
+def _program(chain: list[int], cmdlines: dict[int, str]) -> str:
+    """What a test started, by the nearest process of ``chain`` (a process and its ancestors below the pytest
+    process, :func:`_line`) that names a program: ``hudi-cdc`` and its command, or the first word of the
+    process the test started itself."""
     for ancestor in chain:
         words = cmdlines.get(ancestor, "").split()
         for i, word in enumerate(words[:2]):  # the program or its interpreter's first argument, never a script's text
@@ -130,15 +138,13 @@ def sample(out: Path, marks_dir: Path) -> None:
             a_new_jvm = not first and name == "java" and (pid, start) not in java
             if not a_new_jvm and (first or used <= counted[pid]):  # what ran before the sampler is not the run's
                 continue
-            ancestor, hops = pid, 0
-            while ancestor not in marks and ancestor in now and hops < 40:
-                ancestor, hops = now[ancestor][1], hops + 1
-            if ancestor in marks:
-                kind = _kind(pid, name, parent, ancestor)
-                program = "" if kind in ("pytest", "session JVM") else _program(pid, parents, cmdlines, ancestor)
-                key = (marks[ancestor], kind, program)
+            chain, test = _line(pid, parents, marks)
+            if test is not None:
+                kind = _kind(pid, name, parent, test)
+                program = "" if kind in ("pytest", "session JVM") else _program(chain, cmdlines)
+                key = (marks[test], kind, program)
                 if kind == "started JVMs" and a_new_jvm:
-                    jvms[(marks[ancestor], program)] += 1
+                    jvms[(marks[test], program)] += 1
             else:
                 key = ("-", _outside(name, seen[pid][2]), "")
             cpu[key] += used - counted[pid]

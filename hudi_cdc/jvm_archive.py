@@ -184,11 +184,15 @@ def build(source: JarSource, train: Sequence[str] = (), *, launcher: Path, drive
 _NO_GET_SUBJECT = "getSubject is not supported"
 
 
-def _training_failed(what: str, done: subprocess.CompletedProcess[str]) -> ConfigError:
+def _without_echo(output: str | None) -> list[str]:
     # Not the JVM's echo of JAVA_TOOL_OPTIONS: a whole class path, and options may hold a secret.
-    lines = [line for line in (done.stderr or "").splitlines() if not line.startswith("Picked up ")]
+    return [line for line in (output or "").splitlines() if not line.startswith("Picked up ")]
+
+
+def _training_failed(what: str, done: subprocess.CompletedProcess[str]) -> ConfigError:
+    lines = _without_echo(done.stderr)
     # spark-submit hands a Python script's output, its traceback too, to the JVM's stdout.
-    said = [line for line in (done.stdout or "").splitlines() if not line.startswith("Picked up ")] + lines
+    said = _without_echo(done.stdout) + lines
     thrown = next((line.strip() for line in said if "Exception" in line and ": " in line), None)
     message = f"{what} for the JVM archive failed (exit {done.returncode})"
     if any(_NO_GET_SUBJECT in line for line in said):

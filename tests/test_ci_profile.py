@@ -26,11 +26,22 @@ CMDLINES = {
 }
 
 
+def _named(pid: int) -> str:
+    chain, test = profile._line(pid, PARENTS, {PYTEST})
+    assert test == PYTEST
+    return profile._program(chain, CMDLINES)
+
+
 def test_a_started_process_is_named_by_its_nearest_program() -> None:
-    assert profile._program(201, PARENTS, CMDLINES, PYTEST) == "hudi-cdc run"
-    assert profile._program(200, PARENTS, CMDLINES, PYTEST) == "hudi-cdc run"
-    assert profile._program(301, PARENTS, CMDLINES, PYTEST) == "hudi-cdc verify"
-    assert profile._program(401, PARENTS, CMDLINES, PYTEST) == "python"  # a script naming hudi-cdc is not it
+    assert _named(201) == "hudi-cdc run"
+    assert _named(200) == "hudi-cdc run"
+    assert _named(301) == "hudi-cdc verify"
+    assert _named(401) == "python"  # a script naming hudi-cdc is not it
+
+
+def test_a_process_no_test_started_has_no_line_to_one() -> None:
+    assert profile._line(PYTEST, PARENTS, {PYTEST}) == ([], PYTEST)  # the pytest process itself
+    assert profile._line(7, {7: 1}, {PYTEST}) == ([7], None)
 
 
 def test_the_report_sums_programs_and_their_jvm_starts(tmp_path: Path) -> None:
