@@ -259,7 +259,7 @@ bench-freshness: install stack-up ## Postgres commit -> visible in a snapshot qu
 		--variant "low latency:$(LOW_LATENCY)" --results $(BENCH_RESULTS)
 	$(REPORT)
 
-bench-report: $(INSTALLED) ## Regenerate the benchmark page's result tables and plots from bench/results/
+bench-report: $(INSTALLED) ## Regenerate the benchmark pages' result tables and plots from bench/results/
 	$(REPORT)
 
 CHAOS_ARGS ?= --kills 20 --restarts kafka,registry,connect

@@ -4,11 +4,12 @@
 
 For each benchmark, the newest result file of its newest series (or of each series
 ``SERIES`` names: variants measured side by side) becomes a table block between
-``<!-- results:<benchmark>:begin -->`` and ``<!-- results:<benchmark>:end -->`` in
-the doc, each under a one-line header (run time, machine, versions, commit) that
-links to its file; a file's ``notes`` and the other series stay in the files. The
-prose around the blocks is left alone; a benchmark without markers gets a
-section at the end. Three plots are drawn from the same files:
+``<!-- results:<benchmark>:begin -->`` and ``<!-- results:<benchmark>:end -->`` on
+the page that holds those markers (the doc, or a page beside it named like
+docs/benchmarks-rounds.md), each under a one-line header (run time, machine,
+versions, commit) that links to its file; a file's ``notes`` and the other series
+stay in the files. The prose around the blocks is left alone; a benchmark without
+markers gets a section at the end of the doc. Three plots are drawn from the same files:
 hudi-cdc's rate against the anchors (``make bench``), the freshness distribution
 (``make bench-freshness``) and the cost per event against the backlog
 (``make bench-scale``). The output depends on the files only, so running it twice
@@ -400,16 +401,31 @@ PLOTS: dict[str, tuple[str, Callable[[Sequence[Mapping[str, Any]], Path], Path]]
 }
 
 
+def _page_of(name: str, pages: Mapping[Path, str]) -> Path:
+    """The page (of ``pages``: path -> text, the main page first) that holds ``name``'s block; the main page for
+    a block no page has yet."""
+    marker = f"<!-- results:{name}:begin"
+    return next((page for page, text in pages.items() if marker in text), next(iter(pages)))
+
+
 def render(results_dir: Path = RESULTS, doc: Path = DOC, img: Path = IMG) -> list[Path]:
-    """Rewrite the doc's result blocks and draw the plots; return the files written."""
+    """Rewrite the result blocks of the doc and its sibling pages (``benchmarks-*.md``: a block stays on the page
+    that holds it) and draw the plots; return the files written."""
     results = load_all(results_dir)
     counts: dict[tuple[str, str], int] = {}
     for r in results:
         counts[(r["benchmark"], r["series"])] = counts.get((r["benchmark"], r["series"]), 0) + 1
     newest = latest(results)
     shown = {name: rs for name, rs in newest.items() if SHOW.get(name, True)}
-    update_doc(doc, {name: render_benchmark(name, rs, counts, doc.parent) for name, rs in shown.items()})
-    written = [doc]
+    pages = {
+        page: page.read_text() if page.exists() else "" for page in [doc, *sorted(doc.parent.glob(f"{doc.stem}-*.md"))]
+    }
+    by_page: dict[Path, dict[str, str]] = {page: {} for page in pages}
+    for name, rs in shown.items():
+        by_page[_page_of(name, pages)][name] = render_benchmark(name, rs, counts, doc.parent)
+    for page, blocks in by_page.items():
+        update_doc(page, blocks)
+    written = list(pages)
     for name, (file, draw) in PLOTS.items():
         if newest.get(name):
             written.append(draw(current(name, newest[name]), img / file))

@@ -3,7 +3,7 @@
 Every benchmark entry point ends with :func:`write`. A file holds the benchmark's
 name, the run's parameters, its numbers as tables (columns with units, rows of
 values) and the environment it ran in (machine, versions, git commit, UTC time).
-``bench/report.py`` renders docs/benchmarks.md's result tables and the plots from
+``bench/report.py`` renders docs/benchmarks*.md's result tables and the plots from
 the newest file of each benchmark (of each series the page shows); the files are the history.
 
 Numbers from different machines do not compare: the environment says which

@@ -33,7 +33,7 @@ def jvm_archive(run: Invocation, drop: bool, show: bool, driver_memory: str, tra
     (-XX:AOTCacheOutput). Spark 3.5's own Hadoop client does not run there
     (Subject.getSubject): only a SPARK_HOME with a Hadoop client that does
     (3.4.3) can use it, and a table written so failed a later Java 17 commit
-    (docs/benchmarks.md). Java 17 is the supported JVM.
+    (docs/benchmarks-rounds.md). Java 17 is the supported JVM.
     """
     from hudi_cdc import jars as jarmod
     from hudi_cdc import jvm_archive as archives

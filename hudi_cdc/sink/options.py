@@ -314,7 +314,7 @@ def check_index_layout(recorded: str | None, options: Mapping[str, str], where: 
 # A new unpartitioned table's index, when the user names none: Hudi's simple bucket index. A bucket is
 # a file group named by the key's hash, so a round finds its keys' files without reading any: 1,000
 # random updates into a 1M-row table took 2.67 s with 4 buckets against 9.18 s with SIMPLE's lookup
-# on MERGE_ON_READ, 11.32 s against 26.84 s on COPY_ON_WRITE (docs/benchmarks.md "commit cost").
+# on MERGE_ON_READ, 11.32 s against 26.84 s on COPY_ON_WRITE (docs/benchmarks-rounds.md "commit cost").
 # The count is chosen when the table is made: a power of two from MIN_BUCKETS (the write's
 # parallelism) to MAX_BUCKETS (Hudi's default), with at most ROWS_PER_BUCKET rows of the first commit
 # in each (1-2M once above the floor): a COPY_ON_WRITE update rewrites a whole bucket's file. It grows

@@ -7,7 +7,7 @@ turned into Avro records of the table's schema, tagged with their bucket's file 
 bucket index tags them, appended to those file groups' logs and committed with the round's
 checkpoint, in one commit as before. A bucket with no file group yet gets one, named for its
 bucket, whose first slice is log files only (the datasource writes it a base file; compaction
-gives it one). Readers see the same table (docs/benchmarks.md, "Hudi's Java write client";
+gives it one). Readers see the same table (docs/benchmarks-rounds.md, "Hudi's Java write client";
 tests/sink/test_small_write.py compares it with the datasource's).
 
 It is used where it is measured to win and known to be equal: MERGE_ON_READ, unpartitioned,

@@ -140,6 +140,26 @@ def test_the_report_shows_a_benchmarks_newest_series_and_leaves_notes_and_older_
     assert "Other series in bench/results/rounds/, not shown here: `before the fix`." in block
 
 
+def test_a_block_on_a_sibling_page_is_rewritten_there_and_a_new_one_goes_to_the_main_page(tmp_path: Path) -> None:
+    data, img, doc = tmp_path / "results", tmp_path / "img", tmp_path / "docs" / "benchmarks.md"
+    doc.parent.mkdir()
+    doc.write_text("# Benchmarks\n")
+    sibling = doc.parent / "benchmarks-rounds.md"
+    sibling.write_text("# Rounds\n\n<!-- results:rounds:begin -->\nold table\n<!-- results:rounds:end -->\n")
+    row = {"rounds": results.table(COLUMNS, [{"run": "current", "events": 8, "us_per_event": 2.5}])}
+    path = _result(data, "rounds", "2026-11-21T10:00Z", row)
+    _result(data, "pick", "2026-11-21T10:00Z", row)
+
+    written = report.render(data, doc, img)
+
+    assert doc in written and sibling in written
+    rounds = sibling.read_text()
+    assert "| current | 8 | 2.5 |" in rounds and "old table" not in rounds
+    assert f"[data](../results/rounds/{path.name})" in rounds  # links from the sibling, in the same folder
+    assert "results:rounds:begin" not in doc.read_text()
+    assert "## pick" in doc.read_text() and "results:pick:begin" not in rounds
+
+
 @pytest.mark.parametrize(
     "path", sorted((REPO / "bench" / "results").glob("*/*.json")), ids=lambda p: p.parent.name + "/" + p.name
 )
@@ -160,9 +180,11 @@ def test_the_history_is_not_empty_and_the_page_shows_every_benchmark_of_it() -> 
     stored = results.load_all()
     assert {r["benchmark"] for r in stored} >= {"bench", "scale", "freshness", "pipeline", "rounds", "commit-cost",
                                                 "index", "formats", "toast", "verify", "first-load"}  # fmt: skip
-    page = (REPO / "docs" / "benchmarks.md").read_text()
+    pages = [(REPO / "docs" / "benchmarks.md").read_text()]
+    pages += [p.read_text() for p in sorted((REPO / "docs").glob("benchmarks-*.md"))]
     for name in {r["benchmark"] for r in stored}:
-        assert (f"<!-- results:{name}:begin" in page) == bool(report.SHOW.get(name, True)), name
+        holding = sum(f"<!-- results:{name}:begin" in page for page in pages)
+        assert holding == (1 if report.SHOW.get(name, True) else 0), name  # shown on one page, or on none
 
 
 def _whole(tables: dict) -> None:
